@@ -1,0 +1,1 @@
+"""The agent: tools, hints, the litellm boundary and the loop. Depends on `planboard` only."""

@@ -1,0 +1,1 @@
+"""Agent-side records (filled in by the agent runtime)."""

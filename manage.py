@@ -1,0 +1,17 @@
+#!/usr/bin/env python
+"""Django's command-line utility for Planboard."""
+
+import os
+import sys
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planboard.settings")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class PlanboardConfig(AppConfig):
+    name = "planboard"
+    verbose_name = "Planboard"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,18 @@
+"""ASGI entry point: HTTP through Django, websockets through Channels."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planboard.settings")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from django.core.asgi import get_asgi_application
+
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter  # noqa: E402
+
+from planboard.realtime.routing import websocket_application  # noqa: E402
+
+application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})

@@ -1,0 +1,265 @@
+"""The plan domain's tables.
+
+Writes to these models go through `planboard.services` only; reads that build what users and
+the agent see go through `planboard.selectors`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+# Length limits shared by the services, the API serializers and the tool schemas.
+NAME_MAX = 200
+TEXT_MAX = 4000
+MESSAGE_MAX = 20000
+# A hard ceiling on plan size, whatever a session allows; protects every caller.
+SUBTASKS_HARD_LIMIT = 1000
+
+
+class State(models.TextChoices):
+    """States shared by plans and subtasks."""
+
+    TODO = "todo", "To do"
+    IN_PROGRESS = "in_progress", "In progress"
+    DONE = "done", "Done"
+    ABANDONED = "abandoned", "Abandoned"
+
+
+FINISHED_STATES = frozenset({State.DONE, State.ABANDONED})
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=NAME_MAX, unique=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="TeamMembership", related_name="teams"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TeamMembership(models.Model):
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        LEAD = "lead", "Lead"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="unique_team_membership")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class ChatSession(models.Model):
+    """A conversation between one user and the agent; holds at most one current plan."""
+
+    class Language(models.TextChoices):
+        AUTO = "auto", "Automatic"
+        EN = "en", "English"
+        ZH = "zh", "Chinese"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    title = models.CharField(max_length=NAME_MAX, blank=True, default="")
+    need_user_confirm = models.BooleanField(default=True)
+    max_subtasks = models.PositiveIntegerField(null=True, blank=True)
+    language = models.CharField(max_length=4, choices=Language.choices, default=Language.AUTO)
+    current_plan = models.ForeignKey(
+        "Plan", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        verbose_name = "chat session"
+
+    def __str__(self) -> str:
+        return self.title or f"Session {self.pk}"
+
+
+class Plan(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="plans"
+    )
+    session = models.ForeignKey(
+        ChatSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="plans"
+    )
+    name = models.CharField(max_length=NAME_MAX)
+    description = models.TextField(blank=True, default="")
+    expected_outcome = models.TextField(blank=True, default="")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.TODO)
+    outcome = models.TextField(blank=True, default="")
+    # Increases by exactly one with every committed change; events carry it.
+    version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "state"]),
+            models.Index(fields=["state", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+
+class SubTask(models.Model):
+    """One step of a plan. `position` orders it; its id stays stable while indices shift."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="subtasks")
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=NAME_MAX)
+    description = models.TextField(blank=True, default="")
+    expected_outcome = models.TextField(blank=True, default="")
+    outcome = models.TextField(blank=True, default="")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.TODO)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["plan_id", "position"]
+        indexes = [models.Index(fields=["plan", "position"])]
+        constraints = [
+            # The single-in-progress invariant, enforced by the database as a last line.
+            models.UniqueConstraint(
+                fields=["plan"],
+                condition=Q(state="in_progress"),
+                name="one_subtask_in_progress_per_plan",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentRun(models.Model):
+    """One execution of the agent for a session, from a user message to a final answer."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        WAITING_FOR_USER = "waiting_for_user", "Waiting for user"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    cancel_requested = models.BooleanField(default=False)
+    step_count = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One active run per session.
+            models.UniqueConstraint(
+                fields=["session"],
+                condition=Q(status__in=["queued", "running"]),
+                name="one_active_run_per_session",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+
+class Message(models.Model):
+    """The transcript: what the user, the agent and the tools said, in order."""
+
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool"
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey(
+        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(blank=True, default="")
+    # Assistant messages: the tool calls the model asked for (OpenAI format).
+    tool_calls = models.JSONField(null=True, blank=True)
+    # Tool messages: which call this answers, and the tool's name.
+    tool_call_id = models.CharField(max_length=100, blank=True, default="")
+    tool_name = models.CharField(max_length=100, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            # A tool call is answered at most once: this makes tool execution idempotent.
+            models.UniqueConstraint(
+                fields=["session", "tool_call_id"],
+                condition=~Q(tool_call_id=""),
+                name="one_result_per_tool_call",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"
+
+
+class PlanEvent(models.Model):
+    """One committed change to a plan: the plan's history, and what the board applies."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="events")
+    version = models.PositiveIntegerField()
+    action = models.CharField(max_length=40)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    actor_run = models.ForeignKey(AgentRun, null=True, blank=True, on_delete=models.SET_NULL)
+    subtask_id = models.BigIntegerField(null=True, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    # What a client applies to the snapshot at `version - 1` to get the one at `version`.
+    patch = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["plan_id", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "version"], name="unique_plan_event_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.plan_id} v{self.version} {self.action}"

@@ -36,7 +36,9 @@ def plan_snapshot(*, plan_id: int) -> Snapshot:
     return build_plan_snapshot(plan, subtasks)
 
 
-def plan_events_since(*, plan_id: int, version: int, limit: int | None = None) -> list[dict[str, Any]]:
+def plan_events_since(
+    *, plan_id: int, version: int, limit: int | None = None
+) -> list[dict[str, Any]]:
     """Events after `version`, oldest first."""
     queryset = (
         PlanEvent.objects.filter(plan_id=plan_id, version__gt=version)

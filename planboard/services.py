@@ -209,9 +209,7 @@ def _record(
 
 
 def _publish_session(session_id: int, payload: dict[str, Any]) -> None:
-    transaction.on_commit(
-        lambda: broadcast.publish([broadcast.session_group(session_id)], payload)
-    )
+    transaction.on_commit(lambda: broadcast.publish([broadcast.session_group(session_id)], payload))
 
 
 def _set_current_plan(session: ChatSession, plan: Plan | None) -> None:
@@ -247,14 +245,16 @@ def _clean_session_settings(fields: dict[str, Any]) -> dict[str, Any]:
     if "max_subtasks" in fields:
         limit = fields["max_subtasks"]
         if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= SUBTASKS_HARD_LIMIT
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= SUBTASKS_HARD_LIMIT
         ):
-            raise PlanError(f"'max_subtasks' must be empty or a number from 1 to {SUBTASKS_HARD_LIMIT}.")
+            raise PlanError(
+                f"'max_subtasks' must be empty or a number from 1 to {SUBTASKS_HARD_LIMIT}."
+            )
         cleaned["max_subtasks"] = limit
     if "language" in fields:
-        cleaned["language"] = _clean_state(
-            fields["language"], allowed=ChatSession.Language.values
-        )
+        cleaned["language"] = _clean_state(fields["language"], allowed=ChatSession.Language.values)
     return cleaned
 
 
@@ -297,7 +297,9 @@ def session_update(*, session_id: int, **fields: Any) -> ChatSession:
 
 def _clean_subtask_specs(specs: Any, *, limit: int) -> list[dict[str, str]]:
     if not isinstance(specs, list):
-        raise PlanError("'subtasks' must be a list of objects with name, description and expected_outcome.")
+        raise PlanError(
+            "'subtasks' must be a list of objects with name, description and expected_outcome."
+        )
     if len(specs) > limit:
         raise PlanError(
             f"The plan has {len(specs)} subtasks but at most {limit} are allowed; merge some steps."
@@ -338,8 +340,10 @@ def plan_create(
         clean_name = _clean_name(name)
         clean_description = _clean_text(description, field="description")
         clean_expected = _clean_text(expected_outcome, field="expected_outcome")
-        specs = _clean_subtask_specs(list(subtasks) if isinstance(subtasks, tuple) else subtasks,
-                                     limit=_subtask_limit(session))
+        specs = _clean_subtask_specs(
+            list(subtasks) if isinstance(subtasks, tuple) else subtasks,
+            limit=_subtask_limit(session),
+        )
 
         replaced = None
         if session.current_plan_id is not None:
@@ -884,7 +888,7 @@ def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:
 
 
 def run_start(*, run_id: int) -> AgentRun:
-    """Claim a queued (or redelivered running) run for a worker; other statuses are returned as is."""
+    """Claim a queued (or redelivered, still running) run; other statuses come back as is."""
     with transaction.atomic():
         run = _load_run(run_id)
         if run.status in AgentRun.ACTIVE_STATUSES and run.cancel_requested:
@@ -900,7 +904,11 @@ def run_start(*, run_id: int) -> AgentRun:
 def _run_set_status(run: AgentRun, status: str, error: str) -> AgentRun:
     run.status = status
     run.error = error[:TEXT_MAX]
-    if status not in (AgentRun.Status.QUEUED, AgentRun.Status.RUNNING, AgentRun.Status.WAITING_FOR_USER):
+    if status not in (
+        AgentRun.Status.QUEUED,
+        AgentRun.Status.RUNNING,
+        AgentRun.Status.WAITING_FOR_USER,
+    ):
         run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at"])
     _publish_run(run)

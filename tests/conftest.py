@@ -83,3 +83,34 @@ def events() -> Iterator[EventRecorder]:
     unsubscribe = broadcast.subscribe(recorder)
     yield recorder
     unsubscribe()
+
+
+# --- external services ------------------------------------------------------------------
+# Locally a test needing PostgreSQL or Redis skips when the service is missing; CI sets
+# PLANBOARD_REQUIRE_SERVICES=1 so that such a skip fails the build instead.
+
+
+def require_or_skip(reason: str) -> None:
+    if os.environ.get("PLANBOARD_REQUIRE_SERVICES"):
+        pytest.fail(f"required service missing: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def redis_url() -> str:
+    import redis
+
+    url = os.environ.get("PLANBOARD_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except Exception as exc:
+        require_or_skip(f"Redis at {url} is not reachable ({exc})")
+    return url
+
+
+@pytest.fixture
+def postgres(transactional_db: Any) -> None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        require_or_skip("this test needs PostgreSQL: set DATABASE_URL=postgres://…")

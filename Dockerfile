@@ -1,0 +1,44 @@
+# One image for every Planboard process: the migrate job, the web server (daphne) and the
+# Celery workers. docker-compose.yml picks the command; .env supplies the settings.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    # litellm must use its bundled price list: containers may have no internet access.
+    LITELLM_LOCAL_MODEL_COST_MAP=True \
+    DJANGO_SETTINGS_MODULE=planboard.settings \
+    # The source tree in /app wins over the installed copy, so BASE_DIR (templates,
+    # frontend/, staticfiles/) resolves to /app.
+    PYTHONPATH=/app
+
+WORKDIR /app
+
+# gettext compiles the translations when the project ships them; nothing else is built.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gettext \
+    && rm -rf /var/lib/apt/lists/*
+
+# Dependencies first, so editing the code does not reinstall them.
+COPY pyproject.toml ./
+COPY planboard/__init__.py planboard/__init__.py
+COPY agents/__init__.py agents/__init__.py
+RUN pip install .
+
+COPY . .
+RUN pip install --no-deps . \
+    && if [ -d locale ]; then python manage.py compilemessages -v0; fi \
+    # Static files are collected at build time; the secret is a throwaway used only here.
+    && DJANGO_DEBUG=0 DJANGO_SECRET_KEY=build-only-not-a-secret \
+       python manage.py collectstatic --noinput -v0 \
+    && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin planboard \
+    && mkdir -p /app/var \
+    && chown planboard /app/var
+
+USER planboard
+EXPOSE 8000
+
+# The web process; the worker and migrate services override the command.
+CMD ["daphne", "--bind", "0.0.0.0", "--port", "8000", "--proxy-headers", \
+     "planboard.asgi:application"]

@@ -46,6 +46,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # self-hosted Swagger UI / Redoc assets for /api/docs/
+    "django_filters",
     "channels",
     "planboard",
     "agents",
@@ -180,6 +182,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Plans, subtasks, chat sessions and agent runs.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Served from our static files: the docs page works without internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- The agent -------------------------------------------------------------------------

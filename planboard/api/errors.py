@@ -1,9 +1,18 @@
-"""Maps `PlanError` to JSON responses: 400 with a readable message, 409 with the snapshot."""
+"""Every API error is JSON of one shape: `{"error": <message a person can act on>, "code": …}`.
+
+`PlanError` maps to 400 (404 for `code="not_found"`), `StaleVersion` to 409 with the current
+snapshot, validation errors add `fields` ({field: [messages]}). DRF's own errors (bad JSON,
+authentication, throttling, …) are rewritten into the same shape.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -17,4 +26,54 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             body["snapshot"] = exc.snapshot
         status = 404 if exc.code == "not_found" else exc.status_code
         return Response(body, status=status)
-    return drf_exception_handler(exc, context)
+    if isinstance(exc, ObjectDoesNotExist):
+        # A row vanished between the permission check and the read (e.g. deleted meanwhile).
+        exc = exceptions.NotFound("It no longer exists.")
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or None)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    response = drf_exception_handler(exc, context)
+    if response is None or not isinstance(exc, exceptions.APIException):
+        return response
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = {
+            "error": summarize_validation(exc.detail),
+            "code": "invalid",
+            "fields": _as_field_dict(exc.detail),
+        }
+    else:
+        codes = exc.get_codes()
+        response.data = {
+            "error": str(exc.detail),
+            "code": codes if isinstance(codes, str) else "error",
+        }
+    return response
+
+
+def _as_field_dict(detail: Any) -> dict[str, Any]:
+    if isinstance(detail, dict):
+        return detail
+    return {"non_field_errors": detail if isinstance(detail, list) else [detail]}
+
+
+def _first_messages(detail: Any, prefix: str = "") -> list[str]:
+    """Flatten nested DRF error details into `field: message` lines."""
+    if isinstance(detail, dict):
+        lines: list[str] = []
+        for key, value in detail.items():
+            label = "" if key == "non_field_errors" else f"{prefix}{key}"
+            lines += _first_messages(value, f"{label}." if label else "")
+        return lines
+    if isinstance(detail, list):
+        lines = []
+        for item in detail:
+            lines += _first_messages(item, prefix)
+        return lines
+    field = prefix.rstrip(".")
+    return [f"{field}: {detail}" if field else str(detail)]
+
+
+def summarize_validation(detail: Any) -> str:
+    lines = _first_messages(detail)
+    return " ".join(lines) if lines else "The request is not valid."

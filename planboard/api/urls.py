@@ -1,3 +1,54 @@
-from django.urls import path  # noqa: F401
+"""Routes under `/api/`. Ids in paths are 1 to 18 digits: anything else is a plain 404."""
 
-urlpatterns: list = []
+from __future__ import annotations
+
+from django.urls import path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from planboard.api import views
+
+
+class IdConverter:
+    # 18 digits always fit a signed 64-bit column, so no id can overflow a query.
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "api_id")
+
+urlpatterns = [
+    path("auth/token/", views.TokenView.as_view(), name="api-token"),
+    path("sessions/", views.SessionListView.as_view(), name="api-sessions"),
+    path("sessions/<api_id:session_id>/", views.SessionDetailView.as_view(), name="api-session"),
+    path(
+        "sessions/<api_id:session_id>/messages/",
+        views.SessionMessagesView.as_view(),
+        name="api-session-messages",
+    ),
+    path(
+        "sessions/<api_id:session_id>/cancel/",
+        views.SessionCancelView.as_view(),
+        name="api-session-cancel",
+    ),
+    path("plans/", views.PlanListView.as_view(), name="api-plans"),
+    path("plans/<api_id:plan_id>/", views.PlanDetailView.as_view(), name="api-plan"),
+    path(
+        "plans/<api_id:plan_id>/subtasks/",
+        views.PlanSubtasksView.as_view(),
+        name="api-plan-subtasks",
+    ),
+    path(
+        "plans/<api_id:plan_id>/subtasks/<api_id:subtask_id>/",
+        views.SubtaskDetailView.as_view(),
+        name="api-subtask",
+    ),
+    path("plans/<api_id:plan_id>/events/", views.PlanEventsView.as_view(), name="api-plan-events"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+]

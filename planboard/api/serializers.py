@@ -1,0 +1,397 @@
+"""Input parsing for the REST API, and the response shapes documented in the OpenAPI schema.
+
+Input serializers check only shape, types and lengths (limits from `planboard.models`); every
+business rule lives in `planboard.services`. JSON types are strict: `"5"` is not a number and
+`1` is not a string, so a client bug shows up as a clear 400 instead of a silent coercion.
+Unknown fields are refused too, so a misspelt field is not ignored quietly.
+
+Output serializers describe what `planboard.snapshots` produces; views return those dicts
+as they are, and the serializers exist so that `/api/schema/` documents them exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+from planboard.models import (
+    MESSAGE_MAX,
+    NAME_MAX,
+    SUBTASKS_HARD_LIMIT,
+    TEXT_MAX,
+    AgentRun,
+    ChatSession,
+    Message,
+    State,
+)
+
+# Versions and indices beyond this are nonsense; bounding them keeps huge numbers out of SQL.
+NUMBER_MAX = 2**31 - 1
+# Fields a browser form may add that are not part of any payload.
+IGNORED_INPUT_KEYS = frozenset({"csrfmiddlewaretoken"})
+
+
+# --- strict JSON fields -------------------------------------------------------------------
+
+
+class StrictCharField(serializers.CharField):
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be a whole number."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=data)
+        return super().to_internal_value(data)
+
+
+def name_field(*, required: bool) -> StrictCharField:
+    return StrictCharField(max_length=NAME_MAX, required=required)
+
+
+def text_field() -> StrictCharField:
+    return StrictCharField(max_length=TEXT_MAX, required=False, allow_blank=True)
+
+
+def version_field() -> StrictIntegerField:
+    return StrictIntegerField(
+        required=False,
+        min_value=0,
+        max_value=NUMBER_MAX,
+        help_text="The plan version this change is based on; a newer plan answers 409.",
+    )
+
+
+# Refuses fields it does not know, naming them (a comment, not a docstring: docstrings
+# become schema descriptions).
+class InputSerializer(serializers.Serializer):
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields) - IGNORED_INPUT_KEYS)
+            if unknown:
+                message = f"Unknown field; the accepted fields are: {', '.join(self.fields)}."
+                raise serializers.ValidationError({key: [message] for key in unknown})
+        return super().to_internal_value(data)
+
+
+def _require_one(attrs: dict[str, Any], fields: tuple[str, ...]) -> None:
+    if not any(field in attrs for field in fields):
+        raise serializers.ValidationError(f"Give at least one of: {', '.join(fields)}.")
+
+
+# --- sessions and messages ------------------------------------------------------------------
+
+
+class SessionCreateSerializer(InputSerializer):
+    title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True, default="")
+    need_user_confirm = StrictBooleanField(required=False, default=True)
+    max_subtasks = StrictIntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=SUBTASKS_HARD_LIMIT
+    )
+    language = StrictChoiceField(
+        choices=ChatSession.Language.choices, required=False, default=ChatSession.Language.AUTO
+    )
+
+
+class SessionUpdateSerializer(InputSerializer):
+    title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
+    need_user_confirm = StrictBooleanField(required=False)
+    max_subtasks = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=SUBTASKS_HARD_LIMIT
+    )
+    language = StrictChoiceField(choices=ChatSession.Language.choices, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        _require_one(attrs, tuple(self.fields))
+        return attrs
+
+
+class MessageCreateSerializer(InputSerializer):
+    content = StrictCharField(max_length=MESSAGE_MAX)
+
+
+class MessagesQuerySerializer(serializers.Serializer):
+    after = serializers.IntegerField(
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=2**62,
+        help_text="Only messages after this id.",
+    )
+    limit = serializers.IntegerField(required=False, default=200, min_value=1, max_value=1000)
+
+
+# --- plans and subtasks ------------------------------------------------------------------
+
+
+class PlanUpdateSerializer(InputSerializer):
+    name = name_field(required=False)
+    description = text_field()
+    expected_outcome = text_field()
+    state = StrictChoiceField(
+        choices=State.choices,
+        required=False,
+        # Which states may finish a plan is the service's rule, not the parser's.
+        help_text="`done` or `abandoned` finishes the plan (needs `outcome`).",
+    )
+    outcome = text_field()
+    expected_version = version_field()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        _require_one(attrs, ("name", "description", "expected_outcome", "state"))
+        if "outcome" in attrs and "state" not in attrs:
+            raise serializers.ValidationError(
+                {"outcome": ["An outcome is given when finishing the plan: add `state`."]}
+            )
+        return attrs
+
+
+class SubtaskCreateSerializer(InputSerializer):
+    name = name_field(required=True)
+    description = text_field()
+    expected_outcome = text_field()
+    index = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=-NUMBER_MAX,
+        max_value=NUMBER_MAX,
+        help_text="0-based position to insert before; appended when left out.",
+    )
+    expected_version = version_field()
+
+
+class SubtaskUpdateSerializer(InputSerializer):
+    name = name_field(required=False)
+    description = text_field()
+    expected_outcome = text_field()
+    outcome = text_field()
+    state = StrictChoiceField(choices=State.choices, required=False)
+    index = StrictIntegerField(
+        required=False,
+        min_value=-NUMBER_MAX,
+        max_value=NUMBER_MAX,
+        help_text="Move the subtask to this 0-based position.",
+    )
+    expected_version = version_field()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        _require_one(
+            attrs, ("name", "description", "expected_outcome", "outcome", "state", "index")
+        )
+        return attrs
+
+
+class VersionQuerySerializer(serializers.Serializer):
+    expected_version = serializers.IntegerField(required=False, min_value=0, max_value=NUMBER_MAX)
+
+
+class EventsQuerySerializer(serializers.Serializer):
+    since = serializers.IntegerField(
+        required=False,
+        default=0,
+        min_value=0,
+        max_value=NUMBER_MAX,
+        help_text="Only events after this plan version.",
+    )
+    limit = serializers.IntegerField(required=False, default=500, min_value=1, max_value=1000)
+
+
+# --- response shapes (documentation) -------------------------------------------------------
+
+
+class UserRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    username = serializers.CharField()
+
+
+class SubtaskSnapshotSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    index = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    expected_outcome = serializers.CharField()
+    outcome = serializers.CharField()
+    state = serializers.ChoiceField(choices=State.choices)
+    created_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class PlanSnapshotSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.IntegerField(allow_null=True)
+    owner = UserRefSerializer()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    expected_outcome = serializers.CharField()
+    state = serializers.ChoiceField(choices=State.choices)
+    outcome = serializers.CharField()
+    version = serializers.IntegerField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    subtasks = SubtaskSnapshotSerializer(many=True)
+
+
+class SubtaskCountsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    todo = serializers.IntegerField()
+    in_progress = serializers.IntegerField()
+    done = serializers.IntegerField()
+    abandoned = serializers.IntegerField()
+
+
+class PlanListItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    state = serializers.ChoiceField(choices=State.choices)
+    owner = UserRefSerializer()
+    session_id = serializers.IntegerField(allow_null=True)
+    version = serializers.IntegerField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    subtask_counts = SubtaskCountsSerializer()
+
+
+class ActorSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["user", "agent", "system"])
+    user_id = serializers.IntegerField(allow_null=True)
+    username = serializers.CharField(allow_null=True)
+    run_id = serializers.IntegerField(allow_null=True)
+
+
+class PlanEventSerializer(serializers.Serializer):
+    plan_id = serializers.IntegerField()
+    version = serializers.IntegerField()
+    action = serializers.CharField()
+    actor = ActorSerializer()
+    subtask_id = serializers.IntegerField(allow_null=True)
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    patch = serializers.JSONField(help_text="Applied to the snapshot at version-1.")
+    created_at = serializers.DateTimeField(allow_null=True)
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=AgentRun.Status.choices)
+    error = serializers.CharField()
+    model = serializers.CharField()
+    cancel_requested = serializers.BooleanField()
+    step_count = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cost_usd = serializers.CharField(help_text="Decimal as a string.")
+    created_at = serializers.DateTimeField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class MessageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.IntegerField()
+    run_id = serializers.IntegerField(allow_null=True)
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    author = serializers.CharField(allow_null=True)
+    content = serializers.CharField()
+    tool_calls = serializers.JSONField(allow_null=True)
+    tool_call_id = serializers.CharField(allow_null=True)
+    tool_name = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+
+
+class SessionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    owner = UserRefSerializer()
+    title = serializers.CharField()
+    need_user_confirm = serializers.BooleanField()
+    max_subtasks = serializers.IntegerField(allow_null=True)
+    language = serializers.ChoiceField(choices=ChatSession.Language.choices)
+    current_plan_id = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+class SessionListItemSerializer(SessionSerializer):
+    latest_run = RunSerializer(allow_null=True)
+
+
+class SessionSnapshotSerializer(SessionSerializer):
+    current_plan = PlanSnapshotSerializer(allow_null=True)
+    latest_run = RunSerializer(allow_null=True)
+
+
+class MessagePostedSerializer(serializers.Serializer):
+    message = MessageSerializer()
+    run = RunSerializer()
+
+
+class MessagesPageSerializer(serializers.Serializer):
+    results = MessageSerializer(many=True)
+    has_more = serializers.BooleanField()
+
+
+class CancelResultSerializer(serializers.Serializer):
+    run = RunSerializer(allow_null=True, help_text="The run asked to stop; null if none ran.")
+
+
+class PlanWriteResultSerializer(serializers.Serializer):
+    plan = PlanSnapshotSerializer()
+
+
+class SubtaskCreatedSerializer(PlanWriteResultSerializer):
+    subtask_id = serializers.IntegerField()
+
+
+class SubtaskDeletedSerializer(PlanWriteResultSerializer):
+    deleted = SubtaskSnapshotSerializer()
+
+
+class EventsPageSerializer(serializers.Serializer):
+    results = PlanEventSerializer(many=True)
+    has_more = serializers.BooleanField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField(help_text="What went wrong and what to do instead.")
+    code = serializers.CharField()
+    fields = serializers.DictField(
+        child=serializers.JSONField(), required=False, help_text="Per-field messages."
+    )
+
+
+class StaleVersionSerializer(ErrorSerializer):
+    snapshot = PlanSnapshotSerializer(help_text="The plan as it is now.")
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField()
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField()

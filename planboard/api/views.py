@@ -1,0 +1,392 @@
+"""REST endpoints: thin adapters that parse, check access, call a service or selector, format.
+
+Every write goes through `planboard.services` with `Actor.person(request.user)`, exactly like
+the agent tools do, and answers with the fresh plan snapshot. Business-rule failures arrive as
+`PlanError` and become JSON errors in `planboard.api.errors`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.filters import OrderingFilter
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
+from rest_framework.views import APIView
+
+from planboard import selectors, services
+from planboard.api import serializers as s
+from planboard.api.filters import PlanFilter
+from planboard.api.permissions import (
+    editable_plan,
+    editable_session,
+    visible_plan,
+    visible_session,
+)
+from planboard.models import AgentRun, ChatSession, Plan, State
+from planboard.services import Actor
+from planboard.snapshots import iso, serialize_message, serialize_run, serialize_session
+
+# Path ids are at most 18 digits (see urls.py), so they always fit a 64-bit column.
+ID_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
+
+
+def path_id(name: str, what: str) -> OpenApiParameter:
+    return OpenApiParameter(name, ID_SCHEMA, OpenApiParameter.PATH, description=f"{what} id")
+
+
+PLAN_ID = path_id("plan_id", "Plan")
+SUBTASK_ID = path_id("subtask_id", "Subtask")
+SESSION_ID = path_id("session_id", "Session")
+
+ERRORS = {
+    400: OpenApiResponse(s.ErrorSerializer, description="Invalid input or a broken plan rule."),
+    401: OpenApiResponse(s.ErrorSerializer, description="Not authenticated."),
+    403: OpenApiResponse(s.ErrorSerializer, description="Read-only access (or CSRF failure)."),
+    404: OpenApiResponse(s.ErrorSerializer, description="Not found or not visible to you."),
+}
+READ_ERRORS = {code: ERRORS[code] for code in (401, 403, 404)}
+STALE = {409: OpenApiResponse(s.StaleVersionSerializer, description="The plan moved on.")}
+
+
+def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+class ApiDefaults:
+    # Token first so that an anonymous request gets 401 with `WWW-Authenticate: Token`.
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    # JSON bodies only: the strict types of the serializers are JSON types.
+    parser_classes = [JSONParser]
+
+
+class ApiView(ApiDefaults, APIView):
+    pass
+
+
+def plan_result(plan_id: int, **extra: Any) -> dict[str, Any]:
+    return {"plan": selectors.plan_snapshot(plan_id=plan_id), **extra}
+
+
+# --- auth ---------------------------------------------------------------------------------
+
+
+@extend_schema(
+    tags=["auth"],
+    request=s.TokenRequestSerializer,
+    responses={200: s.TokenSerializer, 400: ERRORS[400]},
+    auth=[],
+    summary="Exchange a username and password for an API token.",
+)
+class TokenView(ObtainAuthToken):
+    authentication_classes: list[type] = []
+    permission_classes: list[type] = []
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+@extend_schema(tags=["sessions"])
+class SessionListView(ApiDefaults, generics.ListAPIView):
+    serializer_class = s.SessionListItemSerializer
+
+    def get_queryset(self) -> QuerySet[ChatSession]:
+        latest = AgentRun.objects.filter(session=OuterRef("pk")).order_by("-id").values("id")[:1]
+        return (
+            selectors.sessions_visible_to(self.request.user)
+            .select_related("owner")
+            .annotate(latest_run_id=Subquery(latest))
+            .order_by("-updated_at", "-id")
+        )
+
+    @extend_schema(
+        summary="Sessions you can see, most recently active first.",
+        responses={200: s.SessionListItemSerializer(many=True), **READ_ERRORS},
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        # The latest runs of the whole page in one query.
+        runs = AgentRun.objects.in_bulk([x.latest_run_id for x in page if x.latest_run_id])
+        rows = [
+            {**serialize_session(x), "latest_run": serialize_run(runs.get(x.latest_run_id))}
+            for x in page
+        ]
+        return self.get_paginated_response(rows)
+
+    @extend_schema(
+        tags=["sessions"],
+        request=s.SessionCreateSerializer,
+        responses={201: s.SessionSnapshotSerializer, 400: ERRORS[400], 401: ERRORS[401]},
+        summary="Start a chat session with the agent.",
+    )
+    def post(self, request: Request) -> Response:
+        data = parse(s.SessionCreateSerializer, request.data)
+        session = services.session_create(owner=request.user, **data)
+        return Response(
+            selectors.session_snapshot(session_id=session.pk), status=status.HTTP_201_CREATED
+        )
+
+
+class SessionDetailView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        responses={200: s.SessionSnapshotSerializer, **READ_ERRORS},
+        summary="A session with its current plan snapshot (or null) and its latest run.",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(request.user, session_id)
+        return Response(selectors.session_snapshot(session_id=session_id))
+
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        request=s.SessionUpdateSerializer,
+        responses={200: s.SessionSnapshotSerializer, **ERRORS},
+        summary="Change the session's settings.",
+    )
+    def patch(self, request: Request, session_id: int) -> Response:
+        editable_session(request.user, session_id)
+        data = parse(s.SessionUpdateSerializer, request.data)
+        services.session_update(session_id=session_id, **data)
+        return Response(selectors.session_snapshot(session_id=session_id))
+
+
+class SessionMessagesView(ApiView):
+    throttle_scope = "messages"
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # Only posting is limited: each message may start an (expensive) agent run.
+        return [ScopedRateThrottle()] if self.request.method == "POST" else []
+
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID, s.MessagesQuerySerializer],
+        responses={200: s.MessagesPageSerializer, 400: ERRORS[400], **READ_ERRORS},
+        summary="The transcript, oldest first; page on with `after` = the last id you have.",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(request.user, session_id)
+        query = parse(s.MessagesQuerySerializer, request.query_params)
+        messages = selectors.session_messages(session_id=session_id, after_id=query["after"])
+        limit = query["limit"]
+        return Response({"results": messages[:limit], "has_more": len(messages) > limit})
+
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        request=s.MessageCreateSerializer,
+        responses={
+            202: s.MessagePostedSerializer,
+            **ERRORS,
+            429: OpenApiResponse(s.ErrorSerializer, description="Too many messages; wait."),
+        },
+        summary="Write to the agent: queues a run, or feeds the active one.",
+    )
+    def post(self, request: Request, session_id: int) -> Response:
+        editable_session(request.user, session_id)
+        data = parse(s.MessageCreateSerializer, request.data)
+        message, run = services.message_post(
+            session_id=session_id, author=request.user, content=data["content"]
+        )
+        body = {"message": serialize_message(message), "run": serialize_run(run)}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class SessionCancelView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        request=None,
+        responses={200: s.CancelResultSerializer, **READ_ERRORS},
+        summary="Stop the session's active or waiting run.",
+    )
+    def post(self, request: Request, session_id: int) -> Response:
+        editable_session(request.user, session_id)
+        run = services.run_cancel(session_id=session_id)
+        return Response({"run": serialize_run(run)})
+
+
+# --- plans ------------------------------------------------------------------------------------
+
+
+def _count(state: str) -> Count:
+    return Count("subtasks", filter=Q(subtasks__state=state))
+
+
+def plan_list_row(plan: Plan) -> dict[str, Any]:
+    counts = {state: getattr(plan, f"count_{state}") for state in State.values}
+    return {
+        "id": plan.pk,
+        "name": plan.name,
+        "state": plan.state,
+        "owner": {"id": plan.owner_id, "username": plan.owner.get_username()},
+        "session_id": plan.session_id,
+        "version": plan.version,
+        "created_at": iso(plan.created_at),
+        "finished_at": iso(plan.finished_at),
+        "subtask_counts": {"total": sum(counts.values()), **counts},
+    }
+
+
+@extend_schema(
+    tags=["plans"],
+    summary="Plans you can see, newest first, filtered.",
+    responses={200: s.PlanListItemSerializer(many=True), 400: ERRORS[400], **READ_ERRORS},
+)
+class PlanListView(ApiDefaults, generics.ListAPIView):
+    serializer_class = s.PlanListItemSerializer
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filterset_class = PlanFilter
+    ordering_fields = ["created_at", "finished_at", "name", "state", "version"]
+    ordering = ["-created_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[Plan]:
+        return (
+            selectors.plans_visible_to(self.request.user)
+            .select_related("owner")
+            .annotate(**{f"count_{state}": _count(state) for state in State.values})
+        )
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response([plan_list_row(plan) for plan in page])
+
+
+class PlanDetailView(ApiView):
+    @extend_schema(
+        tags=["plans"],
+        parameters=[PLAN_ID],
+        responses={200: s.PlanSnapshotSerializer, **READ_ERRORS},
+        summary="The plan snapshot: header and subtasks in order.",
+    )
+    def get(self, request: Request, plan_id: int) -> Response:
+        visible_plan(request.user, plan_id)
+        return Response(selectors.plan_snapshot(plan_id=plan_id))
+
+    @extend_schema(
+        tags=["plans"],
+        parameters=[PLAN_ID],
+        request=s.PlanUpdateSerializer,
+        responses={200: s.PlanWriteResultSerializer, **ERRORS, **STALE},
+        summary="Edit the plan's text, and/or finish it (state done/abandoned + outcome).",
+    )
+    def patch(self, request: Request, plan_id: int) -> Response:
+        editable_plan(request.user, plan_id)
+        data = parse(s.PlanUpdateSerializer, request.data)
+        actor = Actor.person(request.user)
+        version = data.pop("expected_version", None)
+        texts = {k: data[k] for k in services.PLAN_TEXT_FIELDS if k in data}
+        # Text and finish together are one change for the caller: all or nothing.
+        with transaction.atomic():
+            if texts:
+                services.plan_update_info(
+                    plan_id=plan_id, actor=actor, expected_version=version, **texts
+                )
+                version = None  # the first service checked it; later ones build on it
+            if "state" in data:
+                services.plan_finish(
+                    plan_id=plan_id,
+                    actor=actor,
+                    state=data["state"],
+                    outcome=data.get("outcome", ""),
+                    expected_version=version,
+                )
+        return Response(plan_result(plan_id))
+
+
+class PlanSubtasksView(ApiView):
+    @extend_schema(
+        tags=["plans"],
+        parameters=[PLAN_ID],
+        request=s.SubtaskCreateSerializer,
+        responses={201: s.SubtaskCreatedSerializer, **ERRORS, **STALE},
+        summary="Add a subtask (appended, or inserted before `index`).",
+    )
+    def post(self, request: Request, plan_id: int) -> Response:
+        editable_plan(request.user, plan_id)
+        data = parse(s.SubtaskCreateSerializer, request.data)
+        subtask = services.subtask_add(plan_id=plan_id, actor=Actor.person(request.user), **data)
+        return Response(plan_result(plan_id, subtask_id=subtask.pk), status=201)
+
+
+class SubtaskDetailView(ApiView):
+    @extend_schema(
+        tags=["plans"],
+        parameters=[PLAN_ID, SUBTASK_ID],
+        request=s.SubtaskUpdateSerializer,
+        responses={200: s.PlanWriteResultSerializer, **ERRORS, **STALE},
+        summary="Edit a subtask's text, set its state, and/or move it to `index`.",
+    )
+    def patch(self, request: Request, plan_id: int, subtask_id: int) -> Response:
+        editable_plan(request.user, plan_id)
+        data = parse(s.SubtaskUpdateSerializer, request.data)
+        actor = Actor.person(request.user)
+        version = data.pop("expected_version", None)
+        common = {"plan_id": plan_id, "actor": actor, "subtask_id": subtask_id}
+        state = data.pop("state", None)
+        # With a new state the outcome belongs to it (e.g. done + what was achieved).
+        outcome = data.pop("outcome", None) if state is not None else None
+        index = data.pop("index", None)
+        # Several kinds of change in one request: all of them or none.
+        with transaction.atomic():
+            if data:
+                services.subtask_update(**common, expected_version=version, **data)
+                version = None
+            if state is not None:
+                services.subtask_set_state(
+                    **common, state=state, outcome=outcome or "", expected_version=version
+                )
+                version = None
+            if index is not None:
+                services.subtask_move(**common, index=index, expected_version=version)
+        return Response(plan_result(plan_id))
+
+    @extend_schema(
+        tags=["plans"],
+        parameters=[PLAN_ID, SUBTASK_ID, s.VersionQuerySerializer],
+        request=None,
+        responses={200: s.SubtaskDeletedSerializer, **ERRORS, **STALE},
+        summary="Delete a subtask; later ones move up.",
+    )
+    def delete(self, request: Request, plan_id: int, subtask_id: int) -> Response:
+        editable_plan(request.user, plan_id)
+        query = parse(s.VersionQuerySerializer, request.query_params)
+        gone = services.subtask_delete(
+            plan_id=plan_id,
+            actor=Actor.person(request.user),
+            subtask_id=subtask_id,
+            expected_version=query.get("expected_version"),
+        )
+        return Response(plan_result(plan_id, deleted=gone))
+
+
+class PlanEventsView(ApiView):
+    @extend_schema(
+        tags=["plans"],
+        parameters=[PLAN_ID, s.EventsQuerySerializer],
+        responses={200: s.EventsPageSerializer, 400: ERRORS[400], **READ_ERRORS},
+        summary="The plan's history, oldest first; page on with `since` = the last version.",
+    )
+    def get(self, request: Request, plan_id: int) -> Response:
+        visible_plan(request.user, plan_id)
+        query = parse(s.EventsQuerySerializer, request.query_params)
+        limit = query["limit"]
+        events = selectors.plan_events_since(
+            plan_id=plan_id, version=query["since"], limit=limit + 1
+        )
+        return Response({"results": events[:limit], "has_more": len(events) > limit})

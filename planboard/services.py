@@ -607,11 +607,11 @@ def subtask_delete(
         subtasks = _ordered_subtasks(plan)
         subtask = _find_subtask(subtasks, subtask_id)
         gone = serialize_subtask(subtask)
+        remaining = [s for s in subtasks if s.pk != subtask_id]
         subtask.delete()
         SubTask.objects.filter(plan=plan, position__gt=gone["index"]).update(
             position=F("position") - 1
         )
-        remaining = [s for s in subtasks if s.pk != subtask_id]
         for position, item in enumerate(remaining):
             item.position = position
         _record(
@@ -915,8 +915,15 @@ def _run_set_status(run: AgentRun, status: str, error: str) -> AgentRun:
     return run
 
 
-def run_finish(*, run_id: int, status: str, error: str = "") -> AgentRun:
-    """End (or pause for the user) a running run."""
+def run_finish(
+    *, run_id: int, status: str, error: str = "", unless_user_message_after: int | None = None
+) -> AgentRun:
+    """End (or pause for the user) a running run.
+
+    With `unless_user_message_after` (a message id), a run about to succeed or wait for the
+    user stays running when the user wrote after that message: the agent has not read it yet,
+    and `message_post` handed it to this active run. The session lock makes this exact.
+    """
     allowed = [
         AgentRun.Status.WAITING_FOR_USER,
         AgentRun.Status.SUCCEEDED,
@@ -925,11 +932,26 @@ def run_finish(*, run_id: int, status: str, error: str = "") -> AgentRun:
     ]
     clean_status = _clean_state(status, allowed=allowed)
     with transaction.atomic():
+        if unless_user_message_after is not None:
+            # Same lock order as message_post: session first, then the run.
+            session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True)
+            if session_id:
+                _lock_session(session_id[0])
         run = _load_run(run_id)
         if not run.is_active:
             return run
         if run.cancel_requested and clean_status != AgentRun.Status.FAILED:
             clean_status = AgentRun.Status.CANCELLED
+        if (
+            unless_user_message_after is not None
+            and clean_status in (AgentRun.Status.SUCCEEDED, AgentRun.Status.WAITING_FOR_USER)
+            and Message.objects.filter(
+                session_id=run.session_id,
+                role=Message.Role.USER,
+                pk__gt=unless_user_message_after,
+            ).exists()
+        ):
+            return run
         return _run_set_status(run, clean_status, error)
 
 

@@ -22,6 +22,11 @@ def _no_dispatch(settings: Any) -> None:
     settings.PLANBOARD_RUN_DISPATCHER = "tests.conftest.record_dispatch"
 
 
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings: Any) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 DISPATCHED: list[int] = []
 
 

@@ -135,6 +135,8 @@ class PlanAdmin(admin.ModelAdmin):
             obj.refresh_from_db()
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        # What `formset.save()` would set; the admin's change message reads them.
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         if formset.model is not SubTask:
             return
         actor = Actor.person(request.user)
@@ -269,6 +271,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         """Transcript and runs are read-only here."""
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
 
 
 @admin.register(AgentRun)

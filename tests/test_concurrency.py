@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pytest
 from django.db import connection
 
 from planboard import selectors, services

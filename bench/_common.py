@@ -1,0 +1,257 @@
+"""Shared plumbing of the benchmarks: machine facts, databases, and docs/PERFORMANCE.md.
+
+Every benchmark is one script, `.venv/bin/python bench/<name>.py`. Each creates its own
+databases (a temporary SQLite file, the PostgreSQL database `bench`, Redis db 9) and replaces
+its own section of docs/PERFORMANCE.md, between `<!-- bench:<name>:start/end -->` markers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PERFORMANCE_MD = ROOT / "docs" / "PERFORMANCE.md"
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+BENCH_VENV_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
+
+# Overridable so the benchmarks can run against other servers.
+PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+PG_DB_NAME = os.environ.get("BENCH_PG_DB", "bench")
+REDIS_BENCH_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9")
+
+HEADER = """# Performance
+
+Measured numbers, written by the benchmark scripts in `bench/` (never by hand). Each section
+says on which machine, when and with which command it was measured; rerun the command to
+reproduce it. The scripts replace only their own section.
+
+| benchmark | command |
+|---|---|
+| 1. hint rebuild cost per agent step | `.venv/bin/python bench/hint_cost.py` |
+| 2. tool-call overhead vs AgentScope | `.venv/bin/python bench/tool_overhead.py` |
+| 3. edit-to-screen latency | `.venv/bin/python bench/ws_latency.py` |
+| 4. agent throughput | `.venv/bin/python bench/agent_throughput.py` |
+
+Benchmark 2 needs AgentScope in its own venv once: `bash bench/setup_bench_venv.sh`. They all
+need PostgreSQL on 127.0.0.1:5432 (user `postgres`; the database `bench` is recreated) and
+Redis on 127.0.0.1:6379 (db 9); `BENCH_PG_ADMIN_URL` and `BENCH_REDIS_URL` point elsewhere.
+"""
+
+
+# --- machine ------------------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, str]:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = "unknown"
+    try:
+        match = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
+        if match:
+            ram = f"{int(match.group(1)) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": str(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"),
+        "ram": ram,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }
+
+
+def service_versions() -> dict[str, str]:
+    """PostgreSQL and Redis server versions, when they answer."""
+    versions: dict[str, str] = {}
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3) as conn:
+            versions["postgresql"] = str(conn.execute("SHOW server_version").fetchone()[0])
+    except Exception as exc:
+        versions["postgresql"] = f"unavailable ({type(exc).__name__})"
+    try:
+        import redis
+
+        info = redis.Redis.from_url(REDIS_BENCH_URL, socket_connect_timeout=2).info("server")
+        versions["redis"] = str(info.get("redis_version"))
+    except Exception as exc:
+        versions["redis"] = f"unavailable ({type(exc).__name__})"
+    return versions
+
+
+def machine_lines(extra: dict[str, str] | None = None) -> list[str]:
+    info = machine_info()
+    parts = [
+        f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram']} RAM, {info['os']}, "
+        f"Python {info['python']}",
+    ]
+    if extra:
+        parts.append("- Services: " + ", ".join(f"{k} {v}" for k, v in extra.items()))
+    parts.append(f"- Date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}")
+    # The machine may be shared; the load says how much else was running.
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    parts.append(f"- Load average when the report was written (1, 5, 15 min): {load}")
+    return parts
+
+
+def command_line() -> str:
+    return ".venv/bin/python " + " ".join(
+        shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]]
+    )
+
+
+# --- statistics ---------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (fraction in 0..1) of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def fmt_us(seconds: float) -> str:
+    return f"{seconds * 1_000_000:.0f}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+# --- docs/PERFORMANCE.md ----------------------------------------------------------------
+
+
+def write_section(name: str, title: str, lines: Sequence[str]) -> None:
+    """Replace (or append) the section `name` of docs/PERFORMANCE.md."""
+    start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
+    body = "\n".join([start, f"## {title}", "", *lines, end])
+    text = PERFORMANCE_MD.read_text() if PERFORMANCE_MD.exists() else HEADER
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: body, text)
+    else:
+        # Keep the sections in benchmark order whatever order they were run in.
+        text = text.rstrip() + "\n\n" + body + "\n"
+        text = _sort_sections(text)
+    PERFORMANCE_MD.write_text(text.rstrip() + "\n")
+    print(f"wrote section '{name}' of {PERFORMANCE_MD.relative_to(ROOT)}")
+
+
+SECTION_ORDER = ["hint_cost", "tool_overhead", "ws_latency", "agent_throughput"]
+
+
+def _sort_sections(text: str) -> str:
+    pattern = re.compile(r"<!-- bench:(\w+):start -->.*?<!-- bench:\1:end -->", re.S)
+    sections = {m.group(1): m.group(0) for m in pattern.finditer(text)}
+    head = pattern.sub("", text).rstrip()
+    ordered = sorted(sections, key=lambda n: SECTION_ORDER.index(n) if n in SECTION_ORDER else 99)
+    return head + "\n\n" + "\n\n".join(sections[n] for n in ordered) + "\n"
+
+
+# --- databases and Django ------------------------------------------------------------------
+
+
+def postgres_url(db_name: str = PG_DB_NAME) -> str:
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + db_name
+
+
+def recreate_postgres(db_name: str = PG_DB_NAME) -> str:
+    """Drop and create the benchmark database; returns its URL."""
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{db_name}"')
+    return postgres_url(db_name)
+
+
+def sqlite_url() -> str:
+    path = Path(tempfile.mkdtemp(prefix="planboard-bench-")) / "bench.sqlite3"
+    return f"sqlite:///{path}"
+
+
+def database_url(backend: str) -> str:
+    if backend == "sqlite":
+        return sqlite_url()
+    if backend == "postgres":
+        return recreate_postgres()
+    raise SystemExit(f"unknown backend {backend!r}: use sqlite or postgres")
+
+
+def base_env(**overrides: str) -> dict[str, str]:
+    """The environment of a benchmark process: quiet, production-like, no real LLM."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "planboard.settings",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "DJANGO_LOG_LEVEL": "WARNING",
+            "PYTHONPATH": str(ROOT),
+        }
+    )
+    env.update(overrides)
+    return env
+
+
+def setup_django(db_url: str, *, migrate: bool = True, **env: str) -> None:
+    """Point Django at `db_url`, set it up, and create the tables."""
+    os.environ.update(base_env(DATABASE_URL=db_url, **env))
+    if "REDIS_URL" not in env:
+        # In-process benchmarks measure the database path only; no broker, no channel layer.
+        os.environ.pop("REDIS_URL", None)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    if migrate:
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0, interactive=False)
+
+
+def run_json(
+    argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 1800
+) -> Any:
+    """Run a helper process that prints one JSON document as its last stdout line."""
+    import json
+
+    result = subprocess.run(
+        list(argv), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
+        raise SystemExit(f"{argv} failed with exit code {result.returncode}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def no_dispatch(run_id: int) -> None:
+    """PLANBOARD_RUN_DISPATCHER for benchmarks that create runs but never execute them."""

@@ -1,0 +1,229 @@
+"""Benchmark 2: the cost of a plan tool call, Planboard vs AgentScope's in-memory PlanNotebook.
+
+The same scripted sequence (bench/_tool_sequence.py: create a plan, view, add/revise/delete
+subtasks, start and finish every subtask, finish the plan, list history, recover it, finish it
+again) goes through `agents.tools.execute_tool_call` on SQLite and on PostgreSQL, and through
+AgentScope's Toolkit + PlanNotebook in .venv-bench. Each call is timed alone; the ratio says
+what durability, history, locking and live broadcast cost per call.
+
+    bash bench/setup_bench_venv.sh           # once: AgentScope in its own venv
+    .venv/bin/python bench/tool_overhead.py [--rounds 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as common
+from _tool_sequence import arguments_json, sequence
+
+# (label, backend, channel layer over Redis?)
+CONFIGS = [
+    ("Planboard, SQLite", "sqlite", False),
+    ("Planboard, PostgreSQL", "postgres", False),
+    ("Planboard, PostgreSQL + Redis channel layer", "postgres", True),
+]
+
+
+def run_planboard(rounds: int, *, count_queries: bool = False) -> list[tuple[str, float, str]]:
+    """Replay the sequence in this process (Django already set up); one new user per round.
+
+    With `count_queries` the second field is the number of SQL queries instead of seconds.
+    """
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.tools import execute_tool_call
+    from planboard import services
+    from planboard.models import Plan
+    from planboard.services import Actor
+
+    timings: list[tuple[str, float, str]] = []
+    users = get_user_model().objects
+    for _ in range(rounds):
+        user = users.create_user(f"bench-{users.count()}-{time.monotonic_ns()}")
+        session = services.session_create(owner=user, need_user_confirm=False)
+        _, run = services.message_post(session_id=session.pk, author=user, content="Go.")
+        actor = Actor.agent(run)
+        for name, args in sequence():
+            historical = (
+                Plan.objects.filter(owner=user, state__in=["done", "abandoned"])
+                .order_by("-id")
+                .values_list("id", flat=True)
+                .first()
+            )
+            raw = arguments_json(args, historical)
+            if count_queries:
+                with CaptureQueriesContext(connection) as queries:
+                    text = execute_tool_call(
+                        session_id=session.pk, actor=actor, name=name, arguments=raw
+                    )
+                timings.append((name, float(len(queries.captured_queries)), text))
+                continue
+            started = time.perf_counter()
+            text = execute_tool_call(session_id=session.pk, actor=actor, name=name, arguments=raw)
+            timings.append((name, time.perf_counter() - started, text))
+    return timings
+
+
+def worker(backend: str, redis: bool, rounds: int) -> None:
+    env = {"PLANBOARD_RUN_DISPATCHER": "_common.no_dispatch"}
+    if redis:
+        env["REDIS_URL"] = common.REDIS_BENCH_URL
+    common.setup_django(common.database_url(backend), **env)
+    run_planboard(max(2, rounds // 20))  # warm up caches and connections
+    timings = run_planboard(rounds)
+    errors = [text for _, _, text in timings if text.startswith("Error")]
+    queries: dict[str, list[int]] = defaultdict(list)
+    for name, count, _ in run_planboard(1, count_queries=True):
+        queries[name].append(int(count))
+    queries = {
+        name: f"{min(c)}-{max(c)}" if min(c) != max(c) else str(c[0]) for name, c in queries.items()
+    }
+    print(
+        json.dumps(
+            {"calls": [[n, s] for n, s, _ in timings], "errors": errors[:5], "queries": queries}
+        )
+    )
+
+
+def summarize(calls: list[list[Any]], per_round: int) -> dict[str, Any]:
+    per_tool: dict[str, list[float]] = defaultdict(list)
+    for name, seconds in calls:
+        per_tool[name].append(seconds)
+    durations = [s for _, s in calls]
+    rounds = len(calls) // per_round
+    return {
+        "mean": sum(durations) / len(durations),
+        "p50": common.percentile(durations, 0.50),
+        "p95": common.percentile(durations, 0.95),
+        "per_round": sum(durations) / rounds,
+        "per_tool": {name: sum(v) / len(v) for name, v in per_tool.items()},
+        "count": len(calls),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=100, help="sequences per system")
+    parser.add_argument("--worker", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
+    parser.add_argument("--redis", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.redis, args.rounds)
+        return
+
+    per_round = len(sequence())
+    results: dict[str, dict[str, Any]] = {}
+    for label, backend, redis in CONFIGS:
+        print(f"running {label} ...", flush=True)
+        argv = [
+            str(common.VENV_PYTHON),
+            __file__,
+            "--worker",
+            backend,
+            "--rounds",
+            str(args.rounds),
+        ]
+        data = common.run_json(argv + (["--redis"] if redis else []), env=common.base_env())
+        if data["errors"]:
+            raise SystemExit(f"{label}: the sequence produced errors: {data['errors']}")
+        results[label] = summarize(data["calls"], per_round)
+        results[label]["queries"] = data["queries"]
+
+    agentscope_version = "not installed"
+    if common.BENCH_VENV_PYTHON.exists():
+        print("running AgentScope PlanNotebook ...", flush=True)
+        runner = str(Path(__file__).resolve().parent / "_agentscope_runner.py")
+        data = common.run_json([str(common.BENCH_VENV_PYTHON), runner, str(args.rounds)])
+        agentscope_version = data["version"]
+        for mode, label in (
+            ("toolkit", "AgentScope PlanNotebook via Toolkit"),
+            ("direct", "AgentScope PlanNotebook, direct method calls"),
+        ):
+            if data[mode]["errors"]:
+                raise SystemExit(f"{label}: the sequence produced errors: {data[mode]['errors']}")
+            results[label] = summarize(data[mode]["calls"], per_round)
+    write_report(results, args.rounds, per_round, agentscope_version)
+
+
+def write_report(
+    results: dict[str, dict[str, Any]], rounds: int, per_round: int, agentscope_version: str
+) -> None:
+    reference = results.get("AgentScope PlanNotebook via Toolkit")
+    lines = [
+        *common.machine_lines(common.service_versions()),
+        f"- AgentScope: {agentscope_version} (in .venv-bench)",
+        f"- Command: `bash bench/setup_bench_venv.sh && {common.command_line()}`",
+        f"- Workload: {rounds} rounds of the same {per_round}-call sequence "
+        "(bench/_tool_sequence.py) per system, each call timed alone, after a warm-up; "
+        "Planboard calls go through `agents.tools.execute_tool_call` (JSON parsing, validation, "
+        "one transaction with row locks, version bump, event row, broadcast on commit).",
+        "",
+    ]
+    rows = []
+    for label, r in results.items():
+        ratio = f"{r['mean'] / reference['mean']:.0f}x" if reference else "n/a"
+        rows.append(
+            [
+                label,
+                r["count"],
+                common.fmt_us(r["mean"]),
+                common.fmt_us(r["p50"]),
+                common.fmt_us(r["p95"]),
+                common.fmt_ms(r["per_round"]),
+                ratio,
+            ]
+        )
+    lines += common.table(
+        [
+            "system",
+            "calls",
+            "mean µs/call",
+            "p50 µs",
+            "p95 µs",
+            f"ms per {per_round}-call run",
+            "mean vs AgentScope Toolkit",
+        ],
+        rows,
+    )
+    tools = list(next(iter(results.values()))["per_tool"])
+    lines += ["", "Mean µs per call, by tool:", ""]
+    sql = results["Planboard, PostgreSQL"].get("queries", {})
+    lines += common.table(
+        ["tool", "SQL queries (Planboard, PostgreSQL)", *results],
+        [
+            [
+                t,
+                sql.get(t, "?"),
+                *(common.fmt_us(r["per_tool"].get(t, 0.0)) for r in results.values()),
+            ]
+            for t in tools
+        ],
+    )
+    if reference is None:
+        lines += ["", "AgentScope was not measured: run `bash bench/setup_bench_venv.sh` first."]
+    else:
+        pg = results["Planboard, PostgreSQL"]
+        lines += [
+            "",
+            f"Reading: a Planboard tool call costs {common.fmt_ms(pg['mean'])} ms on PostgreSQL, "
+            f"{pg['mean'] / reference['mean']:.0f}x AgentScope's in-memory call. Against an LLM "
+            "step that takes hundreds of milliseconds to seconds, that is the price of plans "
+            "that survive restarts, are shared live with people, are serialized against their "
+            "edits and keep a full history; AgentScope's notebook lives in one process's memory.",
+        ]
+    common.write_section("tool_overhead", "2. Tool-call overhead vs AgentScope PlanNotebook", lines)
+
+
+if __name__ == "__main__":
+    main()

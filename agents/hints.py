@@ -302,7 +302,7 @@ def detect_language(texts: Sequence[str]) -> str:
     return "zh" if han > 0 and han >= words else "en"
 
 
-# --- what changed -------------------------------------------------------------------------
+# --- what changed -----------------------------------------------------------------------------
 
 
 def _who(actor: Mapping[str, Any] | None, t: Mapping[str, str]) -> str:

@@ -20,7 +20,7 @@ from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import ChatSession
 from planboard.services import Actor
 
-# --- schemas ------------------------------------------------------------------------------
+# --- schemas ----------------------------------------------------------------------------------
 
 _SUBTASK_FIELDS: dict[str, Any] = {
     "name": {"type": "string", "description": "Short name of the subtask."},
@@ -214,7 +214,7 @@ def is_plan_tool(name: str) -> bool:
     return name in TOOL_NAMES
 
 
-# --- argument parsing -------------------------------------------------------------------
+# --- argument parsing -------------------------------------------------------------------------
 
 
 class _BadCall(Exception):
@@ -238,7 +238,7 @@ def _type_label(value: Any) -> str:
         if isinstance(value, python_type):
             return label
     if isinstance(value, float):
-        return "a number with a fraction"
+        return "a number"
     return type(value).__name__
 
 
@@ -255,6 +255,8 @@ def _parse_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any]:
                 f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}). "
                 'Send them as one JSON object, for example {"subtask_idx": 0}.'
             ) from None
+    if arguments is None:  # the JSON text "null": no arguments
+        return {}
     if not isinstance(arguments, dict):
         raise _BadCall(
             f"the arguments must be a JSON object of named arguments, not {_type_label(arguments)}."
@@ -302,7 +304,7 @@ def _validate(tool: str, raw: dict[str, Any]) -> dict[str, Any]:
     return {key: _coerce(tool, key, value, properties[key]) for key, value in given.items()}
 
 
-# --- context shared by the tools -------------------------------------------------------------
+# --- context shared by the tools --------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -344,6 +346,11 @@ def _label(subtask: dict[str, Any]) -> str:
     return f"subtask {subtask['index']} ('{subtask['name']}')"
 
 
+def _sentence(text: str) -> str:
+    # str.capitalize() would lowercase the subtask's name too.
+    return text[:1].upper() + text[1:]
+
+
 def _describe_changes(changes: dict[str, tuple[str, str]]) -> str:
     return "; ".join(f"{field}: '{old}' → '{new}'" for field, (old, new) in changes.items())
 
@@ -357,7 +364,7 @@ def _subtask_fields(value: dict[str, Any]) -> dict[str, Any]:
     return {key: value[key] for key in ("name", "description", "expected_outcome") if key in value}
 
 
-# --- the tools ------------------------------------------------------------------------------
+# --- the tools --------------------------------------------------------------------------------
 
 
 def _create_plan(call: _Call) -> str:
@@ -411,12 +418,15 @@ def _revise_current_plan(call: _Call) -> str:
             )
         if given is None:
             raise _BadCall("action 'add' needs 'subtask' with at least a name.")
+        fields = _subtask_fields(given)
         added = services.subtask_add(
             plan_id=snapshot["id"],
             actor=call.actor,
             index=index,
             expected_version=snapshot["version"],
-            **_subtask_fields(given),
+            name=fields.get("name", ""),
+            description=fields.get("description", ""),
+            expected_outcome=fields.get("expected_outcome", ""),
         )
         return f"Added subtask {index} ('{added.name}'):\n{_plan_text(snapshot['id'])}"
 
@@ -471,7 +481,7 @@ def _update_subtask_state(call: _Call) -> str:
         in_order=True,
         expected_version=snapshot["version"],
     )
-    return f"{_label(target).capitalize()} is now {state}."
+    return f"{_sentence(_label(target))} is now {state}."
 
 
 def _finish_subtask(call: _Call) -> str:
@@ -483,7 +493,7 @@ def _finish_subtask(call: _Call) -> str:
         subtask_id=target["id"],
         outcome=call.args["subtask_outcome"],
     )
-    lines = [f"{_label(target).capitalize()} is done."]
+    lines = [f"{_sentence(_label(target))} is done."]
     after = selectors.plan_snapshot(plan_id=snapshot["id"])
     if started is not None:
         lines.append(f"Started subtask {started.position} next:")
@@ -595,7 +605,7 @@ _HANDLERS: dict[str, Callable[[_Call], str]] = {
 }
 
 
-# --- entry point --------------------------------------------------------------------------
+# --- entry point ------------------------------------------------------------------------------
 
 
 def execute_tool_call(

@@ -725,7 +725,9 @@ def subtask_set_state(
         subtasks = _ordered_subtasks(plan)
         subtask = _find_subtask(subtasks, subtask_id)
         if subtask.state == clean_state:
-            raise PlanError(f"{_describe(subtask).capitalize()} is already {clean_state}.")
+            raise PlanError(
+                f"Subtask {subtask.position} ('{subtask.name}') is already {clean_state}."
+            )
         if clean_state == State.IN_PROGRESS:
             if in_order:
                 _check_earlier_finished(subtasks, subtask, doing="start")
@@ -762,7 +764,7 @@ def subtask_finish(
         subtask = _find_subtask(subtasks, subtask_id)
         if subtask.state in FINISHED_STATES:
             raise PlanError(
-                f"{_describe(subtask).capitalize()} is already {subtask.state}; "
+                f"Subtask {subtask.position} ('{subtask.name}') is already {subtask.state}; "
                 "it cannot be finished again.",
                 code="already_finished",
             )

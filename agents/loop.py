@@ -374,9 +374,11 @@ def _should_nudge(*, run: AgentRun, snapshot: dict[str, Any] | None) -> bool:
         return False
     idle = 0
     for step in steps:
-        if step.nudged or any(tools.is_plan_tool(name) for name in step.tool_names):
+        if any(tools.is_plan_tool(name) for name in step.tool_names):
             break
         idle += 1
+        if step.nudged:
+            break  # count afresh from the last reminder, which itself went unheeded
     return idle >= NUDGE_AFTER_STEPS
 
 

@@ -5,5 +5,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include("planboard.api.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
     path("", include("planboard.web.urls")),
 ]

@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from planboard.web import views
+
+app_name = "web"
+
+urlpatterns = [
+    path("", views.session_list, name="sessions"),
+    path("sessions/<int:session_id>/", views.session_page, name="session"),
+    path("history/", views.history_list, name="history"),
+    path("history/plans/<int:plan_id>/", views.history_plan, name="history_plan"),
+]

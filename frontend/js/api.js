@@ -1,0 +1,58 @@
+// JSON calls to /api/ with the session cookie and Django's CSRF header.
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && (body.error || body.detail)) || `HTTP ${status}`);
+    this.name = "ApiError";
+    this.status = status;
+    this.body = body || {};
+    this.code = this.body.code || (status === 0 ? "network" : "http_" + status);
+  }
+}
+
+function csrfToken() {
+  for (const part of document.cookie.split(";")) {
+    const [name, ...rest] = part.trim().split("=");
+    if (name === "csrftoken") return decodeURIComponent(rest.join("="));
+  }
+  // Fallback: the token rendered into the page (e.g. by the logout form).
+  const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+  return input ? input.value : "";
+}
+
+export async function api(method, url, body, { keepalive = false } = {}) {
+  const options = {
+    method,
+    credentials: "same-origin",
+    headers: { Accept: "application/json" },
+    keepalive,
+  };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  if (method !== "GET") options.headers["X-CSRFToken"] = csrfToken();
+  let response;
+  try {
+    response = await fetch(url, options);
+  } catch (error) {
+    throw new ApiError(0, { error: String(error && error.message ? error.message : error) });
+  }
+  const text = await response.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = { error: text.slice(0, 300) };
+    }
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+/** A REST list answer may be paginated ({results: [...]}) or a bare array. */
+export function listOf(data) {
+  if (Array.isArray(data)) return data;
+  return (data && Array.isArray(data.results) && data.results) || [];
+}

@@ -1,0 +1,752 @@
+// The plan board: header, progress and four columns of subtask cards in plan order.
+// It renders a snapshot and reports what the person wants through `actions`; it never talks
+// to the server itself. Cards are keyed by subtask id and patched in place, so an open edit
+// form or the keyboard focus survives live updates from the agent or other browsers.
+
+import { STATES, isFinished, progress } from "./board-state.js";
+import { h, icon, replaceChildren } from "./dom.js";
+import { formatTime, t } from "./i18n.js";
+
+export function stateLabel(state) {
+  return t(`state_${state}`);
+}
+
+const FLASH_MS = 2400;
+
+export class BoardView {
+  /**
+   * @param {HTMLElement} root
+   * @param {object} options
+   *   editable: may this person change the plan;
+   *   actions: {setState, move, change, edit, remove, add, editPlan, finishPlan}, each
+   *     returning a promise that resolves to true when the change was accepted;
+   *   historyPlanUrl: (planId) => url of the plan's review page;
+   *   emptyMessage: text shown when there is no plan.
+   */
+  constructor(root, { editable = false, actions = {}, historyPlanUrl = null, emptyMessage = "" }) {
+    this.root = root;
+    this.editable = editable;
+    this.actions = actions;
+    this.historyPlanUrl = historyPlanUrl;
+    this.plan = null;
+    this.cards = new Map(); // subtask id -> {el, sig}
+    this.editing = new Set(); // subtask ids with an open edit form
+    this.hidden = new Set(); // subtask ids waiting for their delete to be committed
+    this.headerEditing = false;
+    this.adding = false;
+    this.dragId = null;
+    this.build(emptyMessage);
+  }
+
+  // --- skeleton ------------------------------------------------------------------------
+
+  build(emptyMessage) {
+    this.empty = h(
+      "div",
+      { class: "board-empty" },
+      h("div", { class: "board-empty-art", "aria-hidden": "true" }, h("span"), h("span"), h("span")),
+      h("p", { text: emptyMessage || t("no_plan") }),
+    );
+    this.head = h("header", { class: "plan-head" });
+    this.addPanel = h("div", { class: "add-panel", hidden: true });
+    this.columnsEl = h("div", { class: "columns" });
+    this.columns = {};
+    for (const state of STATES) {
+      const list = h("ol", { class: "cards", "aria-label": stateLabel(state) });
+      const count = h("span", { class: "column-count", text: "0" });
+      const placeholder = h("p", { class: "column-empty", text: t("column_empty") });
+      const section = h(
+        "section",
+        { class: `column column-${state}`, dataset: { state } },
+        h(
+          "h3",
+          { class: "column-title" },
+          h("span", { class: "state-dot", "aria-hidden": "true" }),
+          h("span", { text: stateLabel(state) }),
+          count,
+        ),
+        list,
+        placeholder,
+      );
+      this.bindDropTarget(section, list, state);
+      this.columns[state] = { section, list, count, placeholder };
+      this.columnsEl.append(section);
+    }
+    this.root.classList.add("board");
+    this.root.append(this.empty, this.head, this.addPanel, this.columnsEl);
+  }
+
+  isEditable() {
+    return this.editable && Boolean(this.plan) && !isFinished(this.plan);
+  }
+
+  // --- rendering -----------------------------------------------------------------------
+
+  /** Show `plan` (a snapshot, or null); `flash` lists subtask ids to highlight briefly. */
+  render(plan, { flash = [], flashHead = false } = {}) {
+    const focus = this.captureFocus();
+    this.plan = plan;
+    this.root.classList.toggle("has-plan", Boolean(plan));
+    this.empty.hidden = Boolean(plan);
+    this.head.hidden = !plan;
+    this.columnsEl.hidden = !plan;
+    if (!plan) {
+      for (const card of this.cards.values()) card.el.remove();
+      this.cards.clear();
+      this.editing.clear();
+      this.adding = false;
+      this.headerEditing = false;
+      this.addPanel.hidden = true;
+      return;
+    }
+    const editable = this.isEditable();
+    if (!editable) {
+      this.editing.clear();
+      this.adding = false;
+      this.headerEditing = false;
+    }
+    this.root.classList.toggle("is-editable", editable);
+    this.renderHead(editable);
+    this.renderAddPanel(editable);
+    const present = new Set(plan.subtasks.map((subtask) => subtask.id));
+    for (const id of this.hidden) if (!present.has(id)) this.hidden.delete(id);
+    const visible = plan.subtasks.filter((subtask) => !this.hidden.has(subtask.id));
+    const seen = new Set();
+    for (const state of STATES) {
+      const column = this.columns[state];
+      const inColumn = visible.filter((subtask) => subtask.state === state);
+      const elements = inColumn.map((subtask, position) => {
+        seen.add(subtask.id);
+        return this.cardFor(subtask, {
+          editable,
+          first: position === 0,
+          last: position === inColumn.length - 1,
+        });
+      });
+      syncChildren(column.list, elements);
+      column.count.textContent = String(inColumn.length);
+      column.placeholder.hidden = inColumn.length > 0;
+    }
+    for (const [id, card] of this.cards) {
+      if (!seen.has(id)) {
+        card.el.remove();
+        this.cards.delete(id);
+        this.editing.delete(id);
+      }
+    }
+    this.restoreFocus(focus);
+    for (const id of flash) this.flash(id);
+    if (flashHead) flashElement(this.head);
+  }
+
+  renderHead(editable) {
+    const plan = this.plan;
+    if (this.headerEditing && this.head.querySelector(".plan-edit")) {
+      // Keep the open form; only the state and progress follow the live plan.
+      this.updateHeadStatus();
+      return;
+    }
+    const stats = progress(plan);
+    const percent = stats.total ? Math.round((100 * stats.done) / stats.total) : 0;
+    const fields = h("dl", { class: "plan-fields" });
+    if (plan.expected_outcome) {
+      fields.append(
+        h("dt", { text: t("expected_outcome") }),
+        h("dd", { class: "plan-expected", text: plan.expected_outcome }),
+      );
+    }
+    if (plan.outcome) {
+      fields.append(
+        h("dt", { text: t("outcome") }),
+        h("dd", { class: "plan-outcome", text: plan.outcome }),
+      );
+    }
+    const toolbar = editable
+      ? h(
+          "div",
+          { class: "plan-toolbar", role: "toolbar", "aria-label": t("plan_actions") },
+          button("add", "plus", t("add_subtask"), () => this.openAddPanel(), {
+            withText: true,
+            primary: true,
+          }),
+          button("edit-plan", "edit", t("edit_plan"), () => this.openHeadEditor(), {
+            withText: true,
+          }),
+          button("finish-plan", "check", t("finish_plan"), () => this.finishPlan("done"), {
+            withText: true,
+          }),
+          button("abandon-plan", "abandon", t("abandon_plan"), () => this.finishPlan("abandoned"), {
+            withText: true,
+          }),
+        )
+      : null;
+    let notice = null;
+    if (isFinished(plan)) {
+      notice = h(
+        "p",
+        { class: "plan-notice" },
+        h("span", { text: t(plan.state === "done" ? "plan_done_notice" : "plan_abandoned_notice") }),
+        this.historyPlanUrl
+          ? h("a", { href: this.historyPlanUrl(plan.id), text: t("open_in_history") })
+          : null,
+      );
+    }
+    replaceChildren(
+      this.head,
+      h(
+        "div",
+        { class: "plan-title-row" },
+        h("h2", { class: "plan-name", text: plan.name }),
+        h("span", { class: `pill pill-${plan.state} plan-state`, text: stateLabel(plan.state) }),
+      ),
+      plan.description ? h("p", { class: "plan-desc", text: plan.description }) : null,
+      fields.childElementCount ? fields : null,
+      h(
+        "div",
+        { class: "plan-progress" },
+        h(
+          "div",
+          {
+            class: "progress-bar",
+            role: "progressbar",
+            "aria-valuemin": 0,
+            "aria-valuemax": stats.total,
+            "aria-valuenow": stats.done,
+            "aria-label": t("progress"),
+          },
+          h("span", { style: `width: ${percent}%` }),
+        ),
+        h("span", {
+          class: "progress-text",
+          text: t("progress_done", { done: stats.done, total: stats.total }),
+        }),
+        h("span", {
+          class: "plan-meta",
+          text: t("plan_meta", { version: plan.version, owner: plan.owner ? plan.owner.username : "" }),
+          title: plan.created_at ? formatTime(plan.created_at) : "",
+        }),
+      ),
+      notice,
+      toolbar,
+    );
+  }
+
+  updateHeadStatus() {
+    const pill = this.head.querySelector(".plan-state");
+    if (pill) {
+      pill.className = `pill pill-${this.plan.state} plan-state`;
+      pill.textContent = stateLabel(this.plan.state);
+    }
+  }
+
+  openHeadEditor() {
+    if (!this.isEditable()) return;
+    this.headerEditing = true;
+    const plan = this.plan;
+    const name = h("input", { name: "name", required: true, maxlength: 200, value: plan.name });
+    const description = h("textarea", { name: "description", rows: 2, maxlength: 4000 });
+    description.value = plan.description;
+    const expected = h("textarea", { name: "expected_outcome", rows: 2, maxlength: 4000 });
+    expected.value = plan.expected_outcome;
+    const close = () => {
+      this.headerEditing = false;
+      this.render(this.plan);
+      focusAction(this.head, "edit-plan");
+    };
+    const form = h(
+      "form",
+      { class: "plan-edit edit-form", "aria-label": t("edit_plan") },
+      labelled(t("plan_name"), name),
+      labelled(t("description"), description),
+      labelled(t("expected_outcome"), expected),
+      formButtons(t("save"), close),
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const changed = changedFields(this.plan, {
+        name: name.value.trim(),
+        description: description.value.trim(),
+        expected_outcome: expected.value.trim(),
+      });
+      if (Object.keys(changed).length === 0) return close();
+      if (await this.actions.editPlan(changed)) close();
+    });
+    bindFormKeys(form, close);
+    replaceChildren(this.head, form);
+    name.focus();
+  }
+
+  async finishPlan(state) {
+    if (this.actions.finishPlan) await this.actions.finishPlan(state);
+  }
+
+  // --- adding ----------------------------------------------------------------------------
+
+  openAddPanel() {
+    if (!this.isEditable()) return;
+    this.adding = true;
+    this.addForm = null;
+    this.renderAddPanel(true);
+    this.addPanel.querySelector("input[name=name]").focus();
+  }
+
+  closeAddPanel() {
+    this.adding = false;
+    this.renderAddPanel(this.isEditable());
+    focusAction(this.head, "add");
+  }
+
+  renderAddPanel(editable) {
+    if (!editable || !this.adding) {
+      this.addPanel.hidden = true;
+      replaceChildren(this.addPanel);
+      this.addForm = null;
+      return;
+    }
+    this.addPanel.hidden = false;
+    if (!this.addForm) this.addForm = this.buildAddForm();
+    // The position list follows the live plan; its values are subtask ids, so a choice
+    // stays right when others reorder meanwhile.
+    const select = this.addForm.querySelector("select[name=position]");
+    const chosen = select.value;
+    replaceChildren(
+      select,
+      h("option", { value: "", text: t("position_end") }),
+      this.plan.subtasks.map((subtask) =>
+        h("option", {
+          value: String(subtask.id),
+          text: t("position_before", { index: subtask.index, name: subtask.name }),
+        }),
+      ),
+    );
+    select.value = [...select.options].some((option) => option.value === chosen) ? chosen : "";
+  }
+
+  buildAddForm() {
+    const name = h("input", {
+      name: "name",
+      required: true,
+      maxlength: 200,
+      placeholder: t("new_subtask_name"),
+    });
+    const description = h("textarea", { name: "description", rows: 2, maxlength: 4000 });
+    const expected = h("textarea", { name: "expected_outcome", rows: 2, maxlength: 4000 });
+    const position = h("select", { name: "position" });
+    const form = h(
+      "form",
+      { class: "add-form edit-form", "aria-label": t("add_subtask") },
+      h("h3", { class: "add-title", text: t("add_subtask") }),
+      labelled(t("subtask_name"), name),
+      labelled(t("description"), description),
+      labelled(t("expected_outcome"), expected),
+      labelled(t("position"), position),
+      formButtons(t("add"), () => this.closeAddPanel()),
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const beforeId = position.value ? Number(position.value) : null;
+      const before = beforeId === null ? null : this.plan.subtasks.find((s) => s.id === beforeId);
+      const fields = {
+        name: name.value.trim(),
+        description: description.value.trim(),
+        expected_outcome: expected.value.trim(),
+      };
+      if (!fields.name) return name.focus();
+      const ok = await this.actions.add(fields, before ? before.index : null);
+      if (ok) {
+        // Stay open for the next one: adding several steps in a row is common.
+        form.reset();
+        name.focus();
+      }
+    });
+    bindFormKeys(form, () => this.closeAddPanel());
+    replaceChildren(this.addPanel, form);
+    return form;
+  }
+
+  // --- cards -------------------------------------------------------------------------------
+
+  cardFor(subtask, context) {
+    let card = this.cards.get(subtask.id);
+    if (!card) {
+      const el = h("li", { class: "card", dataset: { id: subtask.id } });
+      this.bindDragSource(el);
+      card = { el, sig: null };
+      this.cards.set(subtask.id, card);
+    }
+    const editing = this.editing.has(subtask.id);
+    card.el.dataset.index = String(subtask.index);
+    card.el.dataset.state = subtask.state;
+    // classList (not className) keeps a running highlight or drag style.
+    for (const state of STATES) card.el.classList.toggle(`card-${state}`, state === subtask.state);
+    card.el.classList.toggle("is-editing", editing);
+    card.el.draggable = context.editable && !editing;
+    if (editing && card.el.querySelector(".card-edit")) {
+      // Keep what the person is typing; only the index badge follows the live plan.
+      const badge = card.el.querySelector(".card-index");
+      if (badge) badge.textContent = `#${subtask.index}`;
+      return card.el;
+    }
+    const sig = JSON.stringify([subtask, context, editing]);
+    if (sig !== card.sig) {
+      card.sig = sig;
+      if (editing) this.fillEditForm(card.el, subtask);
+      else this.fillCard(card.el, subtask, context);
+    }
+    return card.el;
+  }
+
+  fillCard(el, subtask, { editable, first, last }) {
+    const actions = editable ? this.cardActions(subtask, { first, last }) : null;
+    replaceChildren(
+      el,
+      h(
+        "div",
+        { class: "card-head" },
+        h("span", { class: "card-index", text: `#${subtask.index}` }),
+        h("h4", { class: "card-name", text: subtask.name }),
+      ),
+      subtask.description ? h("p", { class: "card-desc", text: subtask.description }) : null,
+      subtask.expected_outcome
+        ? h(
+            "p",
+            { class: "card-field card-expected" },
+            h("span", { class: "field-tag", text: t("expected") }),
+            h("span", { class: "field-text", text: subtask.expected_outcome }),
+          )
+        : null,
+      subtask.outcome
+        ? h(
+            "p",
+            { class: "card-field card-outcome" },
+            h("span", { class: "field-tag", text: t("outcome") }),
+            h("span", { class: "field-text", text: subtask.outcome }),
+          )
+        : null,
+      actions,
+    );
+  }
+
+  cardActions(subtask, { first, last }) {
+    const named = (key) => `${t(key)}: ${subtask.name}`;
+    const stateButtons = [];
+    const setState = (state) => () => this.actions.setState(subtask, state);
+    if (subtask.state === "todo") {
+      stateButtons.push(button("start", "play", named("start"), setState("in_progress")));
+    }
+    if (subtask.state === "todo" || subtask.state === "in_progress") {
+      stateButtons.push(button("finish", "check", named("finish"), setState("done")));
+      stateButtons.push(button("abandon", "abandon", named("abandon"), setState("abandoned")));
+    }
+    if (subtask.state !== "todo") {
+      stateButtons.push(button("to-todo", "undo", named("back_to_todo"), setState("todo")));
+    }
+    return h(
+      "div",
+      { class: "card-actions", role: "toolbar", "aria-label": named("card_actions") },
+      h("div", { class: "action-group" }, stateButtons),
+      h(
+        "div",
+        { class: "action-group" },
+        button("up", "up", named("move_up"), () => this.moveWithinColumn(subtask, -1), {
+          disabled: first,
+        }),
+        button("down", "down", named("move_down"), () => this.moveWithinColumn(subtask, 1), {
+          disabled: last,
+        }),
+        button("edit", "edit", named("edit"), () => this.openCardEditor(subtask.id)),
+        button("delete", "trash", named("delete"), () => this.actions.remove(subtask), {
+          danger: true,
+        }),
+      ),
+    );
+  }
+
+  /** Up/down swap places with the neighbour in the same column (that is what people see). */
+  moveWithinColumn(subtask, direction) {
+    const column = this.plan.subtasks.filter(
+      (s) => s.state === subtask.state && !this.hidden.has(s.id),
+    );
+    const position = column.findIndex((s) => s.id === subtask.id);
+    const neighbour = column[position + direction];
+    if (!neighbour) return;
+    // Moving up takes the neighbour's index; moving down too, because removing the card
+    // first shifts the later neighbour up by one.
+    this.actions.move(subtask, neighbour.index);
+  }
+
+  openCardEditor(id) {
+    if (!this.isEditable()) return;
+    this.editing.add(id);
+    this.render(this.plan);
+    const field = this.cards.get(id)?.el.querySelector("input[name=name]");
+    if (field) field.focus();
+  }
+
+  closeCardEditor(id, { refocus = true } = {}) {
+    this.editing.delete(id);
+    const card = this.cards.get(id);
+    if (card) card.sig = null;
+    this.render(this.plan);
+    if (refocus) focusAction(this.cards.get(id)?.el, "edit");
+  }
+
+  fillEditForm(el, subtask) {
+    const name = h("input", { name: "name", required: true, maxlength: 200, value: subtask.name });
+    const description = h("textarea", { name: "description", rows: 2, maxlength: 4000 });
+    description.value = subtask.description;
+    const expected = h("textarea", { name: "expected_outcome", rows: 2, maxlength: 4000 });
+    expected.value = subtask.expected_outcome;
+    // The outcome is only meaningful once the subtask is finished.
+    const hasOutcome = subtask.state === "done" || subtask.state === "abandoned";
+    const outcome = hasOutcome ? h("textarea", { name: "outcome", rows: 2, maxlength: 4000 }) : null;
+    if (outcome) outcome.value = subtask.outcome;
+    const close = () => this.closeCardEditor(subtask.id);
+    const form = h(
+      "form",
+      { class: "card-edit edit-form", "aria-label": `${t("edit")}: ${subtask.name}` },
+      h("span", { class: "card-index", text: `#${subtask.index}` }),
+      labelled(t("subtask_name"), name),
+      labelled(t("description"), description),
+      labelled(t("expected_outcome"), expected),
+      outcome ? labelled(t("outcome"), outcome) : null,
+      formButtons(t("save"), close),
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const current = this.plan.subtasks.find((s) => s.id === subtask.id) || subtask;
+      const values = {
+        name: name.value.trim(),
+        description: description.value.trim(),
+        expected_outcome: expected.value.trim(),
+      };
+      if (outcome) values.outcome = outcome.value.trim();
+      const changed = changedFields(current, values);
+      if (Object.keys(changed).length === 0) return close();
+      if (await this.actions.edit(current, changed)) close();
+    });
+    bindFormKeys(form, close);
+    replaceChildren(el, form);
+  }
+
+  // --- pending deletes (undo) -------------------------------------------------------------
+
+  hide(id) {
+    this.hidden.add(id);
+    if (this.plan) this.render(this.plan);
+  }
+
+  unhide(id) {
+    this.hidden.delete(id);
+    if (this.plan) this.render(this.plan);
+  }
+
+  // --- drag and drop ------------------------------------------------------------------------
+
+  bindDragSource(el) {
+    el.addEventListener("dragstart", (event) => {
+      const id = Number(el.dataset.id);
+      if (!this.isEditable() || this.editing.has(id)) {
+        event.preventDefault();
+        return;
+      }
+      this.dragId = id;
+      event.dataTransfer.effectAllowed = "move";
+      event.dataTransfer.setData("text/plain", String(id));
+      requestAnimationFrame(() => el.classList.add("dragging"));
+    });
+    el.addEventListener("dragend", () => this.endDrag());
+  }
+
+  bindDropTarget(section, list, state) {
+    section.addEventListener("dragover", (event) => {
+      if (this.dragId === null) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "move";
+      section.classList.add("drop-target");
+      const before = cardAfterPointer(list, event.clientY);
+      const marker = this.dropMarker();
+      if (before) {
+        if (marker.nextSibling !== before) list.insertBefore(marker, before);
+      } else if (list.lastChild !== marker) {
+        list.append(marker);
+      }
+    });
+    section.addEventListener("dragleave", (event) => {
+      if (!section.contains(event.relatedTarget)) {
+        section.classList.remove("drop-target");
+        if (this.marker && section.contains(this.marker)) this.marker.remove();
+      }
+    });
+    section.addEventListener("drop", (event) => {
+      if (this.dragId === null) return;
+      event.preventDefault();
+      const id = this.dragId;
+      const before = cardAfterPointer(list, event.clientY);
+      this.endDrag();
+      this.dropAt(id, state, before ? Number(before.dataset.id) : null);
+    });
+  }
+
+  dropMarker() {
+    if (!this.marker) this.marker = h("li", { class: "drop-marker", "aria-hidden": "true" });
+    return this.marker;
+  }
+
+  endDrag() {
+    this.dragId = null;
+    if (this.marker) this.marker.remove();
+    for (const column of Object.values(this.columns)) {
+      column.section.classList.remove("drop-target");
+    }
+    for (const card of this.cards.values()) card.el.classList.remove("dragging");
+  }
+
+  /**
+   * A drop before card `beforeId` (or at the end of the column when null) in column `state`
+   * becomes a plan index plus, across columns, a state change.
+   */
+  dropAt(id, state, beforeId) {
+    const dragged = this.plan.subtasks.find((s) => s.id === id);
+    if (!dragged) return;
+    const rest = this.plan.subtasks.filter((s) => s.id !== id);
+    let index;
+    if (beforeId !== null && beforeId !== id) {
+      index = rest.findIndex((s) => s.id === beforeId);
+    } else {
+      const inColumn = rest.filter((s) => s.state === state && !this.hidden.has(s.id));
+      // Empty column: keep the plan position, only the state changes.
+      index = inColumn.length ? rest.indexOf(inColumn[inColumn.length - 1]) + 1 : dragged.index;
+      if (beforeId === id) index = dragged.index;
+    }
+    const change = {};
+    if (index >= 0 && index !== dragged.index) change.index = index;
+    if (state !== dragged.state) change.state = state;
+    if (Object.keys(change).length) this.actions.change(dragged, change);
+  }
+
+  // --- highlight and focus ------------------------------------------------------------------
+
+  flash(id) {
+    const card = this.cards.get(id);
+    if (card) flashElement(card.el);
+  }
+
+  captureFocus() {
+    const active = document.activeElement;
+    if (!active || !this.root.contains(active)) return null;
+    const card = active.closest(".card");
+    return {
+      element: active,
+      cardId: card ? Number(card.dataset.id) : null,
+      action: active.dataset ? active.dataset.action : undefined,
+    };
+  }
+
+  restoreFocus(focus) {
+    if (!focus) return;
+    if (focus.element.isConnected) {
+      if (document.activeElement !== focus.element) focus.element.focus();
+      return;
+    }
+    // The focused button was rebuilt: focus its successor, or the card's first control,
+    // so a keyboard user can keep pressing "move up".
+    const card = focus.cardId !== null ? this.cards.get(focus.cardId) : null;
+    if (!card) return;
+    const same = focus.action
+      ? card.el.querySelector(`[data-action="${focus.action}"]:not([disabled])`)
+      : null;
+    const fallback = card.el.querySelector("button:not([disabled])");
+    (same || fallback || card.el).focus();
+  }
+}
+
+// --- helpers ----------------------------------------------------------------------------------
+
+function button(action, iconName, label, onClick, options = {}) {
+  const { disabled = false, withText = false, primary = false, danger = false } = options;
+  const classes = ["btn", withText ? "btn-text" : "icon-btn"];
+  if (primary) classes.push("btn-primary");
+  if (danger) classes.push("btn-danger");
+  return h(
+    "button",
+    {
+      type: "button",
+      class: classes.join(" "),
+      dataset: { action },
+      "aria-label": withText ? null : label,
+      title: label,
+      disabled,
+      onclick: onClick,
+    },
+    icon(iconName),
+    withText ? h("span", { text: label }) : null,
+  );
+}
+
+function labelled(text, control) {
+  return h("label", { class: "field" }, h("span", { class: "field-label", text }), control);
+}
+
+function formButtons(submitText, onCancel) {
+  return h(
+    "div",
+    { class: "form-buttons" },
+    h("button", { type: "submit", class: "btn btn-primary", text: submitText }),
+    h("button", { type: "button", class: "btn", text: t("cancel"), onclick: onCancel }),
+  );
+}
+
+/** Escape cancels, Ctrl/Cmd+Enter saves. */
+function bindFormKeys(form, onCancel) {
+  form.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      onCancel();
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+}
+
+function changedFields(current, values) {
+  const changed = {};
+  for (const [key, value] of Object.entries(values)) {
+    if ((current[key] || "") !== value) changed[key] = value;
+  }
+  return changed;
+}
+
+function focusAction(container, action) {
+  const target = container && container.querySelector(`[data-action="${action}"]`);
+  if (target) target.focus();
+}
+
+/** Put `elements` into `parent` in this order, moving only what is out of place. */
+function syncChildren(parent, elements) {
+  elements.forEach((element, position) => {
+    if (parent.children[position] !== element) {
+      parent.insertBefore(element, parent.children[position] || null);
+    }
+  });
+  while (parent.children.length > elements.length) parent.lastElementChild.remove();
+}
+
+/** The first card whose middle lies below the pointer: the drop goes before it. */
+function cardAfterPointer(list, clientY) {
+  for (const card of list.querySelectorAll(".card:not(.dragging)")) {
+    const box = card.getBoundingClientRect();
+    if (clientY < box.top + box.height / 2) return card;
+  }
+  return null;
+}
+
+function flashElement(element) {
+  element.classList.remove("flash");
+  // Reading layout restarts the CSS animation when the same card changes twice quickly.
+  void element.offsetWidth;
+  element.classList.add("flash");
+  clearTimeout(element.flashTimer);
+  element.flashTimer = setTimeout(() => element.classList.remove("flash"), FLASH_MS);
+}

@@ -1,0 +1,311 @@
+// The chat: the transcript (tool activity folded into compact rows), the agent's run status
+// with a Stop button, the "Start this plan?" prompt, and the message box.
+
+import { h, icon, replaceChildren } from "./dom.js";
+import { formatTime, t } from "./i18n.js";
+
+const ACTIVE_RUN = new Set(["queued", "running"]);
+const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user"]);
+const RESULT_PREVIEW = 140;
+
+export class ChatView {
+  /**
+   * @param {HTMLElement} root
+   * @param {object} options
+   *   editable: may this person talk to the agent;
+   *   transcriptOnly: no run bar and no message box (history review);
+   *   onSend(text) -> Promise<boolean>, onStop() -> Promise, onGoAhead() -> Promise<boolean>,
+   *   onKeepEditing().
+   */
+  constructor(root, options = {}) {
+    this.root = root;
+    this.options = options;
+    this.editable = Boolean(options.editable) && !options.transcriptOnly;
+    this.messages = new Map(); // message id -> element
+    this.callRows = new Map(); // tool call id -> <details> row
+    this.run = null;
+    this.dismissedRuns = new Set();
+    this.build();
+  }
+
+  build() {
+    this.root.classList.add("chat");
+    if (!this.options.transcriptOnly) {
+      this.runStatus = h("span", { class: "run-status", role: "status" });
+      this.runDetail = h("span", { class: "run-detail" });
+      this.stopButton = h(
+        "button",
+        { type: "button", class: "btn btn-danger btn-small", dataset: { action: "stop" } },
+        icon("stop"),
+        h("span", { text: t("stop") }),
+      );
+      this.stopButton.addEventListener("click", () => this.stop());
+      this.startButton = h(
+        "button",
+        { type: "button", class: "btn btn-primary btn-small", dataset: { action: "start-plan" } },
+        icon("play"),
+        h("span", { text: t("start_plan") }),
+      );
+      this.startButton.addEventListener("click", () => this.goAhead());
+      this.runBar = h(
+        "div",
+        { class: "run-bar" },
+        this.runStatus,
+        this.runDetail,
+        h("span", { class: "spacer" }),
+        this.startButton,
+        this.stopButton,
+      );
+      this.confirm = this.buildConfirm();
+      this.root.append(this.runBar, this.confirm);
+    }
+    this.list = h("ol", { class: "messages", role: "log", "aria-label": t("conversation") });
+    this.emptyNote = h("li", { class: "msg-empty", text: t("chat_empty") });
+    this.list.append(this.emptyNote);
+    this.root.append(this.list);
+    if (this.editable) {
+      this.root.append(this.buildComposer());
+    } else if (!this.options.transcriptOnly) {
+      this.root.append(h("p", { class: "read-only-note", text: t("read_only_chat") }));
+    }
+    this.setRun(null);
+  }
+
+  buildConfirm() {
+    const yes = h(
+      "button",
+      { type: "button", class: "btn btn-primary", dataset: { action: "go-ahead" } },
+      icon("play"),
+      h("span", { text: t("confirm_yes") }),
+    );
+    yes.addEventListener("click", () => this.goAhead());
+    const keep = h("button", {
+      type: "button",
+      class: "btn",
+      dataset: { action: "keep-editing" },
+      text: t("confirm_keep_editing"),
+    });
+    keep.addEventListener("click", () => {
+      if (this.run) this.dismissedRuns.add(this.run.id);
+      this.setRun(this.run);
+      if (this.options.onKeepEditing) this.options.onKeepEditing();
+    });
+    return h(
+      "section",
+      { class: "confirm", hidden: true, "aria-labelledby": "confirm-title" },
+      h("h3", { id: "confirm-title", text: t("confirm_title") }),
+      h("p", { text: t("confirm_text") }),
+      h("div", { class: "form-buttons" }, yes, keep),
+    );
+  }
+
+  buildComposer() {
+    this.input = h("textarea", {
+      name: "content",
+      rows: 2,
+      maxlength: 20000,
+      placeholder: t("message_placeholder"),
+      "aria-label": t("message_label"),
+    });
+    this.sendButton = h(
+      "button",
+      { type: "submit", class: "btn btn-primary send", "aria-label": t("send"), title: t("send") },
+      icon("send"),
+      h("span", { class: "send-text", text: t("send") }),
+    );
+    const form = h("form", { class: "composer" }, this.input, this.sendButton);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.send();
+    });
+    this.input.addEventListener("keydown", (event) => {
+      // Enter sends, Shift+Enter breaks the line; never while an IME is composing (Chinese).
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.send();
+      }
+    });
+    return form;
+  }
+
+  async send() {
+    const text = this.input.value.trim();
+    if (!text || this.sending) return;
+    this.sending = true;
+    this.sendButton.disabled = true;
+    try {
+      if (await this.options.onSend(text)) this.input.value = "";
+    } finally {
+      this.sending = false;
+      this.sendButton.disabled = false;
+      this.input.focus();
+    }
+  }
+
+  async goAhead() {
+    if (this.run) this.dismissedRuns.add(this.run.id);
+    this.setRun(this.run);
+    if (this.options.onGoAhead) await this.options.onGoAhead();
+  }
+
+  async stop() {
+    this.stopButton.disabled = true;
+    try {
+      await this.options.onStop();
+    } finally {
+      this.setRun(this.run);
+    }
+  }
+
+  // --- run status ------------------------------------------------------------------------
+
+  setRun(run) {
+    this.run = run;
+    if (this.options.transcriptOnly) return;
+    const status = run ? run.status : "idle";
+    this.runBar.dataset.status = status;
+    const stopping = Boolean(run && run.cancel_requested && ACTIVE_RUN.has(status));
+    this.runStatus.className = `run-status run-${status}`;
+    this.runStatus.textContent = stopping ? t("run_stopping") : t(`run_${status}`);
+    let detail = "";
+    if (run && status === "running" && run.step_count) {
+      detail = t("run_step", { step: run.step_count });
+    } else if (run && status === "failed" && run.error) {
+      detail = run.error;
+    }
+    this.runDetail.textContent = detail;
+    this.runDetail.title = detail;
+    const canAct = this.editable && Boolean(run);
+    this.stopButton.hidden = !(canAct && STOPPABLE_RUN.has(status));
+    this.stopButton.disabled = stopping;
+    const waiting = canAct && status === "waiting_for_user";
+    const dismissed = waiting && this.dismissedRuns.has(run.id);
+    this.confirm.hidden = !waiting || dismissed;
+    this.startButton.hidden = !dismissed;
+  }
+
+  // --- messages ---------------------------------------------------------------------------
+
+  setMessages(messages) {
+    this.messages.clear();
+    this.callRows.clear();
+    replaceChildren(this.list, this.emptyNote);
+    for (const message of messages) this.addMessage(message, { scroll: false });
+    this.scrollToEnd(true);
+  }
+
+  addMessage(message, { scroll = true } = {}) {
+    if (this.messages.has(message.id)) return;
+    const stick = this.isNearEnd();
+    const element = this.renderMessage(message);
+    this.messages.set(message.id, element || true);
+    if (element) {
+      // Keep transcript order by id even if a message arrives late.
+      const later = [...this.messages.entries()].find(
+        ([id, el]) => id > message.id && el instanceof Element && el.isConnected,
+      );
+      this.list.insertBefore(element, later ? later[1] : null);
+    }
+    this.emptyNote.hidden = this.messages.size > 0;
+    if (scroll) this.scrollToEnd(stick);
+  }
+
+  renderMessage(message) {
+    if (message.role === "tool") {
+      const row = message.tool_call_id ? this.callRows.get(message.tool_call_id) : null;
+      if (row) {
+        fillResult(row, message.content);
+        return null;
+      }
+      const standalone = toolRow(message.tool_name || t("tool"), "");
+      fillResult(standalone, message.content);
+      return h("li", { class: "msg msg-tool", dataset: { id: message.id } }, standalone);
+    }
+    const isUser = message.role === "user";
+    const who = isUser ? message.author || t("you") : t("agent");
+    const element = h(
+      "li",
+      { class: `msg msg-${isUser ? "user" : "assistant"}`, dataset: { id: message.id } },
+      h(
+        "div",
+        { class: "msg-meta" },
+        h("span", { class: "msg-author", text: who }),
+        h("time", { datetime: message.created_at || "", text: formatTime(message.created_at) }),
+      ),
+    );
+    if (message.content) element.append(h("div", { class: "bubble", text: message.content }));
+    for (const call of message.tool_calls || []) {
+      const fn = call.function || {};
+      const row = toolRow(fn.name || t("tool"), summarizeArguments(fn.arguments), fn.arguments);
+      if (call.id) this.callRows.set(call.id, row);
+      element.append(row);
+    }
+    return element;
+  }
+
+  isNearEnd() {
+    return this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 80;
+  }
+
+  scrollToEnd(force) {
+    if (force) this.list.scrollTop = this.list.scrollHeight;
+  }
+}
+
+/** One tool call, folded: name, short arguments and result; the full text on demand. */
+function toolRow(name, argsSummary, rawArgs = "") {
+  return h(
+    "details",
+    { class: "tool-row tool-pending" },
+    h(
+      "summary",
+      {},
+      icon("tool"),
+      h("span", { class: "tool-name", text: name }),
+      h("span", { class: "tool-args", text: argsSummary }),
+      h("span", { class: "tool-result", text: t("tool_running") }),
+    ),
+    h(
+      "div",
+      { class: "tool-body" },
+      rawArgs ? h("pre", { class: "tool-pre tool-args-full", text: prettyJson(rawArgs) }) : null,
+    ),
+  );
+}
+
+function fillResult(row, content) {
+  const text = content || "";
+  const failed = text.startsWith("Error");
+  row.classList.remove("tool-pending");
+  row.classList.add(failed ? "tool-error" : "tool-ok");
+  const firstLine = text.split("\n", 1)[0];
+  row.querySelector(".tool-result").textContent =
+    firstLine.length > RESULT_PREVIEW ? `${firstLine.slice(0, RESULT_PREVIEW)}…` : firstLine;
+  const body = row.querySelector(".tool-body");
+  body.querySelector(".tool-result-full")?.remove();
+  body.append(h("pre", { class: "tool-pre tool-result-full", text }));
+}
+
+function summarizeArguments(raw) {
+  if (!raw) return "";
+  let parsed;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return String(raw).slice(0, 60);
+  }
+  if (!parsed || typeof parsed !== "object") return String(parsed);
+  const parts = Object.entries(parsed).map(([key, value]) => {
+    const shown = typeof value === "string" ? value : JSON.stringify(value);
+    return `${key}=${shown.length > 24 ? `${shown.slice(0, 24)}…` : shown}`;
+  });
+  return parts.join(" ");
+}
+
+function prettyJson(raw) {
+  try {
+    return JSON.stringify(JSON.parse(raw), null, 2);
+  } catch {
+    return raw;
+  }
+}

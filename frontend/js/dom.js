@@ -1,0 +1,77 @@
+// Tiny DOM helpers. User data only ever becomes text nodes or attribute values, never markup.
+
+/**
+ * h("button", {class: "x", "aria-label": "Start", onclick: fn}, "text", child)
+ * `text` sets textContent; `dataset` fills data-*; on* props add listeners.
+ */
+export function h(tag, props = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") element.className = value;
+    else if (key === "text") element.textContent = value;
+    else if (key === "dataset") Object.assign(element.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") {
+      element.addEventListener(key.slice(2), value);
+    } else if (key === "value") element.value = value;
+    else if (value === true) element.setAttribute(key, "");
+    else element.setAttribute(key, String(value));
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+export function clear(element) {
+  while (element.firstChild) element.firstChild.remove();
+}
+
+export function replaceChildren(element, ...children) {
+  clear(element);
+  append(element, children);
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// Simple line icons drawn for Planboard on a 24×24 grid.
+const ICONS = {
+  play: "M8 5.5v13l10.5-6.5z",
+  check: "M5 12.5l4.5 4.5L19 7.5",
+  abandon: "M12 3.5a8.5 8.5 0 1 0 0 17a8.5 8.5 0 1 0 0-17z M6 6l12 12",
+  undo: "M9 14L4.5 9.5 9 5 M4.5 9.5h10a5 5 0 0 1 0 10H11",
+  up: "M12 19V5 M6 11l6-6 6 6",
+  down: "M12 5v14 M6 13l6 6 6-6",
+  edit: "M4 20h4L19 9l-4-4L4 16z M13 7l4 4",
+  trash: "M4.5 7h15 M10 11v6 M14 11v6 M6.5 7l1 13h9l1-13 M9.5 7V4.5h5V7",
+  plus: "M12 5v14 M5 12h14",
+  stop: "M7 7h10v10H7z",
+  send: "M4.5 12L20 4.5 15 20l-3-6.5z M12 13.5L20 4.5",
+  first: "M6 5v14 M18 6l-8 6 8 6z",
+  prev: "M16 6l-8 6 8 6z",
+  next: "M8 6l8 6-8 6z",
+  last: "M18 5v14 M6 6l8 6-8 6z",
+  pause: "M8 5.5v13 M16 5.5v13",
+  tool: "M14.5 6a4 4 0 0 0-5 5L4 16.5 7.5 20l5.5-5.5a4 4 0 0 0 5-5l-2.5 2.5-2.5-.5-.5-2.5z",
+  flag: "M6 21V4 M6 4h11l-2 4 2 4H6",
+};
+
+const FILLED = new Set(["play", "stop", "first", "prev", "next", "last"]);
+
+export function icon(name) {
+  const svg = document.createElementNS(SVG_NS, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  svg.classList.add("icon");
+  const path = document.createElementNS(SVG_NS, "path");
+  path.setAttribute("d", ICONS[name] || "");
+  if (FILLED.has(name)) path.classList.add("filled");
+  svg.append(path);
+  return svg;
+}

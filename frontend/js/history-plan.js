@@ -1,0 +1,218 @@
+// The plan review page: the final board, the session's transcript, and a timeline of every
+// change that replays the plan step by step (empty plan + each event's patch in turn).
+
+import { replay } from "./board-state.js";
+import { BoardView } from "./board.js";
+import { ChatView } from "./chat.js";
+import { h, icon, replaceChildren } from "./dom.js";
+import { formatTime, loadStrings, t } from "./i18n.js";
+import { initTabs } from "./tabs.js";
+import { actorLabel, describeEvent, eventDetail } from "./timeline.js";
+
+const PLAY_STEP_MS = 1100;
+
+class PlanReview {
+  constructor(page) {
+    this.events = page.events;
+    this.finalPlan = page.plan;
+    try {
+      this.snapshots = replay(page.plan, page.events);
+      this.broken = false;
+    } catch (error) {
+      // A gap in the history: show what can be replayed, then the stored final plan.
+      console.error(error);
+      this.snapshots = [page.plan];
+      this.broken = true;
+    }
+    this.step = this.snapshots.length - 1;
+    this.timer = null;
+
+    initTabs(document.getElementById("review-side"), "timeline");
+    this.board = new BoardView(document.getElementById("board"), {
+      editable: false,
+      emptyMessage: t("replay_empty"),
+    });
+    const chat = new ChatView(document.getElementById("transcript"), { transcriptOnly: true });
+    chat.setMessages(page.messages);
+
+    this.caption = document.getElementById("replay-caption");
+    this.buildControls(document.getElementById("replay-controls"));
+    this.list = document.getElementById("timeline");
+    this.buildTimeline();
+    if (this.broken) {
+      this.caption.textContent = t("replay_broken");
+      this.board.render(this.finalPlan);
+    } else {
+      this.show(this.step);
+    }
+  }
+
+  get lastStep() {
+    return this.snapshots.length - 1;
+  }
+
+  buildControls(container) {
+    const control = (action, iconName, label, onClick) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: "btn icon-btn",
+          dataset: { action },
+          "aria-label": label,
+          title: label,
+          onclick: onClick,
+        },
+        icon(iconName),
+      );
+    this.firstButton = control("first", "first", t("replay_first"), () => this.goTo(0));
+    this.prevButton = control("prev", "prev", t("replay_prev"), () => this.goTo(this.step - 1));
+    this.playButton = control("play", "play", t("replay_play"), () => this.togglePlay());
+    this.nextButton = control("next", "next", t("replay_next"), () => this.goTo(this.step + 1));
+    this.lastButton = control("last", "last", t("replay_last"), () => this.goTo(this.lastStep));
+    this.slider = h("input", {
+      type: "range",
+      min: 0,
+      max: this.lastStep,
+      value: this.step,
+      "aria-label": t("replay_position"),
+      class: "replay-slider",
+    });
+    this.slider.addEventListener("input", () => this.goTo(Number(this.slider.value)));
+    this.position = h("span", { class: "replay-position", "aria-live": "polite" });
+    replaceChildren(
+      container,
+      h(
+        "div",
+        { class: "replay-buttons" },
+        this.firstButton,
+        this.prevButton,
+        this.playButton,
+        this.nextButton,
+        this.lastButton,
+      ),
+      this.slider,
+      this.position,
+    );
+    if (this.broken) for (const element of container.querySelectorAll("button, input")) {
+      element.disabled = true;
+    }
+  }
+
+  buildTimeline() {
+    const items = [
+      this.timelineItem(0, {
+        version: "v0",
+        who: "",
+        text: t("replay_start"),
+        when: "",
+        kind: "system",
+      }),
+    ];
+    this.events.forEach((event, position) => {
+      const before = this.snapshots[position];
+      const after = this.snapshots[position + 1] || this.finalPlan;
+      items.push(
+        this.timelineItem(position + 1, {
+          version: `v${event.version}`,
+          who: actorLabel(event.actor),
+          kind: event.actor ? event.actor.kind : "system",
+          text: before && after ? describeEvent(event, before, after) : event.action,
+          detail: eventDetail(event),
+          when: event.created_at,
+        }),
+      );
+    });
+    replaceChildren(this.list, items);
+  }
+
+  timelineItem(step, { version, who, kind, text, detail = "", when }) {
+    const itemButton = h(
+      "button",
+      { type: "button", class: "tl-button", dataset: { step } },
+      h("span", { class: "tl-version", text: version }),
+      h(
+        "span",
+        { class: "tl-main" },
+        h(
+          "span",
+          { class: "tl-line" },
+          who ? h("span", { class: `tl-actor tl-actor-${kind}`, text: who }) : null,
+          h("span", { class: "tl-text", text }),
+        ),
+        detail ? h("span", { class: "tl-detail", text: detail }) : null,
+      ),
+      when ? h("time", { class: "tl-time", datetime: when, text: formatTime(when) }) : null,
+    );
+    itemButton.addEventListener("click", () => {
+      this.stop();
+      this.goTo(step);
+    });
+    return h("li", { class: "tl-item", dataset: { step } }, itemButton);
+  }
+
+  goTo(step) {
+    const clamped = Math.max(0, Math.min(this.lastStep, step));
+    if (clamped === this.step && this.rendered) return;
+    this.show(clamped);
+  }
+
+  show(step) {
+    this.step = step;
+    this.rendered = true;
+    const event = step > 0 ? this.events[step - 1] : null;
+    const changed = event ? (event.patch.upsert || []).map((subtask) => subtask.id) : [];
+    if (event && event.subtask_id !== null && event.subtask_id !== undefined) {
+      changed.push(event.subtask_id);
+    }
+    const snapshot = this.snapshots[step];
+    this.board.render(step === 0 ? null : snapshot, {
+      flash: changed,
+      flashHead: Boolean(event && event.action.startsWith("plan_")),
+    });
+    this.slider.value = String(step);
+    this.position.textContent = t("replay_step", { step, total: this.lastStep });
+    this.caption.textContent =
+      step === this.lastStep
+        ? t("replay_final")
+        : t("replay_after", { version: snapshot.version, total: this.lastStep });
+    this.firstButton.disabled = this.prevButton.disabled = step === 0;
+    this.nextButton.disabled = this.lastButton.disabled = step === this.lastStep;
+    for (const item of this.list.children) {
+      const current = Number(item.dataset.step) === step;
+      item.classList.toggle("is-current", current);
+      item.classList.toggle("is-future", Number(item.dataset.step) > step);
+      const itemButton = item.querySelector("button");
+      if (current) itemButton.setAttribute("aria-current", "step");
+      else itemButton.removeAttribute("aria-current");
+      if (current) item.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  togglePlay() {
+    if (this.timer) return this.stop();
+    if (this.step === this.lastStep) this.show(0);
+    this.timer = setInterval(() => {
+      if (this.step >= this.lastStep) return this.stop();
+      this.show(this.step + 1);
+    }, PLAY_STEP_MS);
+    this.setPlayButton(true);
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.timer = null;
+    this.setPlayButton(false);
+  }
+
+  setPlayButton(playing) {
+    const label = t(playing ? "replay_pause" : "replay_play");
+    replaceChildren(this.playButton, icon(playing ? "pause" : "play"));
+    this.playButton.setAttribute("aria-label", label);
+    this.playButton.title = label;
+    this.playButton.setAttribute("aria-pressed", String(playing));
+  }
+}
+
+loadStrings();
+window.planboard = new PlanReview(JSON.parse(document.getElementById("pb-page").textContent));

@@ -1,0 +1,75 @@
+// Plain-language lines for plan events: who did what, for the history timeline.
+
+import { stateLabel } from "./board.js";
+import { t } from "./i18n.js";
+
+export function actorLabel(actor) {
+  if (!actor || actor.kind === "system") return t("actor_system");
+  if (actor.kind === "agent") return t("actor_agent");
+  return actor.username || t("actor_person");
+}
+
+function subtaskName(event, before, after) {
+  const find = (plan) => plan && plan.subtasks.find((subtask) => subtask.id === event.subtask_id);
+  const found = find(before) || find(after);
+  if (found) return found.name;
+  return (event.before && event.before.name) || (event.after && event.after.name) || `#${event.subtask_id}`;
+}
+
+function fieldList(changes) {
+  return Object.keys(changes || {})
+    .filter((key) => key !== "index")
+    .map((key) => t(`field_${key}`))
+    .join(", ");
+}
+
+/** One sentence for `event`, given the plan just before and just after it. */
+export function describeEvent(event, before, after) {
+  const name = () => subtaskName(event, before, after);
+  const data = event.after || {};
+  switch (event.action) {
+    case "plan_created":
+      return t("ev_plan_created", { name: data.name || after.name, count: after.subtasks.length });
+    case "plan_updated":
+      return t("ev_plan_updated", { fields: fieldList(data) });
+    case "plan_finished":
+      return t("ev_plan_finished", { state: stateLabel(data.state || after.state) });
+    case "plan_abandoned":
+      return t("ev_plan_abandoned");
+    case "plan_reopened":
+      return t("ev_plan_reopened");
+    case "subtask_added":
+      return t("ev_subtask_added", { name: name(), index: data.index ?? "?" });
+    case "subtask_updated":
+      return t("ev_subtask_updated", { name: name(), fields: fieldList(data) });
+    case "subtask_deleted":
+      return t("ev_subtask_deleted", { name: name() });
+    case "subtask_moved":
+      return t("ev_subtask_moved", {
+        name: name(),
+        from: event.before ? event.before.index : "?",
+        to: data.index ?? "?",
+      });
+    case "subtask_state_changed":
+      return t("ev_subtask_state_changed", { name: name(), state: stateLabel(data.state) });
+    case "subtask_finished": {
+      const next = data.started_next;
+      if (next !== null && next !== undefined && after.subtasks[next]) {
+        return t("ev_subtask_finished_next", { name: name(), next: after.subtasks[next].name });
+      }
+      return t("ev_subtask_finished", { name: name() });
+    }
+    default:
+      return t("ev_unknown", { action: event.action });
+  }
+}
+
+/** A second line worth showing (an outcome), or "". */
+export function eventDetail(event) {
+  const data = event.after || {};
+  if (["subtask_finished", "plan_finished", "plan_abandoned"].includes(event.action)) {
+    return data.outcome || "";
+  }
+  if (event.action === "subtask_state_changed" && data.state === "done") return data.outcome || "";
+  return "";
+}

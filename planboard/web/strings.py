@@ -1,0 +1,172 @@
+"""Every string the browser code shows, translated on the server.
+
+The pages embed `js_strings()` with `json_script`; frontend/js/i18n.js looks keys up and fills
+`{placeholders}`. Keeping them here lets `makemessages` find them like any other string.
+"""
+
+from __future__ import annotations
+
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
+
+STRINGS: dict[str, str | Promise] = {
+    # States (plan and subtask)
+    "state_todo": _("To do"),
+    "state_in_progress": _("In progress"),
+    "state_done": _("Done"),
+    "state_abandoned": _("Abandoned"),
+    # Board
+    "no_plan": _(
+        "No plan yet. Ask the agent for something that takes several steps; its plan will "
+        "appear here, and you can change it at any time."
+    ),
+    "no_plan_read_only": _("This session has no plan yet."),
+    "column_empty": _("Nothing here"),
+    "plan_actions": _("Plan actions"),
+    "add_subtask": _("Add subtask"),
+    "edit_plan": _("Edit plan"),
+    "finish_plan": _("Finish plan"),
+    "abandon_plan": _("Abandon plan"),
+    "plan_name": _("Plan name"),
+    "subtask_name": _("Name"),
+    "new_subtask_name": _("What needs doing?"),
+    "description": _("Description"),
+    "expected_outcome": _("Expected outcome"),
+    "expected": _("Expected"),
+    "outcome": _("Outcome"),
+    "position": _("Position"),
+    "position_end": _("At the end"),
+    "position_before": _("Before #{index} · {name}"),
+    "progress": _("Progress"),
+    "progress_done": _("{done}/{total} done"),
+    "plan_meta": _("v{version} · {owner}"),
+    "plan_done_notice": _("This plan is done and kept in history."),
+    "plan_abandoned_notice": _("This plan was abandoned and is kept in history."),
+    "open_in_history": _("Open in history"),
+    "card_actions": _("Actions"),
+    "start": _("Start"),
+    "finish": _("Finish"),
+    "abandon": _("Abandon"),
+    "back_to_todo": _("Back to To do"),
+    "move_up": _("Move up"),
+    "move_down": _("Move down"),
+    "edit": _("Edit"),
+    "delete": _("Delete"),
+    "add": _("Add"),
+    "save": _("Save"),
+    "cancel": _("Cancel"),
+    "close": _("Close"),
+    "undo": _("Undo"),
+    "deleted_subtask": _("Deleted “{name}”."),
+    "mark_done": _("Mark done"),
+    "finish_subtask_title": _("Finish “{name}”"),
+    "finish_subtask_expected": _("Expected: {expected}"),
+    "finish_plan_title": _("Finish this plan?"),
+    "finish_plan_text": _("The plan moves to history. Say briefly what came of it."),
+    "abandon_plan_title": _("Abandon this plan?"),
+    "abandon_plan_text": _("The plan moves to history as abandoned."),
+    "abandon_reason": _("Why is it abandoned?"),
+    # Chat and the agent's run
+    "conversation": _("Conversation"),
+    "chat_empty": _(
+        "Tell the agent what you want to get done. For bigger jobs it drafts a plan first."
+    ),
+    "read_only_chat": _("You are watching this session; only its owner can write here."),
+    "message_placeholder": _("Message the agent… (Enter sends, Shift+Enter for a new line)"),
+    "message_label": _("Message to the agent"),
+    "send": _("Send"),
+    "you": _("You"),
+    "agent": _("Agent"),
+    "tool": _("tool"),
+    "tool_running": _("running…"),
+    "stop": _("Stop"),
+    "start_plan": _("Start plan"),
+    "untitled_session": _("Untitled session"),
+    "run_idle": _("Agent idle"),
+    "run_queued": _("Queued"),
+    "run_running": _("Agent working…"),
+    "run_waiting_for_user": _("Waiting for your go-ahead"),
+    "run_succeeded": _("Agent finished"),
+    "run_failed": _("Agent failed"),
+    "run_cancelled": _("Stopped"),
+    "run_stopping": _("Stopping…"),
+    "run_step": _("step {step}"),
+    "confirm_title": _("Start this plan?"),
+    "confirm_text": _(
+        "The agent drafted a plan and waits for your go-ahead. You can change the plan on the "
+        "board first."
+    ),
+    "confirm_yes": _("Yes, start"),
+    "confirm_keep_editing": _("Keep editing"),
+    # Sent to the agent as the user's message when they press "Yes, start".
+    "go_ahead_message": _("Yes, go ahead."),
+    # Connection indicator
+    "live_connecting": _("Connecting…"),
+    "live_live": _("Live"),
+    "live_reconnecting": _("Reconnecting…"),
+    "live_paused": _("Offline"),
+    "live_connecting_help": _("Connecting to live updates."),
+    "live_live_help": _("Changes by the agent and other people appear as they happen."),
+    "live_reconnecting_help": _(
+        "Live updates are paused; the board catches up as soon as the connection is back."
+    ),
+    "live_paused_help": _("Live updates are paused."),
+    "live_refused": _("Not connected"),
+    "live_refused_help": _(
+        "The server refused live updates for this page; reload it or sign in again."
+    ),
+    # Errors
+    "err_network": _("The server could not be reached. Check your connection and try again."),
+    "err_forbidden": _("You may not change this."),
+    "err_not_found": _("It no longer exists; someone may have deleted it."),
+    "err_stale_version": _(
+        "The plan changed while you were working on it; the board now shows the latest version. "
+        "Please try again."
+    ),
+    "err_one_in_progress": _(
+        "Another subtask is already in progress. Finish it or move it back to To do first."
+    ),
+    "err_plan_finished": _("This plan is finished; it can no longer be changed."),
+    "err_subtask_limit": _("The plan already has as many subtasks as this session allows."),
+    # History replay
+    "replay_first": _("First step"),
+    "replay_prev": _("Previous step"),
+    "replay_next": _("Next step"),
+    "replay_last": _("Final board"),
+    "replay_play": _("Play"),
+    "replay_pause": _("Pause"),
+    "replay_position": _("Replay position"),
+    "replay_step": _("Step {step} of {total}"),
+    "replay_final": _("Final board"),
+    "replay_after": _("The board at version {version} of {total}"),
+    "replay_start": _("Before the plan existed"),
+    "replay_empty": _("Before its first change the plan was empty."),
+    "replay_broken": _("Part of this plan's history is missing; showing the final board only."),
+    "actor_agent": _("Agent"),
+    "actor_system": _("System"),
+    "actor_person": pgettext_lazy("someone", "Person"),
+    "field_name": _("name"),
+    "field_description": _("description"),
+    "field_expected_outcome": _("expected outcome"),
+    "field_outcome": _("outcome"),
+    "field_subtasks": _("subtasks"),
+    "ev_plan_created": _("created the plan “{name}” with {count} subtasks"),
+    "ev_plan_updated": _("edited the plan: {fields}"),
+    "ev_plan_finished": _("finished the plan as {state}"),
+    "ev_plan_abandoned": _("abandoned the plan"),
+    "ev_plan_reopened": _("reopened the plan"),
+    "ev_subtask_added": _("added “{name}” at #{index}"),
+    "ev_subtask_updated": _("edited “{name}”: {fields}"),
+    "ev_subtask_deleted": _("deleted “{name}”"),
+    "ev_subtask_moved": _("moved “{name}” from #{from} to #{to}"),
+    "ev_subtask_state_changed": _("set “{name}” to {state}"),
+    "ev_subtask_finished": _("finished “{name}”"),
+    "ev_subtask_finished_next": _("finished “{name}” and started “{next}”"),
+    "ev_unknown": _("changed the plan ({action})"),
+}
+
+
+def js_strings() -> dict[str, str]:
+    """The strings in the language active for this request."""
+    return {key: str(value) for key, value in STRINGS.items()}

@@ -1,0 +1,173 @@
+"""Server-rendered pages: the session list, the live session page and the history review.
+
+Each page renders a shell plus the data its ES module needs, embedded with `json_script`, so
+that the first paint needs no extra request. Every change then goes through the REST API
+(and so through `planboard.services`); the pages themselves only read, except for creating a
+session from the list page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_http_methods
+
+from planboard import selectors, services
+from planboard.exceptions import PlanError
+from planboard.models import ChatSession, Plan
+from planboard.web.forms import HistoryFilterForm, SessionCreateForm
+from planboard.web.queries import (
+    filter_history,
+    latest_plan_id,
+    latest_runs_by_session,
+    owner_choices,
+    sessions_for_list,
+    team_choices,
+)
+from planboard.web.strings import js_strings
+
+HISTORY_PAGE_SIZE = 25
+SESSION_LIST_LIMIT = 100
+
+
+def _me(user: AbstractBaseUser) -> dict[str, Any]:
+    return {"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def session_list(request: HttpRequest) -> HttpResponse:
+    """The user's sessions (and, for leads, their team's) plus the new-session form."""
+    form = SessionCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            session = services.session_create(owner=request.user, **form.cleaned_data)
+        except PlanError as exc:
+            form.add_error(None, exc.message)
+        else:
+            return HttpResponseRedirect(reverse("web:session", args=[session.pk]))
+    visible = sessions_for_list(request.user)
+    own = list(visible.filter(owner=request.user)[:SESSION_LIST_LIMIT])
+    shared = list(visible.exclude(owner=request.user)[:SESSION_LIST_LIMIT])
+    runs = latest_runs_by_session([s.pk for s in own + shared])
+    for session in own + shared:
+        session.latest_run = runs.get(session.pk)
+    return render(
+        request,
+        "planboard/session_list.html",
+        {"form": form, "own_sessions": own, "shared_sessions": shared, "nav": "sessions"},
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+def _visible_session(request: HttpRequest, session_id: int) -> ChatSession:
+    return get_object_or_404(selectors.sessions_visible_to(request.user), pk=session_id)
+
+
+@login_required
+@ensure_csrf_cookie
+def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Chat with the agent on one side, the live plan board on the other.
+
+    The owner and admins edit; leads of the owner's team watch read-only; others get 404.
+    """
+    session = _visible_session(request, session_id)
+    snapshot = selectors.session_snapshot(session_id=session.pk)
+    # Without a current plan the board shows the session's latest (finished) plan, so a run
+    # that just finished its plan still shows the result.
+    last_plan = None
+    if snapshot["current_plan"] is None:
+        last_plan_id = latest_plan_id(session_id=session.pk)
+        if last_plan_id is not None:
+            last_plan = selectors.plan_snapshot(plan_id=last_plan_id)
+    page = {
+        "session": snapshot,
+        "messages": selectors.session_messages(session_id=session.pk),
+        "last_plan": last_plan,
+        "me": _me(request.user),
+        "can_edit": selectors.can_edit(request.user, session.owner_id),
+        "history_url": reverse("web:history"),
+    }
+    return render(
+        request,
+        "planboard/session.html",
+        {
+            "chat_session": session,
+            "page": page,
+            "can_edit": page["can_edit"],
+            "strings": js_strings(),
+            "nav": "sessions",
+        },
+    )
+
+
+@login_required
+def history_list(request: HttpRequest) -> HttpResponse:
+    """Historical plans the user may read (own; team members' for leads; all for admins)."""
+    form = HistoryFilterForm(
+        request.GET or None,
+        owners=owner_choices(request.user),
+        teams=team_choices(request.user),
+    )
+    filters: dict[str, Any] = {}
+    if form.is_bound and form.is_valid():
+        filters = form.cleaned_data
+    plans = filter_history(request.user, filters)
+    paginator = Paginator(plans, HISTORY_PAGE_SIZE)
+    page_obj = paginator.get_page(request.GET.get("page"))
+    # Keep the filters in the pagination links.
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "planboard/history_list.html",
+        {
+            "form": form,
+            "page_obj": page_obj,
+            "plans": page_obj.object_list,
+            "filter_query": query.urlencode(),
+            "form_errors": form.is_bound and not form.is_valid(),
+            "nav": "history",
+        },
+        status=400 if form.is_bound and not form.is_valid() else 200,
+    )
+
+
+@login_required
+def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
+    """One plan for review: the final board, its session's transcript, and its timeline."""
+    plan: Plan = get_object_or_404(
+        selectors.plans_visible_to(request.user).select_related("owner", "session"), pk=plan_id
+    )
+    snapshot = selectors.plan_snapshot(plan_id=plan.pk)
+    messages = selectors.session_messages(session_id=plan.session_id) if plan.session_id else []
+    session_url = None
+    if plan.session_id and (
+        selectors.sessions_visible_to(request.user).filter(pk=plan.session_id).exists()
+    ):
+        session_url = reverse("web:session", args=[plan.session_id])
+    page = {
+        "plan": snapshot,
+        "events": selectors.plan_events_since(plan_id=plan.pk, version=0),
+        "messages": messages,
+        "me": _me(request.user),
+        "can_edit": False,
+    }
+    return render(
+        request,
+        "planboard/history_plan.html",
+        {
+            "plan": plan,
+            "page": page,
+            "session_url": session_url,
+            "strings": js_strings(),
+            "nav": "history",
+        },
+    )

@@ -1,0 +1,119 @@
+"""Test data for the browser tests, written through the services into the server's database.
+
+Run as `python -m tests.browser.seed` with DATABASE_URL pointing at the browser tests' SQLite
+file; prints the ids the tests need as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+PASSWORD = "pw-browser-123"  # noqa: S105 - a throwaway account in a temporary database
+
+XSS = '<img src=x onerror="window.__xss=1">'
+
+
+def seed() -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+
+    from planboard import services
+    from planboard.models import Team, TeamMembership
+    from planboard.services import Actor
+
+    users = get_user_model().objects
+    alice = users.create_user("alice", password=PASSWORD)  # team member, owns the plans
+    lead = users.create_user("lena", password=PASSWORD)  # leads alice's team
+    outsider = users.create_user("oscar", password=PASSWORD)  # in no team with alice
+    team = Team.objects.create(name="Travel")
+    TeamMembership.objects.create(team=team, user=alice, role=TeamMembership.Role.MEMBER)
+    TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)
+    other_team = Team.objects.create(name="Finance")
+    TeamMembership.objects.create(team=other_team, user=outsider, role=TeamMembership.Role.LEAD)
+    me = Actor.person(alice)
+
+    # A live board for the two-browser test.
+    board_session = services.session_create(owner=alice, title="Kyoto trip")
+    board_plan, _ = services.plan_create(
+        session_id=board_session.pk,
+        actor=me,
+        name="Plan the Kyoto trip",
+        description="Three calm days in Kyoto in spring.",
+        expected_outcome="A day-by-day itinerary with bookings.",
+        subtasks=[
+            {"name": "Book flights", "description": "Compare two airlines", "expected_outcome": "Tickets"},
+            {"name": "Book a ryokan", "description": "Near Gion", "expected_outcome": "Reservation"},
+            {"name": "Plan the days", "description": "Temples and gardens", "expected_outcome": "Day plans"},
+        ],
+    )
+
+    # A finished plan with a varied history, for the review and replay tests.
+    review_session = services.session_create(owner=alice, title=f"Budget review {XSS}")
+    services.message_post(session_id=review_session.pk, author=alice, content=f"Plan it {XSS}")
+    services.run_cancel(session_id=review_session.pk)  # no agent in this story
+    review_plan, _ = services.plan_create(
+        session_id=review_session.pk,
+        actor=me,
+        name=f"Quarterly budget {XSS}",
+        description="Close the books for Q3.",
+        expected_outcome="A signed-off budget.",
+        subtasks=[
+            {"name": "Collect receipts", "description": "", "expected_outcome": "All receipts"},
+            {"name": f"Reconcile {XSS}", "description": "Bank vs ledger", "expected_outcome": ""},
+            {"name": "Write summary", "description": "", "expected_outcome": "One page"},
+        ],
+    )
+    ids = [s.pk for s in review_plan.subtasks.order_by("position")]
+    extra = services.subtask_add(
+        plan_id=review_plan.pk, actor=me, name="Ask finance", index=1
+    )
+    services.subtask_move(plan_id=review_plan.pk, actor=me, subtask_id=extra.pk, index=3)
+    services.subtask_set_state(
+        plan_id=review_plan.pk, actor=me, subtask_id=ids[0], state="in_progress"
+    )
+    services.subtask_finish(
+        plan_id=review_plan.pk, actor=me, subtask_id=ids[0], outcome="42 receipts collected"
+    )
+    services.subtask_finish(
+        plan_id=review_plan.pk, actor=me, subtask_id=ids[1], outcome="Matched to the cent"
+    )
+    services.subtask_update(
+        plan_id=review_plan.pk, actor=me, subtask_id=ids[2], description="Half a page"
+    )
+    services.subtask_delete(plan_id=review_plan.pk, actor=me, subtask_id=extra.pk)
+    services.subtask_finish(
+        plan_id=review_plan.pk, actor=me, subtask_id=ids[2], outcome="Summary sent"
+    )
+    services.plan_finish(plan_id=review_plan.pk, actor=me, state="done", outcome="Budget signed")
+    review_plan.refresh_from_db()
+
+    return {
+        "password": PASSWORD,
+        "board_session": board_session.pk,
+        "board_plan": board_plan.pk,
+        "review_session": review_session.pk,
+        "review_plan": review_plan.pk,
+        "review_versions": review_plan.version,
+    }
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planboard.settings")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import django
+
+    django.setup()
+    # No agent runs while seeding: the message above only needs to be in the transcript.
+    from django.conf import settings
+
+    settings.PLANBOARD_RUN_DISPATCHER = "tests.browser.seed.no_dispatch"
+    print(json.dumps(seed()))
+
+
+def no_dispatch(run_id: int) -> None:
+    """Seeding posts a user message; its run is left queued on purpose."""
+
+
+if __name__ == "__main__":
+    main()

@@ -510,7 +510,7 @@ class _Turn:
     def _say(self, text: str) -> ProviderReply:
         return ProviderReply(content=text)
 
-    def _call(self, name: str, **arguments: Any) -> ProviderReply:
+    def _call(self, name: str, /, **arguments: Any) -> ProviderReply:
         call = {
             "id": f"call_demo_{self.call_seq}_0",
             "type": "function",

@@ -48,7 +48,9 @@ TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     litellm.InternalServerError,
 )
 
-ErrorKind = Literal["rate_limit", "timeout", "connection", "unavailable", "auth", "bad_request"]
+ErrorKind = Literal[
+    "rate_limit", "timeout", "connection", "unavailable", "auth", "bad_request", "context"
+]
 
 
 # --- results and errors -------------------------------------------------------------------
@@ -167,6 +169,7 @@ def provider_error(kind: ErrorKind, *, message: str, model: str = "") -> Excepti
         "unavailable": litellm.ServiceUnavailableError,
         "auth": litellm.AuthenticationError,
         "bad_request": litellm.BadRequestError,
+        "context": litellm.ContextWindowExceededError,
     }
     return factories[kind](message=message, model=model, llm_provider=provider)
 

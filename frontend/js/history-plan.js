@@ -43,7 +43,7 @@ class PlanReview {
       this.caption.textContent = t("replay_broken");
       this.board.render(this.finalPlan);
     } else {
-      this.show(this.step);
+      this.show(this.step, { highlight: false });
     }
   }
 
@@ -157,7 +157,7 @@ class PlanReview {
     this.show(clamped);
   }
 
-  show(step) {
+  show(step, { highlight = true } = {}) {
     this.step = step;
     this.rendered = true;
     const event = step > 0 ? this.events[step - 1] : null;
@@ -167,8 +167,8 @@ class PlanReview {
     }
     const snapshot = this.snapshots[step];
     this.board.render(step === 0 ? null : snapshot, {
-      flash: changed,
-      flashHead: Boolean(event && event.action.startsWith("plan_")),
+      flash: highlight ? changed : [],
+      flashHead: highlight && Boolean(event && event.action.startsWith("plan_")),
     });
     this.slider.value = String(step);
     this.position.textContent = t("replay_step", { step, total: this.lastStep });

@@ -52,7 +52,7 @@ class HistoryFilterForm(forms.Form):
         label=_("State"),
         required=False,
         choices=[
-            (STATE_FILTER_FINISHED, _("Finished (done or abandoned)")),
+            (STATE_FILTER_FINISHED, _("Finished")),
             (STATE_FILTER_ALL, _("All plans")),
             (State.DONE, _("Done")),
             (State.ABANDONED, _("Abandoned")),

@@ -10,9 +10,13 @@ import json
 import os
 from typing import Any
 
-PASSWORD = "pw-browser-123"  # noqa: S105 - a throwaway account in a temporary database
+PASSWORD = "pw-browser-123"
 
 XSS = '<img src=x onerror="window.__xss=1">'
+
+
+def step(name: str, description: str, expected_outcome: str) -> dict[str, str]:
+    return {"name": name, "description": description, "expected_outcome": expected_outcome}
 
 
 def seed() -> dict[str, Any]:
@@ -26,6 +30,7 @@ def seed() -> dict[str, Any]:
     alice = users.create_user("alice", password=PASSWORD)  # team member, owns the plans
     lead = users.create_user("lena", password=PASSWORD)  # leads alice's team
     outsider = users.create_user("oscar", password=PASSWORD)  # in no team with alice
+    users.create_user("sam", password=PASSWORD, is_staff=True)  # an admin: edits any plan
     team = Team.objects.create(name="Travel")
     TeamMembership.objects.create(team=team, user=alice, role=TeamMembership.Role.MEMBER)
     TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)
@@ -42,9 +47,9 @@ def seed() -> dict[str, Any]:
         description="Three calm days in Kyoto in spring.",
         expected_outcome="A day-by-day itinerary with bookings.",
         subtasks=[
-            {"name": "Book flights", "description": "Compare two airlines", "expected_outcome": "Tickets"},
-            {"name": "Book a ryokan", "description": "Near Gion", "expected_outcome": "Reservation"},
-            {"name": "Plan the days", "description": "Temples and gardens", "expected_outcome": "Day plans"},
+            step("Book flights", "Compare two airlines", "Tickets"),
+            step("Book a ryokan", "Near Gion", "Reservation"),
+            step("Plan the days", "Temples and gardens", "Day plans"),
         ],
     )
 
@@ -65,9 +70,7 @@ def seed() -> dict[str, Any]:
         ],
     )
     ids = [s.pk for s in review_plan.subtasks.order_by("position")]
-    extra = services.subtask_add(
-        plan_id=review_plan.pk, actor=me, name="Ask finance", index=1
-    )
+    extra = services.subtask_add(plan_id=review_plan.pk, actor=me, name="Ask finance", index=1)
     services.subtask_move(plan_id=review_plan.pk, actor=me, subtask_id=extra.pk, index=3)
     services.subtask_set_state(
         plan_id=review_plan.pk, actor=me, subtask_id=ids[0], state="in_progress"

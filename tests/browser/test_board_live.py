@@ -1,0 +1,155 @@
+"""Two browsers on one plan: every change made in one shows in the other without a reload."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.helpers import card, column, expect_names, open_session, wait_live
+from tests.browser.seed import XSS
+
+pytestmark = pytest.mark.browser
+
+
+def answer_dialog(page: Any, text: str) -> None:
+    dialog = page.locator("dialog.dialog")
+    expect(dialog).to_be_visible()
+    dialog.locator("textarea").fill(text)
+    dialog.locator("button[value=ok]").click()
+    expect(dialog).to_have_count(0)
+
+
+def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None:
+    server = browsing.server
+    session_id = server.data["board_session"]
+    owner = browsing.new_page("alice")
+    admin = browsing.new_page("sam")  # a second editor in another browser
+    open_session(owner, server.url, session_id)
+    open_session(admin, server.url, session_id)
+    for page in (owner, admin):
+        expect_names(page, "todo", ["Book flights", "Book a ryokan", "Plan the days"])
+
+    # Add a card at a chosen position.
+    owner.locator('#board [data-action="add"]').click()
+    form = owner.locator("#board .add-form")
+    form.locator("input[name=name]").fill("Buy a rail pass")
+    form.locator("textarea[name=description]").fill("Seven-day pass")
+    form.locator("textarea[name=expected_outcome]").fill("Pass in hand")
+    form.locator("select[name=position]").select_option(label="Before #1 · Book a ryokan")
+    form.locator("button[type=submit]").click()
+    expected = ["Book flights", "Buy a rail pass", "Book a ryokan", "Plan the days"]
+    for page in (owner, admin):
+        expect_names(page, "todo", expected)
+    expect(card(admin, "Buy a rail pass")).to_contain_text("Seven-day pass")
+    expect(card(admin, "Buy a rail pass").locator(".card-index")).to_have_text("#1")
+    expect(owner.locator(".progress-text")).to_have_text("0/4 done")
+    owner.locator('.add-form button[type="button"]').click()  # Cancel closes the form
+
+    # Edit a card's text inline.
+    card(owner, "Book flights").locator('[data-action="edit"]').click()
+    editor = owner.locator("#board .card-edit")
+    editor.locator("input[name=name]").fill("Book flights to Osaka")
+    editor.locator("textarea[name=description]").fill("Kansai airport, morning arrival")
+    editor.locator("button[type=submit]").click()
+    expect(card(admin, "Book flights to Osaka")).to_contain_text("Kansai airport")
+
+    # Start it: it moves to In progress, in both browsers.
+    card(owner, "Book flights to Osaka").locator('[data-action="start"]').click()
+    expect_names(admin, "in_progress", ["Book flights to Osaka"])
+    expect(admin.locator(".plan-state")).to_have_text("In progress")
+
+    # Reorder by drag and drop: drop "Plan the days" on the top half of "Buy a rail pass".
+    card(owner, "Plan the days").drag_to(
+        card(owner, "Buy a rail pass"), target_position={"x": 30, "y": 8}
+    )
+    expected = ["Plan the days", "Buy a rail pass", "Book a ryokan"]
+    for page in (owner, admin):
+        expect_names(page, "todo", expected)
+
+    # Reorder by keyboard: focus "move down" and press Enter; focus stays for the next press.
+    down = card(owner, "Plan the days").locator('[data-action="down"]')
+    down.focus()
+    owner.keyboard.press("Enter")
+    expect_names(admin, "todo", ["Buy a rail pass", "Plan the days", "Book a ryokan"])
+    expect(card(owner, "Plan the days").locator('[data-action="down"]')).to_be_focused()
+
+    # Drag to another column: Done asks for the outcome first.
+    card(owner, "Book a ryokan").drag_to(column(owner, "done"))
+    answer_dialog(owner, "Ryokan near Gion booked")
+    expect_names(admin, "done", ["Book a ryokan"])
+    expect(card(admin, "Book a ryokan")).to_contain_text("Ryokan near Gion booked")
+
+    # Finish and abandon with the card buttons.
+    card(owner, "Book flights to Osaka").locator('[data-action="finish"]').click()
+    answer_dialog(owner, "Two tickets, arriving 9:40")
+    expect_names(admin, "done", ["Book flights to Osaka", "Book a ryokan"])
+    card(owner, "Buy a rail pass").locator('[data-action="abandon"]').click()
+    expect_names(admin, "abandoned", ["Buy a rail pass"])
+    expect(admin.locator(".progress-text")).to_have_text("2/4 done")
+
+    # Delete with undo: undo keeps it; a delete left alone reaches the other browser.
+    card(owner, "Plan the days").locator('[data-action="delete"]').click()
+    expect(card(owner, "Plan the days")).to_have_count(0)
+    owner.locator(".toast .toast-action").click()
+    expect(card(owner, "Plan the days")).to_have_count(1)
+    card(owner, "Plan the days").locator('[data-action="delete"]').click()
+    expect(card(owner, "Plan the days")).to_have_count(0)
+    expect(card(admin, "Plan the days")).to_have_count(0)
+    expect(admin.locator(".progress-text")).to_have_text("2/3 done")
+
+    # Text from people is shown as text, never run as markup.
+    owner.locator('#board [data-action="add"]').click()
+    owner.locator("#board .add-form input[name=name]").fill(XSS)
+    owner.locator("#board .add-form button[type=submit]").click()
+    expect(card(admin, XSS)).to_have_count(1)
+    for page in (owner, admin):
+        assert page.evaluate("window.__xss") is None
+
+    screenshot(admin, "board-second-browser-1280")
+
+
+def test_connection_indicator_and_resync(browsing: Any) -> None:
+    server = browsing.server
+    session_id = server.data["board_session"]
+    owner = browsing.new_page("alice")
+    watcher = browsing.new_page("sam")
+    open_session(owner, server.url, session_id)
+    open_session(watcher, server.url, session_id)
+    first = owner.locator("#board .card .card-name").first.inner_text()
+
+    # Live updates stop: the indicator says so, and a change made meanwhile is not shown...
+    watcher.evaluate("window.planboard.live.suspend()")
+    expect(watcher.locator("#live-indicator")).to_have_attribute("data-status", "paused")
+    expect(watcher.locator("#live-indicator")).to_contain_text("Offline")
+    card(owner, first).locator('[data-action="edit"]').click()
+    owner.locator("#board .card-edit input[name=name]").fill("Renamed while offline")
+    owner.locator("#board .card-edit button[type=submit]").click()
+    expect(card(owner, "Renamed while offline")).to_have_count(1)
+    expect(card(watcher, first)).to_have_count(1)
+
+    # ...until the connection is back: the board resyncs from the fresh snapshot.
+    watcher.evaluate("window.planboard.live.resume()")
+    wait_live(watcher)
+    expect(card(watcher, "Renamed while offline")).to_have_count(1)
+
+
+def test_lead_watches_read_only_and_outsider_is_refused(browsing: Any) -> None:
+    server = browsing.server
+    session_id = server.data["board_session"]
+    lead = browsing.new_page("lena")
+    open_session(lead, server.url, session_id)
+    expect(lead.locator(".badge-readonly")).to_be_visible()
+    expect(lead.locator("#board .card").first).to_be_visible()
+    expect(lead.locator("#board .card-actions")).to_have_count(0)
+    expect(lead.locator("#board [data-action=add]")).to_have_count(0)
+    expect(lead.locator(".composer")).to_have_count(0)
+    expect(lead.locator("#board .card").first).to_have_attribute("draggable", "false")
+
+    outsider = browsing.new_page("oscar")
+    response = outsider.goto(f"{server.url}/sessions/{session_id}/")
+    assert response is not None and response.status == 404
+    expect(outsider.locator("#board")).to_have_count(0)
+    assert re.search(r"/sessions/\d+/$", outsider.url)

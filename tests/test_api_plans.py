@@ -65,11 +65,23 @@ class TestRead:
     def test_unknown_plan_is_404_json(self, api: APIClient) -> None:
         assert_error(api.get("/api/plans/999999/"), 404, "not found")
 
-    def test_huge_and_malformed_ids_are_404(self, api: APIClient) -> None:
-        assert api.get("/api/plans/99999999999999999999999999/").status_code == 404
-        assert api.get("/api/plans/999999999999999999/").status_code == 404
-        assert api.get("/api/plans/abc/").status_code == 404
-        assert api.get("/api/plans/-1/").status_code == 404
+    def test_huge_and_malformed_ids_are_json_404(self, api: APIClient, plan: Plan) -> None:
+        for path in (
+            "/api/plans/99999999999999999999999999/",
+            "/api/plans/999999999999999999/",
+            "/api/plans/abc/",
+            "/api/plans/-1/",
+            f"/api/plans/{plan.pk}/subtasks/99999999999999999999999/",
+            "/api/sessions/1e5/messages/",
+            "/api/no-such-thing/",
+        ):
+            assert_error(api.get(path), 404)
+            assert_error(api.patch(path, {"name": "x"}, "json"), 404)
+
+    def test_missing_trailing_slash_says_so(self, api: APIClient, plan: Plan) -> None:
+        response = api.post(f"/api/plans/{plan.pk}/subtasks", {"name": "x"}, "json")
+        assert_error(response, 404, f"/api/plans/{plan.pk}/subtasks/")
+        assert len(subtask_ids(plan)) == 3
 
     def test_events_are_the_history_and_rebuild_the_snapshot(
         self, api: APIClient, plan: Plan, actor: Actor

@@ -71,7 +71,7 @@ class StrictChoiceField(serializers.ChoiceField):
 
 
 def name_field(*, required: bool) -> StrictCharField:
-    return StrictCharField(max_length=NAME_MAX, required=required)
+    return StrictCharField(min_length=1, max_length=NAME_MAX, required=required)
 
 
 def text_field() -> StrictCharField:
@@ -132,7 +132,7 @@ class SessionUpdateSerializer(InputSerializer):
 
 
 class MessageCreateSerializer(InputSerializer):
-    content = StrictCharField(max_length=MESSAGE_MAX)
+    content = StrictCharField(min_length=1, max_length=MESSAGE_MAX)
 
 
 class MessagesQuerySerializer(serializers.Serializer):

@@ -1,8 +1,8 @@
-"""Routes under `/api/`. Ids in paths are 1 to 18 digits: anything else is a plain 404."""
+"""Routes under `/api/`. Ids in paths are 1 to 18 digits: anything else is a JSON 404."""
 
 from __future__ import annotations
 
-from django.urls import path, register_converter
+from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from planboard.api import views
@@ -51,4 +51,6 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # Last: unknown addresses (and ids too long to exist) get a JSON 404, not an HTML page.
+    re_path(r"^(?P<unmatched>.*)$", views.not_found, name="api-not-found"),
 ]

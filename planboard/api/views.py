@@ -16,6 +16,12 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import generics, serializers, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.decorators import (
+    api_view,
+    authentication_classes,
+    permission_classes,
+)
+from rest_framework.exceptions import NotFound
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
@@ -26,14 +32,14 @@ from rest_framework.views import APIView
 
 from planboard import selectors, services
 from planboard.api import serializers as s
-from planboard.api.filters import PlanFilter
+from planboard.api.filters import ID_MAX, PlanFilter
 from planboard.api.permissions import (
     editable_plan,
     editable_session,
     visible_plan,
     visible_session,
 )
-from planboard.models import AgentRun, ChatSession, Plan, State
+from planboard.models import NAME_MAX, AgentRun, ChatSession, Plan, State
 from planboard.services import Actor
 from planboard.snapshots import iso, serialize_message, serialize_run, serialize_session
 
@@ -45,6 +51,16 @@ def path_id(name: str, what: str) -> OpenApiParameter:
     return OpenApiParameter(name, ID_SCHEMA, OpenApiParameter.PATH, description=f"{what} id")
 
 
+def blank_or(schema: dict[str, Any]) -> dict[str, Any]:
+    """Documents a list parameter for which an empty value means "not filtered"."""
+    return {"oneOf": [schema, {"type": "string", "maxLength": 0}]}
+
+
+PAGE = OpenApiParameter(
+    "page",
+    blank_or({"type": "integer", "minimum": 1}),
+    description="Page number, from 1 (empty means the first page).",
+)
 PLAN_ID = path_id("plan_id", "Plan")
 SUBTASK_ID = path_id("subtask_id", "Subtask")
 SESSION_ID = path_id("session_id", "Session")
@@ -63,6 +79,12 @@ def parse(serializer_class: type[serializers.Serializer], data: Any) -> dict[str
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def query_dict(request: Request) -> dict[str, str]:
+    """Query parameters as a plain dict: an empty `?limit=` is then an error, not "unset"
+    (DRF treats empty form values as missing)."""
+    return request.query_params.dict()
 
 
 class ApiDefaults:
@@ -99,7 +121,13 @@ class TokenView(ObtainAuthToken):
 # --- sessions -------------------------------------------------------------------------------
 
 
-@extend_schema(tags=["sessions"])
+@extend_schema(
+    tags=["sessions"],
+    methods=["GET"],
+    summary="Sessions you can see, most recently active first.",
+    parameters=[PAGE],
+    responses={200: s.SessionListItemSerializer(many=True), **READ_ERRORS},
+)
 class SessionListView(ApiDefaults, generics.ListAPIView):
     serializer_class = s.SessionListItemSerializer
 
@@ -112,10 +140,6 @@ class SessionListView(ApiDefaults, generics.ListAPIView):
             .order_by("-updated_at", "-id")
         )
 
-    @extend_schema(
-        summary="Sessions you can see, most recently active first.",
-        responses={200: s.SessionListItemSerializer(many=True), **READ_ERRORS},
-    )
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         # The latest runs of the whole page in one query.
@@ -180,7 +204,7 @@ class SessionMessagesView(ApiView):
     )
     def get(self, request: Request, session_id: int) -> Response:
         visible_session(request.user, session_id)
-        query = parse(s.MessagesQuerySerializer, request.query_params)
+        query = parse(s.MessagesQuerySerializer, query_dict(request))
         messages = selectors.session_messages(session_id=session_id, after_id=query["after"])
         limit = query["limit"]
         return Response({"results": messages[:limit], "has_more": len(messages) > limit})
@@ -244,7 +268,38 @@ def plan_list_row(plan: Plan) -> dict[str, Any]:
 
 @extend_schema(
     tags=["plans"],
-    summary="Plans you can see, newest first, filtered.",
+    summary="Plans you can see, newest first, filtered (an empty filter value is ignored).",
+    parameters=[
+        PAGE,
+        OpenApiParameter(
+            "state", blank_or({"type": "string", "enum": State.values}), description="Plan state."
+        ),
+        OpenApiParameter(
+            "owner",
+            {"type": "string", "maxLength": 150},
+            description="The owner's username or user id.",
+        ),
+        OpenApiParameter(
+            "search",
+            {"type": "string", "maxLength": NAME_MAX},
+            description="Text contained in the name or the description.",
+        ),
+        OpenApiParameter(
+            "team",
+            blank_or({"type": "integer", "minimum": 1, "maximum": ID_MAX}),
+            description="Team id: plans owned by its members.",
+        ),
+        OpenApiParameter(
+            "created_after",
+            blank_or({"type": "string", "format": "date"}),
+            description="ISO date (YYYY-MM-DD): plans created on or after it.",
+        ),
+        OpenApiParameter(
+            "created_before",
+            blank_or({"type": "string", "format": "date"}),
+            description="ISO date (YYYY-MM-DD): plans created on or before it.",
+        ),
+    ],
     responses={200: s.PlanListItemSerializer(many=True), 400: ERRORS[400], **READ_ERRORS},
 )
 class PlanListView(ApiDefaults, generics.ListAPIView):
@@ -365,7 +420,7 @@ class SubtaskDetailView(ApiView):
     )
     def delete(self, request: Request, plan_id: int, subtask_id: int) -> Response:
         editable_plan(request.user, plan_id)
-        query = parse(s.VersionQuerySerializer, request.query_params)
+        query = parse(s.VersionQuerySerializer, query_dict(request))
         gone = services.subtask_delete(
             plan_id=plan_id,
             actor=Actor.person(request.user),
@@ -384,9 +439,21 @@ class PlanEventsView(ApiView):
     )
     def get(self, request: Request, plan_id: int) -> Response:
         visible_plan(request.user, plan_id)
-        query = parse(s.EventsQuerySerializer, request.query_params)
+        query = parse(s.EventsQuerySerializer, query_dict(request))
         limit = query["limit"]
         events = selectors.plan_events_since(
             plan_id=plan_id, version=query["since"], limit=limit + 1
         )
         return Response({"results": events[:limit], "has_more": len(events) > limit})
+
+
+@extend_schema(exclude=True)
+@api_view(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+@authentication_classes([])
+@permission_classes([])
+def not_found(request: Request, unmatched: str = "") -> Response:
+    """Any other address under /api/: a JSON 404, like every other API error."""
+    if not request.path.endswith("/"):
+        # Instead of APPEND_SLASH's redirect, which cannot carry a POST body along.
+        raise NotFound(f"API addresses end with a slash: try {request.path}/ (see /api/docs/).")
+    raise NotFound("There is no API endpoint at this address; see /api/docs/.")

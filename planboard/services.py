@@ -82,6 +82,9 @@ def _clean_text(value: Any, *, field: str, required: bool = False, limit: int = 
         value = ""
     if not isinstance(value, str):
         raise PlanError(f"'{field}' must be a string, not {type(value).__name__}.")
+    if "\x00" in value:
+        # PostgreSQL text cannot hold NUL; refuse it here instead of failing mid-transaction.
+        raise PlanError(f"'{field}' contains a NUL character (\\x00); remove it.")
     value = value.strip()
     if required and not value:
         raise PlanError(f"'{field}' must not be empty.")

@@ -277,3 +277,13 @@ async def test_rest_change_reaches_the_socket(user: Any, plan: Plan) -> None:
     assert event["action"] == "subtask_state_changed"
     assert event["patch"]["plan"]["state"] == "in_progress"
     await socket.disconnect()
+
+
+async def test_resync_after_the_session_is_gone_closes_with_4404(
+    user: Any, chat_session: ChatSession
+) -> None:
+    socket = await open_socket(f"/ws/sessions/{chat_session.pk}/", ORIGIN, await cookie_for(user))
+    await socket.receive_json_from(timeout=TIMEOUT)
+    await run(ChatSession.objects.filter(pk=chat_session.pk).delete)
+    await socket.send_json_to({"type": "resync"})
+    assert await close_code(socket) == 4404

@@ -8,8 +8,8 @@ The server sends `{"type": "snapshot", ...}` first, then forwards each broadcast
 service produced it (`plan.event`, `session.plan`, `session.message`, `session.run`,
 `session.updated`). A client that sees a plan version gap sends `{"type": "resync"}` and gets
 a fresh snapshot. Refused connections are accepted and closed at once with 4403 (not signed
-in, or read access not granted) or 4404 (unknown or invisible), so that browsers can tell a
-refusal from a network failure (a rejected handshake only shows them code 1006).
+in) or 4404 (unknown, or not visible to this user), so that browsers can tell a refusal from a
+network failure (a rejected handshake only shows them code 1006).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.core.exceptions import ObjectDoesNotExist
 
 from planboard import broadcast, selectors
 
@@ -85,8 +86,8 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
     async def send_snapshot(self) -> None:
         try:
             snapshot = await self.build_snapshot()
-        except Exception:  # the object vanished: say so instead of dying
-            logger.info("snapshot of %s %s failed", self.target_kwarg, self.target_id)
+        except ObjectDoesNotExist:  # deleted while followed: say so instead of dying
+            logger.info("%s %s is gone; closing its socket", self.target_kwarg, self.target_id)
             await self.close(code=CLOSE_NOT_FOUND)
             return
         await self.send_json(snapshot)

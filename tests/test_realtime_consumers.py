@@ -287,3 +287,15 @@ async def test_resync_after_the_session_is_gone_closes_with_4404(
     await run(ChatSession.objects.filter(pk=chat_session.pk).delete)
     await socket.send_json_to({"type": "resync"})
     assert await close_code(socket) == 4404
+
+
+async def test_the_asgi_application_routes_websockets(user: Any, plan: Plan) -> None:
+    from planboard.asgi import application
+
+    communicator = WebsocketCommunicator(
+        application, f"/ws/plans/{plan.pk}/", headers=[ORIGIN, await cookie_for(user)]
+    )
+    connected, _ = await communicator.connect(timeout=TIMEOUT)
+    assert connected
+    assert (await communicator.receive_json_from(timeout=TIMEOUT))["type"] == "snapshot"
+    await communicator.disconnect()

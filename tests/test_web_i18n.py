@@ -30,6 +30,7 @@ DYNAMIC_KEYS = (
     + [f"field_{f}" for f in ("name", "description", "expected_outcome", "outcome")]
     + ["finish_plan_title", "abandon_plan_title", "finish_plan_text", "abandon_plan_text"]
     + ["abandon_reason", "no_plan_read_only", "replay_pause"]
+    + ["plan_done_notice", "plan_abandoned_notice"]
 )
 # Identical in both languages on purpose.
 SAME_IN_CHINESE = {"plan_meta"}

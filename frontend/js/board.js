@@ -44,7 +44,7 @@ export class BoardView {
     this.empty = h(
       "div",
       { class: "board-empty" },
-      h("div", { class: "board-empty-art", "aria-hidden": "true" }, h("span"), h("span"), h("span")),
+      h("div", { class: "board-empty-art", "aria-hidden": "true" }, [1, 2, 3].map(() => h("span"))),
       h("p", { text: emptyMessage || t("no_plan") }),
     );
     this.head = h("header", { class: "plan-head" });
@@ -185,7 +185,7 @@ export class BoardView {
       notice = h(
         "p",
         { class: "plan-notice" },
-        h("span", { text: t(plan.state === "done" ? "plan_done_notice" : "plan_abandoned_notice") }),
+        h("span", { text: t(`plan_${plan.state}_notice`) }),
         this.historyPlanUrl
           ? h("a", { href: this.historyPlanUrl(plan.id), text: t("open_in_history") })
           : null,
@@ -222,7 +222,7 @@ export class BoardView {
         }),
         h("span", {
           class: "plan-meta",
-          text: t("plan_meta", { version: plan.version, owner: plan.owner ? plan.owner.username : "" }),
+          text: t("plan_meta", { version: plan.version, owner: plan.owner?.username ?? "" }),
           title: plan.created_at ? formatTime(plan.created_at) : "",
         }),
       ),
@@ -499,7 +499,9 @@ export class BoardView {
     expected.value = subtask.expected_outcome;
     // The outcome is only meaningful once the subtask is finished.
     const hasOutcome = subtask.state === "done" || subtask.state === "abandoned";
-    const outcome = hasOutcome ? h("textarea", { name: "outcome", rows: 2, maxlength: 4000 }) : null;
+    const outcome = hasOutcome
+      ? h("textarea", { name: "outcome", rows: 2, maxlength: 4000 })
+      : null;
     if (outcome) outcome.value = subtask.outcome;
     const close = () => this.closeCardEditor(subtask.id);
     const form = h(

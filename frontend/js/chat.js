@@ -205,6 +205,8 @@ export class ChatView {
         ([id, el]) => id > message.id && el instanceof Element && el.isConnected,
       );
       this.list.insertBefore(element, later ? later[1] : null);
+      markContinuation(element);
+      if (element.nextElementSibling) markContinuation(element.nextElementSibling);
     }
     this.emptyNote.hidden = this.messages.size > 0;
     if (scroll) this.scrollToEnd(stick);
@@ -250,6 +252,14 @@ export class ChatView {
   scrollToEnd(force) {
     if (force) this.list.scrollTop = this.list.scrollHeight;
   }
+}
+
+/** Consecutive agent messages read as one turn: only the first shows "Agent · time". */
+function markContinuation(element) {
+  const previous = element.previousElementSibling;
+  const agentSide = (el) =>
+    el && (el.classList.contains("msg-assistant") || el.classList.contains("msg-tool"));
+  element.classList.toggle("msg-continued", Boolean(agentSide(element) && agentSide(previous)));
 }
 
 /** One tool call, folded: name, short arguments and result; the full text on demand. */

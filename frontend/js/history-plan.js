@@ -185,7 +185,7 @@ class PlanReview {
       const itemButton = item.querySelector("button");
       if (current) itemButton.setAttribute("aria-current", "step");
       else itemButton.removeAttribute("aria-current");
-      if (current) item.scrollIntoView({ block: "nearest" });
+      if (current) scrollWithin(this.list, item);
     }
   }
 
@@ -212,6 +212,14 @@ class PlanReview {
     this.playButton.title = label;
     this.playButton.setAttribute("aria-pressed", String(playing));
   }
+}
+
+/** Bring `item` into view inside `container` without scrolling the page itself. */
+function scrollWithin(container, item) {
+  const box = container.getBoundingClientRect();
+  const target = item.getBoundingClientRect();
+  if (target.top < box.top) container.scrollTop -= box.top - target.top;
+  else if (target.bottom > box.bottom) container.scrollTop += target.bottom - box.bottom;
 }
 
 loadStrings();

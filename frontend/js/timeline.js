@@ -13,7 +13,7 @@ function subtaskName(event, before, after) {
   const find = (plan) => plan && plan.subtasks.find((subtask) => subtask.id === event.subtask_id);
   const found = find(before) || find(after);
   if (found) return found.name;
-  return (event.before && event.before.name) || (event.after && event.after.name) || `#${event.subtask_id}`;
+  return event.before?.name || event.after?.name || `#${event.subtask_id}`;
 }
 
 function fieldList(changes) {

@@ -17,7 +17,8 @@ function region() {
  * Show `message`; returns {dismiss}. `onAction` runs when the action button is pressed,
  * `onTimeout` when the toast goes away by itself.
  */
-export function toast(message, { kind = "info", actionLabel, onAction, onTimeout, timeout = 5000 } = {}) {
+export function toast(message, options = {}) {
+  const { kind = "info", actionLabel, onAction, onTimeout, timeout = 5000 } = options;
   let done = false;
   const element = h("div", { class: `toast toast-${kind}` }, h("span", { text: message }));
   const dismiss = () => {

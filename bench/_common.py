@@ -255,3 +255,97 @@ def run_json(
 
 def no_dispatch(run_id: int) -> None:
     """PLANBOARD_RUN_DISPATCHER for benchmarks that create runs but never execute them."""
+
+
+# --- server processes -------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def flush_redis(url: str = REDIS_BENCH_URL) -> None:
+    import redis
+
+    redis.Redis.from_url(url).flushdb()
+
+
+class Process:
+    """A child process (daphne, a Celery worker) with its output in a log file."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str]) -> None:
+        self.name = name
+        self.log_path = Path(tempfile.mkstemp(prefix=f"planboard-bench-{name}-", suffix=".log")[1])
+        self._log = self.log_path.open("wb")
+        self.popen = subprocess.Popen(
+            list(argv), cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+        )
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout)
+        self._log.close()
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def server_env(db_url: str, **extra: str) -> dict[str, str]:
+    """Production-style settings for daphne and Celery children."""
+    return base_env(
+        DATABASE_URL=db_url,
+        REDIS_URL=REDIS_BENCH_URL,
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="bench-only-secret-key-not-used-anywhere-else",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_CONN_MAX_AGE="60",
+        **extra,
+    )
+
+
+def collectstatic(db_url: str) -> None:
+    """DJANGO_DEBUG=0 serves only collected, hashed static files (as the Docker image does)."""
+    subprocess.run(
+        [str(VENV_PYTHON), "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=ROOT,
+        env=server_env(db_url),
+        check=True,
+        timeout=300,
+    )
+
+
+def start_daphne(db_url: str, port: int, **extra: str) -> Process:
+    collectstatic(db_url)
+    daphne = str(ROOT / ".venv" / "bin" / "daphne")
+    argv = [daphne, "-b", "127.0.0.1", "-p", str(port), "planboard.asgi:application"]
+    process = Process("daphne", argv, server_env(db_url, **extra))
+    wait_http(f"http://127.0.0.1:{port}/accounts/login/", process)
+    return process
+
+
+def wait_http(url: str, process: Process, timeout: float = 90) -> None:
+    import time
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.popen.poll() is not None:
+            raise SystemExit(f"{process.name} exited early:\n{process.tail()}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return  # any HTTP answer means it serves
+        except OSError:
+            time.sleep(0.3)
+    raise SystemExit(f"{process.name} did not answer {url} within {timeout}s:\n{process.tail()}")

@@ -142,7 +142,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout, as long as channels_redis's
+                # blocking pop: a busy server then kills consumers (close 1011). Read longer.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "capacity": 1500,
+                "expiry": 30,
+            },
         }
     }
 else:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.conftest import PHONE
 from tests.browser.helpers import card, column, expect_names, open_session, wait_live
 from tests.browser.seed import XSS
 
@@ -61,6 +62,14 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     expect_names(admin, "in_progress", ["Book flights to Osaka"])
     expect(admin.locator(".plan-state")).to_have_text("In progress")
 
+    # A second subtask cannot start while one is in progress: a clear error, nothing moves.
+    card(owner, "Book a ryokan").locator('[data-action="start"]').click()
+    expect(owner.locator(".toast-error")).to_contain_text("Another subtask is already in progress")
+    owner.locator(".toast-error .toast-close").click()
+    expect_names(owner, "in_progress", ["Book flights to Osaka"])
+    expect(card(owner, "Book a ryokan")).to_have_count(1)
+    expect_names(admin, "in_progress", ["Book flights to Osaka"])
+
     # Reorder by drag and drop: drop "Plan the days" on the top half of "Buy a rail pass".
     card(owner, "Plan the days").drag_to(
         card(owner, "Buy a rail pass"), target_position={"x": 30, "y": 8}
@@ -110,6 +119,14 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
 
     screenshot(admin, "board-second-browser-1280")
 
+    # The same board on a phone: columns stacked, buttons instead of dragging.
+    phone = browsing.new_page("alice", viewport=PHONE)
+    open_session(phone, server.url, session_id)
+    expect(phone.locator("#tab-board")).to_have_attribute("aria-selected", "true")
+    expect(column(phone, "done").locator(".card")).to_have_count(2)
+    expect(card(phone, "Book a ryokan").locator('[data-action="edit"]')).to_be_visible()
+    screenshot(phone, "board-390")
+
 
 def test_connection_indicator_and_resync(browsing: Any) -> None:
     server = browsing.server
@@ -130,10 +147,24 @@ def test_connection_indicator_and_resync(browsing: Any) -> None:
     expect(card(owner, "Renamed while offline")).to_have_count(1)
     expect(card(watcher, first)).to_have_count(1)
 
-    # ...until the connection is back: the board resyncs from the fresh snapshot.
+    # A move based on that stale view is refused (409), and the board shows the latest plan.
+    watcher_names = watcher.locator("#board .card .card-name").all_inner_texts()
+    movable = next(
+        name
+        for name in watcher_names
+        if card(watcher, name).locator('[data-action="down"]:not([disabled])').count()
+    )
+    card(watcher, movable).locator('[data-action="down"]').click()
+    expect(watcher.locator(".toast-warning")).to_contain_text("The plan changed")
+    expect(card(watcher, "Renamed while offline")).to_have_count(1)
+
+    # When the connection is back the board resyncs from the fresh snapshot and goes on live.
     watcher.evaluate("window.planboard.live.resume()")
     wait_live(watcher)
-    expect(card(watcher, "Renamed while offline")).to_have_count(1)
+    card(owner, "Renamed while offline").locator('[data-action="edit"]').click()
+    owner.locator("#board .card-edit input[name=name]").fill("Renamed once more")
+    owner.locator("#board .card-edit button[type=submit]").click()
+    expect(card(watcher, "Renamed once more")).to_have_count(1)
 
 
 def test_lead_watches_read_only_and_outsider_is_refused(browsing: Any) -> None:

@@ -94,3 +94,26 @@ def test_demo_run_from_chat_to_finished_plan(browsing: Any, screenshot: Any) -> 
     screenshot(phone, "session-390-chat")
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"], "the phone layout must not scroll sideways"
+
+
+def test_stop_a_run_waiting_for_the_go_ahead(browsing: Any) -> None:
+    server = browsing.server
+    if not server.embedded:
+        pytest.skip("needs `manage.py runembedded` (web + in-process worker + demo model)")
+    page = browsing.new_page("alice")
+    page.fill("#id_title", "Party, maybe")
+    page.locator(".new-session button[type=submit]").click()
+    wait_live(page)
+    composer = page.locator(".composer textarea")
+    composer.fill("Plan a birthday party for twenty people")
+    composer.press("Enter")
+    expect(page.locator(".confirm")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    stop = page.locator('[data-action="stop"]')
+    expect(stop).to_be_visible()
+    stop.click()
+    expect(page.locator(".run-status")).to_have_text("Stopped")
+    expect(page.locator(".confirm")).to_be_hidden()
+    expect(stop).to_be_hidden()
+    # The drafted plan stays on the board, still editable.
+    expect(page.locator("#board .plan-state")).to_have_text("To do")
+    expect(page.locator('#board [data-action="add"]')).to_be_visible()

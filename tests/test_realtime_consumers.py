@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = (b"origin", b"http://testserver")
 # Generous: these only bound how long a broken test hangs, they never measure anything.
-TIMEOUT = 10
+TIMEOUT = 30
 
 
 # --- helpers (also used by the other realtime test modules) ----------------------------------

@@ -4,6 +4,7 @@ and through the Redis channel layer (the production setup with `REDIS_URL`)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,7 +44,8 @@ def channel_layer_kind(request: Any, settings: Any) -> Iterator[str]:
         settings.CHANNEL_LAYERS = {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [url], "prefix": "planboard-test-realtime"},
+                # A prefix of its own: concurrent runs on one Redis never share groups.
+                "CONFIG": {"hosts": [url], "prefix": f"planboard-test-{uuid.uuid4().hex[:12]}"},
             }
         }
     else:

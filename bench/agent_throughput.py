@@ -1,0 +1,222 @@
+"""Benchmark 4: agent throughput through real Celery workers with a zero-latency model.
+
+K sessions (K = 1, 8, 32) each get one message at the same moment; each message queues an
+agent run on Redis (db 9) that a real `celery -A planboard worker` executes against PostgreSQL.
+The model is the offline demo model with PLANBOARD_DEMO_STEP_DELAY=0: it answers at once, so
+what is measured is Planboard's own cost per step — building the request and hint from the
+database, the litellm call path, storing the answer, executing the plan tool, broadcasting.
+Each run plans 3-5 subtasks, starts, finishes each one, finishes the plan, and summarises.
+
+    .venv/bin/python bench/agent_throughput.py [--sessions 1 8 32] [--concurrency 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as common
+
+RUN_TIMEOUT = 600.0
+REQUESTS = [
+    "Plan a three-day trip to Kyoto for two people in spring.",
+    "Write a short blog post about our new release.",
+    "Organise a team offsite for twelve people.",
+    "Help me learn the basics of SQL in two weeks.",
+]
+
+
+def start_worker(db_url: str, concurrency: int) -> common.Process:
+    celery = str(common.ROOT / ".venv" / "bin" / "celery")
+    argv = [
+        celery,
+        "-A",
+        "planboard",
+        "worker",
+        "--loglevel=WARNING",
+        f"--concurrency={concurrency}",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+    env = common.server_env(db_url, PLANBOARD_DEMO_STEP_DELAY="0", PLANBOARD_LLM_MODEL="")
+    return common.Process("celery", argv, env)
+
+
+def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
+    """Ready once it answers a ping over the broker."""
+    from planboard.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if worker.popen.poll() is not None:
+            raise SystemExit(f"the worker exited:\n{worker.tail()}")
+        if app.control.ping(timeout=1.0):
+            return
+    raise SystemExit(f"the worker did not answer pings:\n{worker.tail()}")
+
+
+def measure(sessions: int) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+
+    from agents.models import AgentStep
+    from planboard import services
+    from planboard.models import AgentRun
+
+    users = get_user_model().objects
+    targets = []
+    for number in range(sessions):
+        user = users.create_user(f"throughput-{sessions}-{number}-{time.monotonic_ns()}")
+        targets.append((user, services.session_create(owner=user, need_user_confirm=False)))
+
+    started = time.perf_counter()
+    run_ids = []
+    for number, (user, session) in enumerate(targets):
+        _, run = services.message_post(
+            session_id=session.pk, author=user, content=REQUESTS[number % len(REQUESTS)]
+        )
+        run_ids.append(run.pk)
+    deadline = time.monotonic() + RUN_TIMEOUT
+    active = AgentRun.objects.filter(pk__in=run_ids, status__in=AgentRun.ACTIVE_STATUSES)
+    while active.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"runs still active after {RUN_TIMEOUT:.0f}s")
+        time.sleep(0.05)
+    wall = time.perf_counter() - started
+
+    runs = list(AgentRun.objects.filter(pk__in=run_ids))
+    failed = [f"{r.pk}: {r.status} {r.error}" for r in runs if r.status != "succeeded"]
+    steps = list(AgentStep.objects.filter(run_id__in=run_ids, finished_at__isnull=False))
+    step_seconds = [(s.finished_at - s.started_at).total_seconds() for s in steps]
+    # A run's wall time per step covers everything between its model calls too.
+    per_run_step = [
+        (r.finished_at - r.started_at).total_seconds() / r.step_count
+        for r in runs
+        if r.step_count and r.started_at and r.finished_at
+    ]
+    waits = [(r.started_at - r.created_at).total_seconds() for r in runs if r.started_at]
+    step_count = sum(r.step_count for r in runs)
+    first_calls = sorted(s.llm_ms / 1000 for s in steps if s.number == 1)[-3:]
+    llm_ms = [s.llm_ms / 1000 for s in steps]
+    tools_ms = [s.tools_ms / 1000 for s in steps]
+    return {
+        "sessions": sessions,
+        "runs_failed": failed[:3],
+        "steps": step_count,
+        "wall": wall,
+        "steps_per_second": step_count / wall,
+        "runs_per_second": len(runs) / wall,
+        "run_step_mean": sum(per_run_step) / len(per_run_step),
+        "step_record_mean": sum(step_seconds) / len(step_seconds),
+        "llm_mean": sum(llm_ms) / len(llm_ms),
+        "tools_mean": sum(tools_ms) / len(tools_ms),
+        "queue_wait_p50": common.percentile(waits, 0.5),
+        "first_calls": [round(x, 2) for x in first_calls],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--concurrency", type=int, default=4, help="worker processes")
+    args = parser.parse_args()
+
+    db_url = common.recreate_postgres()
+    common.flush_redis()
+    common.setup_django(
+        db_url,
+        REDIS_URL=common.REDIS_BENCH_URL,
+        PLANBOARD_RUN_DISPATCHER="agents.tasks.dispatch_run",
+        PLANBOARD_LLM_MODEL="",
+    )
+    worker = start_worker(db_url, args.concurrency)
+    results = []
+    try:
+        wait_for_worker(worker)
+        # Warm every worker process: the first LLM call in a fresh process takes seconds
+        # (litellm's lazy setup), which is a start-up cost, not a per-step one.
+        warm = measure(args.concurrency * 2)
+        print(f"warm-up: first-call seconds {warm['first_calls']}", flush=True)
+        for sessions in args.sessions:
+            print(f"{sessions} concurrent sessions ...", flush=True)
+            result = measure(sessions)
+            print(result, flush=True)
+            if result["runs_failed"]:
+                raise SystemExit(f"runs failed: {result['runs_failed']}\n{worker.tail()}")
+            results.append(result)
+    finally:
+        worker.stop()
+    write_report(results, args.concurrency, warm["first_calls"])
+
+
+def write_report(results: list[dict[str, Any]], concurrency: int, cold: list[float]) -> None:
+    lines = [
+        *common.machine_lines(common.service_versions()),
+        f"- Command: `{common.command_line()}`",
+        f"- Setup: one Celery worker (prefork, concurrency {concurrency}) on Redis db 9, "
+        "PostgreSQL, DJANGO_DEBUG=0, the demo model with PLANBOARD_DEMO_STEP_DELAY=0 through "
+        "litellm's custom-provider path; the benchmark process posts the messages through "
+        "`services.message_post` (as the API does) and polls the database until every run ends.",
+        "- Per-step numbers: *step* = a run's wall time from start to finish divided by its "
+        "steps (everything the framework does per LLM call: request and hint from the database, "
+        "the litellm call, storing the answer, executing the tool, broadcasting); *litellm* = "
+        "time inside `litellm.completion` with a model that answers instantly; *tool* = plan "
+        "tool execution.",
+        f"- Warm-up: {concurrency * 2} runs first, so every worker process has made its first "
+        "LLM call; that first call in a fresh process is slow (litellm's lazy set-up): the "
+        f"slowest first calls of the warm-up took {', '.join(f'{c:.1f}' for c in cold)} s.",
+        "",
+    ]
+    rows = [
+        [
+            r["sessions"],
+            r["steps"],
+            f"{r['wall']:.1f}",
+            f"{r['steps_per_second']:.1f}",
+            f"{r['runs_per_second']:.2f}",
+            common.fmt_ms(r["run_step_mean"]),
+            common.fmt_ms(r["llm_mean"]),
+            common.fmt_ms(r["tools_mean"]),
+            common.fmt_ms(r["run_step_mean"] - r["llm_mean"]),
+            common.fmt_ms(r["queue_wait_p50"]),
+        ]
+        for r in results
+    ]
+    lines += common.table(
+        [
+            "concurrent sessions",
+            "steps",
+            "wall s",
+            "steps/s",
+            "runs/s",
+            "ms per step",
+            "litellm ms/step",
+            "tool ms/step",
+            "framework ms/step (step - litellm)",
+            "queue wait p50 ms",
+        ],
+        rows,
+    )
+    if len(results) > 1:
+        base = results[0]
+        lines += [
+            "",
+            "Throughput ratio to one session: "
+            + ", ".join(
+                f"{r['sessions']} sessions {r['steps_per_second'] / base['steps_per_second']:.1f}x"
+                for r in results[1:]
+            )
+            + f". With {concurrency} worker processes on 2 cores the steps are CPU-bound "
+            "(nothing waits on a model), so throughput levels off once the cores are busy; "
+            "with a real model each step waits seconds and a worker's processes mostly idle.",
+        ]
+    common.write_section("agent_throughput", "4. Agent throughput through Celery workers", lines)
+
+
+if __name__ == "__main__":
+    main()

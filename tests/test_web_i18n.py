@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gettext
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -99,3 +101,41 @@ def test_browser_strings_come_in_the_page_language(user: Any, plan: Plan) -> Non
 def test_login_page_in_chinese(client: Client, db: Any) -> None:
     html = client.get("/accounts/login/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "登录 Planboard" in html
+
+
+LOCALE = Path(__file__).resolve().parents[1] / "locale" / "zh_Hans" / "LC_MESSAGES"
+
+
+def po_entries() -> dict[str, str]:
+    """msgid -> msgstr of the Chinese catalogue (plural forms: the first form)."""
+    entries: dict[str, str] = {}
+    text = (LOCALE / "django.po").read_text(encoding="utf-8")
+    for block in text.split("\n\n")[1:]:
+        parts: dict[str, str] = {}
+        key = ""
+        for line in block.splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            if line.startswith('"'):
+                parts[key] += json.loads(line)
+                continue
+            key, _, rest = line.partition(" ")
+            parts[key] = json.loads(rest)
+        if "msgid" in parts:
+            entries[parts["msgid"]] = parts.get("msgstr", parts.get("msgstr[0]", ""))
+    return entries
+
+
+def test_every_catalogue_entry_is_translated_and_compiled() -> None:
+    entries = po_entries()
+    assert len(entries) > 100
+    untranslated = sorted(msgid for msgid, msgstr in entries.items() if not msgstr)
+    assert untranslated == [], f"translate these in django.po: {untranslated}"
+    assert "#, fuzzy" not in (LOCALE / "django.po").read_text(encoding="utf-8")
+    # The committed .mo matches the .po (run msgfmt after editing the .po).
+    with (LOCALE / "django.mo").open("rb") as compiled:
+        catalogue = gettext.GNUTranslations(compiled)._catalog  # type: ignore[attr-defined]
+    compiled_ids = {key[0] if isinstance(key, tuple) else key for key in catalogue}
+    compiled_ids = {msgid.split("\x04")[-1] for msgid in compiled_ids if msgid}
+    missing = sorted(set(entries) - compiled_ids)
+    assert missing == [], f"django.mo is older than django.po; recompile it: {missing[:5]}"

@@ -91,6 +91,27 @@ def seed() -> dict[str, Any]:
     services.plan_finish(plan_id=review_plan.pk, actor=me, state="done", outcome="Budget signed")
     review_plan.refresh_from_db()
 
+    # Every other kind of event: text edits, replacement, recovery (for the replay check).
+    offsite_session = services.session_create(owner=alice, title="Offsite")
+    offsite, _ = services.plan_create(
+        session_id=offsite_session.pk,
+        actor=me,
+        name="Offsite",
+        subtasks=[step("Pick a venue", "", ""), step("Send invites", "", "")],
+    )
+    services.plan_update_info(
+        plan_id=offsite.pk, actor=me, name="Team offsite", description="Two days, one night"
+    )
+    first, second = offsite.subtasks.order_by("position")
+    services.subtask_update(
+        plan_id=offsite.pk, actor=me, subtask_id=first.pk, expected_outcome="A signed venue"
+    )
+    services.subtask_set_state(
+        plan_id=offsite.pk, actor=me, subtask_id=second.pk, state="abandoned", outcome="Later"
+    )
+    services.plan_create(session_id=offsite_session.pk, actor=me, name="Smaller offsite")
+    services.plan_recover(session_id=offsite_session.pk, actor=me, plan_id=offsite.pk)
+
     return {
         "password": PASSWORD,
         "board_session": board_session.pk,

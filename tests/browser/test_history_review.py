@@ -112,3 +112,24 @@ def test_non_member_cannot_open_the_plan(browsing: Any) -> None:
     # Nor through the API the page would use.
     api = outsider.request.get(f"{server.url}/api/plans/{server.data['review_plan']}/events/")
     assert api.status == 404
+
+
+def test_replay_in_the_browser_matches_the_server_for_every_plan(browsing: Any) -> None:
+    """frontend/js/board-state.js applies events exactly like planboard/snapshots.py."""
+    server = browsing.server
+    admin = browsing.new_page("sam")
+    listing = admin.request.get(f"{server.url}/api/plans/")
+    assert listing.ok
+    plan_ids = [plan["id"] for plan in listing.json()["results"]]
+    assert len(plan_ids) >= 4
+    for plan_id in plan_ids:
+        admin.goto(f"{server.url}/history/plans/{plan_id}/")
+        same = admin.evaluate(
+            """() => {
+                const page = JSON.parse(document.getElementById("pb-page").textContent);
+                const replayed = window.planboard.snapshots.at(-1);
+                return !window.planboard.broken
+                    && JSON.stringify(replayed) === JSON.stringify(page.plan);
+            }"""
+        )
+        assert same, f"replaying plan {plan_id} in the browser differs from its snapshot"

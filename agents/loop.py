@@ -76,6 +76,11 @@ NOT_EXECUTED = (
     "first. Check the current plan in the hint and call the tool again if it is still needed."
 )
 
+TRIMMED_NOTE = (
+    "(Earlier messages of this conversation were left out to fit the model's context. The "
+    "current plan and its progress are always in the latest <system-hint>.)"
+)
+
 SYSTEM_PROMPTS = {
     "en": (
         "You are Planboard's planning agent. You help one user get complex work done by "
@@ -251,7 +256,12 @@ def build_request(*, run: AgentRun, model: str, budget_factor: float = 1.0) -> S
     blocks = _blocks(transcript)
     kept, trimmed, used = _fit(blocks, room=room, model=model)
 
-    messages = [system, *[m for block in kept for m in block.messages], hint_message]
+    history = [m for block in kept for m in block.messages]
+    if trimmed:
+        # Says why the conversation starts mid-way, and keeps it starting with a user turn
+        # (some providers require that).
+        history.insert(0, {"role": "user", "content": TRIMMED_NOTE})
+    messages = [system, *history, hint_message]
     return StepRequest(
         messages=messages,
         hint=hint,

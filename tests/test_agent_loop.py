@@ -620,6 +620,7 @@ def test_history_is_trimmed_to_the_context_budget_but_the_plan_stays_in_the_hint
     assert step.trimmed_messages > 0
     assert len(request) < Message.objects.filter(session=session).count()
     assert request[0]["role"] == "system"
+    assert request[1] == {"role": "user", "content": loop.TRIMMED_NOTE}
     assert request[-2] == {"role": "user", "content": "Latest question"}
     assert "# Kyoto trip" in request[-1]["content"]  # the plan survives trimming
     # No tool result is left without the answer that asked for it.

@@ -274,3 +274,12 @@ def test_token_counts_and_budgets(settings: Any):
     short = llm.count_tokens(messages=[{"role": "user", "content": "hi"}])
     long = llm.count_tokens(messages=[{"role": "user", "content": "hi " * 1000}])
     assert 0 < short < long
+
+
+def test_a_model_string_litellm_does_not_know_fails_readably(settings: Any):
+    settings.PLANBOARD_LLM_MODEL = "no-such-provider/some-model"
+    settings.PLANBOARD_LLM_RETRY_DELAY = 0
+    with pytest.raises(llm.LLMError) as caught:
+        llm.complete(messages=MESSAGES)
+    assert caught.value.attempts == 1 and not caught.value.transient
+    assert "no-such-provider/some-model" in caught.value.message

@@ -14,6 +14,7 @@ command then only serves the web app and says so.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 from typing import Any
@@ -51,7 +52,7 @@ class EmbeddedWorker:
             app=app,
             pool="threads",
             concurrency=concurrency,
-            hostname=f"embedded@{os.uname().nodename}",
+            hostname=f"embedded@{socket.gethostname()}",
             without_heartbeat=True,
             without_mingle=True,
             without_gossip=True,

@@ -35,6 +35,8 @@ export class BoardView {
     this.headerEditing = false;
     this.adding = false;
     this.dragId = null;
+    // How often each card was highlighted: lets tests and debugging see who saw what change.
+    this.highlighted = new Map();
     this.build(emptyMessage);
   }
 
@@ -631,7 +633,9 @@ export class BoardView {
 
   flash(id) {
     const card = this.cards.get(id);
-    if (card) flashElement(card.el);
+    if (!card) return;
+    this.highlighted.set(id, (this.highlighted.get(id) || 0) + 1);
+    flashElement(card.el);
   }
 
   captureFocus() {

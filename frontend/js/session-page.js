@@ -170,19 +170,24 @@ class SessionPage {
     const actor = event.actor || {};
     const mine = actor.kind === "user" && actor.user_id === this.me.id;
     const recent = (key) => mine && Date.now() - (this.ownChanges.get(key) || 0) < OWN_CHANGE_MS;
+    // A card this tab just added has no id yet when the request leaves.
+    if (event.action === "subtask_added" && recent("add")) return { flash: [], flashHead: false };
     return {
       flash: [...ids].filter((id) => !recent(id)),
       flashHead: event.action.startsWith("plan_") && !recent("plan"),
     };
   }
 
-  /** A full snapshot (socket or REST): never go back to an older version of the same plan. */
-  showSnapshot(snapshot) {
+  /**
+   * A full snapshot (socket or REST): never go back to an older version of the same plan.
+   * `highlight` marks what changed since the shown version (off for this tab's own writes).
+   */
+  showSnapshot(snapshot, { highlight = true } = {}) {
     if (!isPlanSnapshot(snapshot)) return;
     const same = this.plan && this.plan.id === snapshot.id;
-    if (same && snapshot.version < this.plan.version) return;
-    if (same && snapshot.version === this.plan.version) return;
-    this.setPlan(snapshot, { flash: same ? changedIds(this.plan, snapshot) : [] });
+    if (same && snapshot.version <= this.plan.version) return;
+    const flash = same && highlight ? changedIds(this.plan, snapshot) : [];
+    this.setPlan(snapshot, { flash });
   }
 
   setPlan(plan, highlight = {}) {
@@ -233,7 +238,7 @@ class SessionPage {
       // Writes answer with the fresh snapshot ({plan: …}); showing it now saves a wait.
       const snapshot = data && isPlanSnapshot(data.plan) ? data.plan : data;
       if (isPlanSnapshot(snapshot) && this.plan && snapshot.id === this.plan.id) {
-        this.showSnapshot(snapshot);
+        this.showSnapshot(snapshot, { highlight: false });
       }
       // Without the socket nothing would show the change: fetch it.
       if (!this.live.isOpen() && this.plan) this.refreshPlan(this.plan.id);
@@ -302,7 +307,7 @@ class SessionPage {
   add(fields, index) {
     const body = { ...fields };
     if (index !== null && index !== undefined) body.index = index;
-    return this.write("POST", `${this.planUrl()}subtasks/`, body);
+    return this.write("POST", `${this.planUrl()}subtasks/`, body, "add");
   }
 
   editPlan(fields) {

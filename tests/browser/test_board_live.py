@@ -23,6 +23,13 @@ def answer_dialog(page: Any, text: str) -> None:
     expect(dialog).to_have_count(0)
 
 
+def highlights(page: Any, subtask_id: int) -> int:
+    """How often the board highlighted this card as changed by someone else."""
+    return int(
+        page.evaluate("(id) => window.planboard.board.highlighted.get(id) || 0", subtask_id)
+    )
+
+
 def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None:
     server = browsing.server
     session_id = server.data["board_session"]
@@ -47,6 +54,10 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     expect(card(admin, "Buy a rail pass")).to_contain_text("Seven-day pass")
     expect(card(admin, "Buy a rail pass").locator(".card-index")).to_have_text("#1")
     expect(owner.locator(".progress-text")).to_have_text("0/4 done")
+    # The change is highlighted where someone else made it, not where it was made.
+    added_id = int(card(admin, "Buy a rail pass").get_attribute("data-id"))
+    assert highlights(admin, added_id) >= 1
+    assert highlights(owner, added_id) == 0
     owner.locator('.add-form button[type="button"]').click()  # Cancel closes the form
 
     # Edit a card's text inline.

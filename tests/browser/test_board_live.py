@@ -25,9 +25,7 @@ def answer_dialog(page: Any, text: str) -> None:
 
 def highlights(page: Any, subtask_id: int) -> int:
     """How often the board highlighted this card as changed by someone else."""
-    return int(
-        page.evaluate("(id) => window.planboard.board.highlighted.get(id) || 0", subtask_id)
-    )
+    return int(page.evaluate("(id) => window.planboard.board.highlighted.get(id) || 0", subtask_id))
 
 
 def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None:

@@ -139,13 +139,24 @@ WHITENOISE_USE_FINDERS = DEBUG
 # --- Redis, Channels, Celery ---------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    from redis.asyncio.retry import Retry as RedisRetry
+    from redis.backoff import ExponentialBackoff
+
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
                 # redis-py 8 reads with a 5 s socket timeout, as long as channels_redis's
                 # blocking pop: a busy server then kills consumers (close 1011). Read longer.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                # It also never retries by default, so after a Redis restart every pooled
+                # connection failed once (dropped sockets, lost broadcasts): retry on a new one.
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": 15,
+                        "retry": RedisRetry(ExponentialBackoff(cap=1.0, base=0.05), 3),
+                    }
+                ],
                 "capacity": 1500,
                 "expiry": 30,
             },

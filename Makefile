@@ -23,9 +23,9 @@ deps-dev: $(VENV)/.installed-dev
 
 # Browser tests drive Debian's Chromium; install it once (never downloaded at test time).
 browser:
-	@test -x /usr/bin/chromium || { \
-	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq chromium >/dev/null); \
-	  else echo "Install Chromium first: sudo apt-get install -y chromium"; exit 1; fi; }
+	@{ test -x /usr/bin/chromium && fc-list 2>/dev/null | grep -qi wenquanyi; } || { \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null); \
+	  else echo "Install Chromium first: sudo apt-get install -y chromium fonts-wqy-microhei"; exit 1; fi; }
 
 migrate: deps
 	$(PY) manage.py migrate --noinput

@@ -192,6 +192,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "planboard.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "messages": os.environ.get("PLANBOARD_MESSAGE_RATE", "30/min"),
+        # Token requests (password checks) per client address.
+        "anon": os.environ.get("PLANBOARD_TOKEN_RATE", "10/min"),
     },
 }
 SPECTACULAR_SETTINGS = {

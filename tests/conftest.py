@@ -27,6 +27,14 @@ def _fast_passwords(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counts() -> None:
+    """Rate-limit counters live in the cache; one test's requests must not limit the next."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 DISPATCHED: list[int] = []
 
 

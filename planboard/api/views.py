@@ -27,7 +27,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
+from rest_framework.throttling import AnonRateThrottle, BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
 from planboard import selectors, services
@@ -116,6 +116,8 @@ def plan_result(plan_id: int, **extra: Any) -> dict[str, Any]:
 class TokenView(ObtainAuthToken):
     authentication_classes: list[type] = []
     permission_classes: list[type] = []
+    # Slows password guessing: a few attempts per minute per client address.
+    throttle_classes = [AnonRateThrottle]
 
 
 # --- sessions -------------------------------------------------------------------------------

@@ -213,6 +213,9 @@ PLANBOARD_LLM_MODEL = os.environ.get("PLANBOARD_LLM_MODEL", "") or "planboard-de
 PLANBOARD_LLM_API_BASE = os.environ.get("PLANBOARD_LLM_API_BASE", "") or None
 PLANBOARD_LLM_API_KEY = os.environ.get("PLANBOARD_LLM_API_KEY", "") or None
 PLANBOARD_LLM_TIMEOUT = float(os.environ.get("PLANBOARD_LLM_TIMEOUT", "120"))
+# Rate limits, timeouts and connection errors are retried with doubling backoff.
+PLANBOARD_LLM_ATTEMPTS = int(os.environ.get("PLANBOARD_LLM_ATTEMPTS", "3"))
+PLANBOARD_LLM_RETRY_DELAY = float(os.environ.get("PLANBOARD_LLM_RETRY_DELAY", "1.0"))
 PLANBOARD_LLM_CONTEXT_TOKENS = int(os.environ.get("PLANBOARD_LLM_CONTEXT_TOKENS", "32000"))
 PLANBOARD_AGENT_MAX_STEPS = int(os.environ.get("PLANBOARD_AGENT_MAX_STEPS", "40"))
 PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0.8"))

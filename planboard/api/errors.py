@@ -1,16 +1,19 @@
 """Every API error is JSON of one shape: `{"error": <message a person can act on>, "code": …}`.
 
 `PlanError` maps to 400 (404 for `code="not_found"`), `StaleVersion` to 409 with the current
-snapshot, validation errors add `fields` ({field: [messages]}). DRF's own errors (bad JSON,
-authentication, throttling, …) are rewritten into the same shape.
+snapshot, a lost database connection to 503, validation errors add `fields` ({field:
+[messages]}). DRF's own errors (bad JSON, authentication, throttling, …) are rewritten into the
+same shape.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -18,8 +21,22 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from planboard.exceptions import PlanError, StaleVersion
 
+logger = logging.getLogger(__name__)
+
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database went away mid-request; the service's transaction rolled back whole.
+        logger.warning("database unavailable during %s", context.get("view"), exc_info=True)
+        return Response(
+            {
+                "error": "The database is unavailable right now; nothing was changed. "
+                "Try again in a moment.",
+                "code": "database_unavailable",
+            },
+            status=503,
+            headers={"Retry-After": "5"},
+        )
     if isinstance(exc, PlanError):
         body: dict[str, Any] = {"error": exc.message, "code": exc.code}
         if isinstance(exc, StaleVersion):

@@ -718,11 +718,6 @@ def test_the_api_answers_a_database_failure_with_a_server_error_and_changes_noth
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(
-    reason="planboard/api/errors.py does not map database errors: the API answers Django's "
-    "HTML 500 page instead of a JSON error (503) a client can act on",
-    strict=False,
-)
 def test_the_api_reports_a_database_failure_as_json(plan: Plan, user: Any) -> None:
     client = Client(raise_request_exception=False)
     client.force_login(user)
@@ -735,4 +730,6 @@ def test_the_api_reports_a_database_failure_as_json(plan: Plan, user: Any) -> No
         )
     assert response.status_code == 503
     assert response["Content-Type"].startswith("application/json")
-    assert response.json()["error"]
+    body = response.json()
+    assert body["error"] and body["code"]
+    assert "server closed" not in json.dumps(body)

@@ -32,7 +32,9 @@ RUN pip install --no-deps . \
     # Static files are collected at build time; the secret is a throwaway used only here.
     && DJANGO_DEBUG=0 DJANGO_SECRET_KEY=build-only-not-a-secret \
        python manage.py collectstatic --noinput -v0 \
-    && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin planboard \
+    # A home of its own: libraries may keep caches under ~ (the code in /app stays read-only).
+    && useradd --system --uid 10001 --create-home --home-dir /home/planboard \
+       --shell /usr/sbin/nologin planboard \
     && mkdir -p /app/var \
     && chown planboard /app/var
 

@@ -172,7 +172,7 @@ def write_report(
     ]
     rows = []
     for label, r in results.items():
-        ratio = f"{r['mean'] / reference['mean']:.0f}x" if reference else "n/a"
+        ratio = common.fmt_ratio(r["mean"] / reference["mean"]) if reference else "n/a"
         rows.append(
             [
                 label,

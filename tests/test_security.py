@@ -98,8 +98,7 @@ def audit(html: str) -> TagAudit:
     return parser
 
 
-@pytest.fixture
-def hostile_data(user: Any) -> dict[str, Any]:
+def seed_hostile(user: Any) -> dict[str, Any]:
     """A session, a current plan, a finished plan and a transcript, every text a payload."""
     actor = Actor.person(user)
     title = PAYLOADS[0][:200]
@@ -154,6 +153,11 @@ def hostile_data(user: Any) -> dict[str, Any]:
         tool_name=PAYLOADS[3][:100],
     )
     return {"session": session, "plan": plan, "old_plan": old}
+
+
+@pytest.fixture
+def hostile_data(user: Any) -> dict[str, Any]:
+    return seed_hostile(user)
 
 
 def pages_of(data: dict[str, Any]) -> list[str]:
@@ -243,6 +247,125 @@ def test_api_json_is_never_sniffed_as_html(client: Client, user: Any, plan: Plan
     response = client.get(f"/api/plans/{plan.pk}/")
     assert response["Content-Type"].startswith("application/json")
     assert response["X-Content-Type-Options"] == "nosniff"
+
+
+# --- XSS in a real browser: the board's scripts render the same data as text -------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+BROWSER_PASSWORD = "pw-xss-browser-1"
+SEED = """
+import json, django
+django.setup()
+from django.contrib.auth import get_user_model
+from tests.test_security import BROWSER_PASSWORD, seed_hostile
+user = get_user_model().objects.create_user("xss", password=BROWSER_PASSWORD)
+data = seed_hostile(user)
+print(json.dumps({key: value.pk for key, value in data.items()}))
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_payloads_render_as_text_in_the_browser(tmp_path: Path) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.conftest import require_or_skip
+
+    if not CHROMIUM.exists():
+        require_or_skip("Debian's Chromium is missing: apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PLANBOARD_", "CELERY_")) and key != "REDIS_URL"
+    }
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'xss.sqlite3'}",
+        DJANGO_SETTINGS_MODULE="planboard.settings",
+        DJANGO_DEBUG="1",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        PLANBOARD_RUN_DISPATCHER="tests.conftest.record_dispatch",
+        PYTHONPATH=str(ROOT),
+    )
+    python = sys.executable
+    subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    seeded = subprocess.run(
+        [python, "-c", SEED], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
+    ids = json.loads(seeded.stdout.strip().splitlines()[-1])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    daphne = str(Path(python).with_name("daphne"))
+    log = (tmp_path / "server.log").open("wb")
+    server = subprocess.Popen(
+        [daphne, "-b", "127.0.0.1", "-p", str(port), "planboard.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/accounts/login/", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+                time.sleep(0.3)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
+            )
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            dialogs: list[str] = []
+            errors: list[str] = []
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(f"{base}/accounts/login/")
+            page.fill("#id_username", "xss")
+            page.fill("#id_password", BROWSER_PASSWORD)
+            page.click("main button[type=submit]")
+            page.wait_for_url(f"{base}/")
+            pages = [
+                f"/sessions/{ids['session']}/",
+                "/history/",
+                f"/history/plans/{ids['old_plan']}/",
+                f"/history/plans/{ids['plan']}/",
+            ]
+            for path in ["/", *pages]:
+                page.goto(f"{base}{path}")
+                # The scripts have drawn the data: some payload is on screen, as text.
+                page.get_by_text("pb-xss", exact=False).first.wait_for()
+                injected = page.evaluate(
+                    "() => document.querySelectorAll("
+                    '\'[onerror], [onload], img[src="x"], svg[onload], script:not([src]):not('
+                    '[type="application/json"])\').length'
+                )
+                assert injected == 0, f"{path}: markup from the data became elements"
+            # On the session page every payload is shown literally somewhere.
+            page.goto(f"{base}/sessions/{ids['session']}/")
+            page.get_by_text("pb-xss", exact=False).first.wait_for()
+            shown = page.evaluate("() => document.body.innerText")
+            board_and_chat = [p for p in PAYLOADS if p in shown]
+            assert board_and_chat, "no payload is shown as text on the session page"
+            browser.close()
+        assert dialogs == [], f"a payload ran: {dialogs}"
+        assert errors == [], f"JavaScript errors: {errors}"
+    finally:
+        server.terminate()
+        server.wait(20)
+        log.close()
 
 
 # --- CSRF ---------------------------------------------------------------------------------------

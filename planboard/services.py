@@ -104,6 +104,32 @@ def _clean_state(value: Any, *, allowed: Iterable[str] = State.values) -> str:
     return str(value)
 
 
+TextChanges = dict[str, tuple[str, str]]
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The keyword arguments a caller actually passed (None means 'leave as is')."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _apply_text_changes(obj: Plan | SubTask, given: dict[str, Any]) -> TextChanges:
+    """Clean and set each given text field; returns {field: (old, new)} for real changes."""
+    changes: TextChanges = {}
+    for field, value in given.items():
+        clean = _clean_name(value) if field == "name" else _clean_text(value, field=field)
+        old = getattr(obj, field)
+        if old != clean:
+            changes[field] = (old, clean)
+            setattr(obj, field, clean)
+    return changes
+
+
+def _before_after(changes: TextChanges, **common: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = {**common, **{field: old for field, (old, _) in changes.items()}}
+    after = {**common, **{field: new for field, (_, new) in changes.items()}}
+    return before, after
+
+
 def _subtask_limit(session: ChatSession | None) -> int:
     if session is not None and session.max_subtasks is not None:
         return min(session.max_subtasks, SUBTASKS_HARD_LIMIT)
@@ -393,35 +419,17 @@ def plan_update_info(
     description: str | None = None,
     expected_outcome: str | None = None,
     expected_version: int | None = None,
-) -> dict[str, tuple[str, str]]:
+) -> TextChanges:
     """Change the given text fields; returns {field: (old, new)} for those that changed."""
-    given = {
-        key: value
-        for key, value in (
-            ("name", name),
-            ("description", description),
-            ("expected_outcome", expected_outcome),
-        )
-        if value is not None
-    }
+    given = _given(name=name, description=description, expected_outcome=expected_outcome)
     if not given:
         raise PlanError("Give at least one of name, description or expected_outcome to change.")
     with transaction.atomic():
         plan = _lock_open_plan(plan_id, expected_version=expected_version)
-        changes: dict[str, tuple[str, str]] = {}
-        for field, value in given.items():
-            clean = _clean_name(value) if field == "name" else _clean_text(value, field=field)
-            if getattr(plan, field) != clean:
-                changes[field] = (getattr(plan, field), clean)
-                setattr(plan, field, clean)
+        changes = _apply_text_changes(plan, given)
         if changes:
-            _record(
-                plan,
-                actor=actor,
-                action="plan_updated",
-                before={k: old for k, (old, _) in changes.items()},
-                after={k: new for k, (_, new) in changes.items()},
-            )
+            before, after = _before_after(changes)
+            _record(plan, actor=actor, action="plan_updated", before=before, after=after)
     return changes
 
 
@@ -563,39 +571,27 @@ def subtask_update(
     expected_outcome: str | None = None,
     outcome: str | None = None,
     expected_version: int | None = None,
-) -> dict[str, tuple[str, str]]:
+) -> TextChanges:
     """Edit a subtask's text; its id, position and state stay. Returns the changed fields."""
-    given = {
-        key: value
-        for key, value in (
-            ("name", name),
-            ("description", description),
-            ("expected_outcome", expected_outcome),
-            ("outcome", outcome),
-        )
-        if value is not None
-    }
+    given = _given(
+        name=name, description=description, expected_outcome=expected_outcome, outcome=outcome
+    )
     if not given:
         raise PlanError("Give at least one of name, description, expected_outcome or outcome.")
     with transaction.atomic():
         plan = _lock_open_plan(plan_id, expected_version=expected_version)
-        subtasks = _ordered_subtasks(plan)
-        subtask = _find_subtask(subtasks, subtask_id)
-        changes: dict[str, tuple[str, str]] = {}
-        for field, value in given.items():
-            clean = _clean_name(value) if field == "name" else _clean_text(value, field=field)
-            if getattr(subtask, field) != clean:
-                changes[field] = (getattr(subtask, field), clean)
-                setattr(subtask, field, clean)
+        subtask = _find_subtask(_ordered_subtasks(plan), subtask_id)
+        changes = _apply_text_changes(subtask, given)
         if changes:
             subtask.save()
+            before, after = _before_after(changes, index=subtask.position)
             _record(
                 plan,
                 actor=actor,
                 action="subtask_updated",
                 subtask_id=subtask.pk,
-                before={"index": subtask.position, **{k: old for k, (old, _) in changes.items()}},
-                after={"index": subtask.position, **{k: new for k, (_, new) in changes.items()}},
+                before=before,
+                after=after,
                 upsert=[subtask],
             )
     return changes

@@ -65,12 +65,19 @@ def session_snapshot(*, session_id: int) -> dict[str, Any]:
     return data
 
 
-def session_messages(*, session_id: int, after_id: int = 0) -> list[dict[str, Any]]:
-    queryset = (
-        Message.objects.filter(session_id=session_id, id__gt=after_id)
-        .select_related("author")
-        .order_by("id")
+def session_messages(
+    *, session_id: int, after_id: int = 0, first: int | None = None, last: int | None = None
+) -> list[dict[str, Any]]:
+    """The transcript after `after_id`, oldest first; `first`/`last` cap it at either end."""
+    queryset = Message.objects.filter(session_id=session_id, id__gt=after_id).select_related(
+        "author"
     )
+    if last is not None:
+        newest = list(queryset.order_by("-id")[:last])
+        return [serialize_message(m) for m in reversed(newest)]
+    queryset = queryset.order_by("id")
+    if first is not None:
+        queryset = queryset[:first]
     return [serialize_message(m) for m in queryset]
 
 

@@ -207,8 +207,11 @@ class SessionMessagesView(ApiView):
     def get(self, request: Request, session_id: int) -> Response:
         visible_session(request.user, session_id)
         query = parse(s.MessagesQuerySerializer, query_dict(request))
-        messages = selectors.session_messages(session_id=session_id, after_id=query["after"])
         limit = query["limit"]
+        # One extra row tells whether another page follows.
+        messages = selectors.session_messages(
+            session_id=session_id, after_id=query["after"], first=limit + 1
+        )
         return Response({"results": messages[:limit], "has_more": len(messages) > limit})
 
     @extend_schema(

@@ -124,7 +124,7 @@ class SessionConsumer(_SnapshotConsumer):
     @database_sync_to_async
     def build_snapshot(self) -> dict[str, Any]:
         session = selectors.session_snapshot(session_id=self.target_id)
-        messages = selectors.session_messages(session_id=self.target_id)[-RECENT_MESSAGES:]
+        messages = selectors.session_messages(session_id=self.target_id, last=RECENT_MESSAGES)
         return {
             "type": "snapshot",
             "session": session,

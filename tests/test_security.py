@@ -264,6 +264,13 @@ print(json.dumps({key: value.pk for key, value in data.items()}))
 """
 
 
+def run_catching(work: Any, failures: list[BaseException]) -> None:
+    try:
+        work()
+    except BaseException as exc:
+        failures.append(exc)
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_payloads_render_as_text_in_the_browser(tmp_path: Path) -> None:
@@ -271,6 +278,7 @@ def test_payloads_render_as_text_in_the_browser(tmp_path: Path) -> None:
     import socket
     import subprocess
     import sys
+    import threading
     import time
     import urllib.request
 
@@ -322,44 +330,55 @@ def test_payloads_render_as_text_in_the_browser(tmp_path: Path) -> None:
             except OSError:
                 assert time.monotonic() < deadline, (tmp_path / "server.log").read_text()
                 time.sleep(0.3)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
-            )
-            page = browser.new_page()
-            page.set_default_timeout(20_000)
-            dialogs: list[str] = []
-            errors: list[str] = []
-            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{base}/accounts/login/")
-            page.fill("#id_username", "xss")
-            page.fill("#id_password", BROWSER_PASSWORD)
-            page.click("main button[type=submit]")
-            page.wait_for_url(f"{base}/")
-            pages = [
-                f"/sessions/{ids['session']}/",
-                "/history/",
-                f"/history/plans/{ids['old_plan']}/",
-                f"/history/plans/{ids['plan']}/",
-            ]
-            for path in ["/", *pages]:
-                page.goto(f"{base}{path}")
-                # The scripts have drawn the data: some payload is on screen, as text.
-                page.get_by_text("pb-xss", exact=False).first.wait_for()
-                injected = page.evaluate(
-                    "() => document.querySelectorAll("
-                    '\'[onerror], [onload], img[src="x"], svg[onload], script:not([src]):not('
-                    '[type="application/json"])\').length'
+        dialogs: list[str] = []
+        errors: list[str] = []
+
+        def drive() -> None:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(
+                    executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
                 )
-                assert injected == 0, f"{path}: markup from the data became elements"
-            # On the session page every payload is shown literally somewhere.
-            page.goto(f"{base}/sessions/{ids['session']}/")
-            page.get_by_text("pb-xss", exact=False).first.wait_for()
-            shown = page.evaluate("() => document.body.innerText")
-            board_and_chat = [p for p in PAYLOADS if p in shown]
-            assert board_and_chat, "no payload is shown as text on the session page"
-            browser.close()
+                page = browser.new_page()
+                page.set_default_timeout(20_000)
+                page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+                page.on("pageerror", lambda error: errors.append(str(error)))
+                page.goto(f"{base}/accounts/login/")
+                page.fill("#id_username", "xss")
+                page.fill("#id_password", BROWSER_PASSWORD)
+                page.click("main button[type=submit]")
+                page.wait_for_url(f"{base}/")
+                pages = [
+                    f"/sessions/{ids['session']}/",
+                    "/history/",
+                    f"/history/plans/{ids['old_plan']}/",
+                    f"/history/plans/{ids['plan']}/",
+                ]
+                for path in ["/", *pages]:
+                    page.goto(f"{base}{path}")
+                    # The scripts have drawn the data: some payload is on screen, as text.
+                    page.get_by_text("pb-xss", exact=False).first.wait_for()
+                    injected = page.evaluate(
+                        "() => document.querySelectorAll("
+                        '\'[onerror], [onload], img[src="x"], svg[onload], script:not([src]):not('
+                        '[type="application/json"])\').length'
+                    )
+                    assert injected == 0, f"{path}: markup from the data became elements"
+                # On the session page the payloads are shown literally, as text.
+                page.goto(f"{base}/sessions/{ids['session']}/")
+                page.get_by_text("pb-xss", exact=False).first.wait_for()
+                shown = page.evaluate("() => document.body.innerText")
+                board_and_chat = [p for p in PAYLOADS if p in shown]
+                assert board_and_chat, "no payload is shown as text on the session page"
+                browser.close()
+
+        # In a thread of its own: another test's Playwright session may own this thread's loop.
+        failures: list[BaseException] = []
+        thread = threading.Thread(target=lambda: run_catching(drive, failures))
+        thread.start()
+        thread.join(300)
+        assert not thread.is_alive(), "the browser check hung"
+        if failures:
+            raise failures[0]
         assert dialogs == [], f"a payload ran: {dialogs}"
         assert errors == [], f"JavaScript errors: {errors}"
     finally:

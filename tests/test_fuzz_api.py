@@ -33,6 +33,8 @@ from tests.test_fuzz_invariants import (
 )
 
 EXAMPLES = int(os.environ.get("FUZZ_API_EXAMPLES", "20"))
+# CI replays the same examples every time; local runs explore new ones.
+IN_CI = bool(os.environ.get("CI"))
 _turns = itertools.count()
 
 
@@ -123,6 +125,7 @@ def test_api_never_answers_5xx_and_keeps_the_invariants(
         @given(case=operation.as_strategy())
         @settings(
             max_examples=EXAMPLES,
+            derandomize=IN_CI,
             deadline=None,
             database=None,
             phases=[Phase.explicit, Phase.generate],

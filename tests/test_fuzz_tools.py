@@ -28,6 +28,7 @@ _usernames = itertools.count(1)
 # CI replays the same examples every time (a red build is reproducible, never a dice roll);
 # local runs explore new ones.
 IN_CI = bool(os.environ.get("CI"))
+# More examples for a deeper local hunt: FUZZ_TOOLS_EXAMPLES=1000.
 
 
 # Text a model might send, including the awkward: empty, blank, control characters, NUL,
@@ -135,7 +136,7 @@ def valid_plan(count: int) -> tuple[str, str]:
 
 @pytest.mark.django_db
 @settings(
-    max_examples=100,
+    max_examples=int(os.environ.get("FUZZ_TOOLS_EXAMPLES", "100")),
     derandomize=IN_CI,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

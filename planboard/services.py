@@ -867,7 +867,8 @@ def message_record_agent(
                     session_id=session_id,
                     run_id=run_id,
                     role=role,
-                    content=content or "",
+                    # Model output is stored as given, minus NUL (PostgreSQL text can't hold it).
+                    content=(content or "").replace("\x00", ""),
                     tool_calls=tool_calls or None,
                     tool_call_id=tool_call_id,
                     tool_name=tool_name,

@@ -434,3 +434,12 @@ class TestSessions:
             "zh",
             False,
         )
+
+
+def test_agent_text_with_nul_is_stored_without_it(chat_session: Any, user: Any) -> None:
+    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
+    message = services.message_record_agent(
+        session_id=chat_session.pk, run_id=run.pk, role="assistant", content="a\x00b"
+    )
+    message.refresh_from_db()
+    assert message.content == "ab"

@@ -869,7 +869,7 @@ def message_record_agent(
                     role=role,
                     # Model output is stored as given, minus NUL (PostgreSQL text can't hold it).
                     content=(content or "").replace("\x00", ""),
-                    tool_calls=tool_calls or None,
+                    tool_calls=_without_nul(tool_calls) if tool_calls else None,
                     tool_call_id=tool_call_id,
                     tool_name=tool_name,
                 )
@@ -879,6 +879,17 @@ def message_record_agent(
             ) from None
         _publish_message(message)
     return message
+
+
+def _without_nul(value: Any) -> Any:
+    """JSON from a model may carry NUL, which PostgreSQL's jsonb refuses; drop it."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    return value
 
 
 def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:

@@ -443,3 +443,13 @@ def test_agent_text_with_nul_is_stored_without_it(chat_session: Any, user: Any) 
     )
     message.refresh_from_db()
     assert message.content == "ab"
+
+
+def test_agent_tool_calls_with_nul_are_stored_without_it(chat_session: Any, user: Any) -> None:
+    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
+    calls = [{"id": "c1", "type": "function", "function": {"name": "x\x00", "arguments": "{}"}}]
+    message = services.message_record_agent(
+        session_id=chat_session.pk, run_id=run.pk, role="assistant", tool_calls=calls
+    )
+    message.refresh_from_db()
+    assert message.tool_calls[0]["function"]["name"] == "x"

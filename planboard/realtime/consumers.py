@@ -21,6 +21,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.exceptions import ObjectDoesNotExist
+from django.db.models import QuerySet
 
 from planboard import broadcast, selectors
 
@@ -92,9 +93,21 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.send_json(snapshot)
 
+    @database_sync_to_async
+    def is_visible(self, user: Any) -> bool:
+        """Whether `user` may follow the target; remembers whether they may also edit it."""
+        owner_id = (
+            self.visible_to(user)
+            .filter(pk=self.target_id)
+            .values_list("owner_id", flat=True)
+            .first()
+        )
+        self.can_edit = owner_id is not None and selectors.can_edit(user, owner_id)
+        return owner_id is not None
+
     # --- what a subclass defines ------------------------------------------------------
 
-    async def is_visible(self, user: Any) -> bool:
+    def visible_to(self, user: Any) -> QuerySet[Any]:
         raise NotImplementedError
 
     def follow_groups(self) -> list[str]:
@@ -107,16 +120,8 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
 class SessionConsumer(_SnapshotConsumer):
     target_kwarg = "session_id"
 
-    @database_sync_to_async
-    def is_visible(self, user: Any) -> bool:
-        owner_id = (
-            selectors.sessions_visible_to(user)
-            .filter(pk=self.target_id)
-            .values_list("owner_id", flat=True)
-            .first()
-        )
-        self.can_edit = owner_id is not None and selectors.can_edit(user, owner_id)
-        return owner_id is not None
+    def visible_to(self, user: Any) -> QuerySet[Any]:
+        return selectors.sessions_visible_to(user)
 
     def follow_groups(self) -> list[str]:
         return [broadcast.session_group(self.target_id)]
@@ -146,16 +151,8 @@ class SessionConsumer(_SnapshotConsumer):
 class PlanConsumer(_SnapshotConsumer):
     target_kwarg = "plan_id"
 
-    @database_sync_to_async
-    def is_visible(self, user: Any) -> bool:
-        owner_id = (
-            selectors.plans_visible_to(user)
-            .filter(pk=self.target_id)
-            .values_list("owner_id", flat=True)
-            .first()
-        )
-        self.can_edit = owner_id is not None and selectors.can_edit(user, owner_id)
-        return owner_id is not None
+    def visible_to(self, user: Any) -> QuerySet[Any]:
+        return selectors.plans_visible_to(user)
 
     def follow_groups(self) -> list[str]:
         return [broadcast.plan_group(self.target_id)]

@@ -53,6 +53,23 @@ def other_user(db: Any) -> Any:
 
 
 @pytest.fixture
+def lead(user: Any) -> Any:
+    """Leads a team that `user` (alice) is a member of: reads her work, cannot change it."""
+    from planboard.models import Team, TeamMembership
+
+    lead = get_user_model().objects.create_user("lena", password="pw-lena-12345")
+    team = Team.objects.create(name="Travel")
+    TeamMembership.objects.create(team=team, user=user)
+    TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)
+    return lead
+
+
+@pytest.fixture
+def staff(db: Any) -> Any:
+    return get_user_model().objects.create_user("root", password="pw-root-12345", is_staff=True)
+
+
+@pytest.fixture
 def chat_session(user: Any) -> ChatSession:
     return services.session_create(owner=user, title="Trip")
 

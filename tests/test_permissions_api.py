@@ -15,27 +15,12 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from planboard import selectors, services
-from planboard.models import AgentRun, ChatSession, Message, Plan, Team, TeamMembership
+from planboard.models import AgentRun, ChatSession, Message, Plan
 from planboard.services import Actor
 
 pytestmark = pytest.mark.django_db
 
 User = get_user_model()
-
-
-@pytest.fixture
-def lead(user: Any) -> Any:
-    """Leads the team `user` (alice) is a member of."""
-    lead = User.objects.create_user("lena", password="pw-lena-12345")
-    team = Team.objects.create(name="Travel")
-    TeamMembership.objects.create(team=team, user=user)
-    TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)
-    return lead
-
-
-@pytest.fixture
-def staff(db: Any) -> Any:
-    return User.objects.create_user("root", password="pw-root-12345", is_staff=True)
 
 
 @pytest.fixture

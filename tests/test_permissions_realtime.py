@@ -30,20 +30,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 User = get_user_model()
 
 
-@pytest.fixture
-def lead(user: Any) -> Any:
-    lead = User.objects.create_user("lena", password="pw-lena-12345")
-    team = Team.objects.create(name="Travel")
-    TeamMembership.objects.create(team=team, user=user)
-    TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)
-    return lead
-
-
-@pytest.fixture
-def staff(db: Any) -> Any:
-    return User.objects.create_user("root", password="pw-root-12345", is_staff=True)
-
-
 def paths(plan: Plan) -> list[str]:
     return [f"/ws/sessions/{plan.session_id}/", f"/ws/plans/{plan.pk}/"]
 

@@ -16,7 +16,7 @@ from django.test import Client
 
 from agents.tools import execute_tool_call
 from planboard import selectors
-from planboard.models import Plan, Team, TeamMembership
+from planboard.models import Plan
 from planboard.services import Actor
 from planboard.snapshots import apply_event
 from tests.test_realtime_consumers import (
@@ -51,15 +51,6 @@ def channel_layer_kind(request: Any, settings: Any) -> Iterator[str]:
     else:
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     yield request.param
-
-
-@pytest.fixture
-def reviewer(user: Any) -> Any:
-    lead = User.objects.create_user("lena", password="pw-lena-12345")
-    team = Team.objects.create(name="Travel")
-    TeamMembership.objects.create(team=team, user=user)
-    TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)
-    return lead
 
 
 @pytest.fixture
@@ -102,7 +93,7 @@ def admin_abandons_plan(plan: Plan, admin_user: Any) -> int:
 
 
 async def test_changes_from_everyone_reach_two_clients_in_order(
-    channel_layer_kind: str, user: Any, reviewer: Any, admin_user: Any, plan: Plan
+    channel_layer_kind: str, user: Any, lead: Any, admin_user: Any, plan: Plan
 ) -> None:
     expected_layer = (
         "RedisChannelLayer" if channel_layer_kind == "redis" else "InMemoryChannelLayer"
@@ -111,7 +102,7 @@ async def test_changes_from_everyone_reach_two_clients_in_order(
     # Client 1: Alice's board (session socket, cookie). Client 2: her lead reviewing (plan
     # socket, API token).
     board = await open_socket(f"/ws/sessions/{plan.session_id}/", ORIGIN, await cookie_for(user))
-    review = await open_socket(f"/ws/plans/{plan.pk}/", await token_for(reviewer))
+    review = await open_socket(f"/ws/plans/{plan.pk}/", await token_for(lead))
     views = {}
     for name, socket in (("board", board), ("review", review)):
         snapshot = await socket.receive_json_from(timeout=TIMEOUT)

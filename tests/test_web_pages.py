@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
@@ -27,21 +26,6 @@ def page_data(response: Any, element_id: str = "pb-page") -> dict[str, Any]:
     )
     assert match, f"no #{element_id} in the page"
     return json.loads(match.group(1))
-
-
-@pytest.fixture
-def lead(user: Any) -> Any:
-    """Leads the team that `user` (alice) is a member of."""
-    lead = get_user_model().objects.create_user("lena", password="pw-lena-123")
-    team = Team.objects.create(name="Travel")
-    TeamMembership.objects.create(team=team, user=user, role=TeamMembership.Role.MEMBER)
-    TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)
-    return lead
-
-
-@pytest.fixture
-def staff(db: Any) -> Any:
-    return get_user_model().objects.create_user("sam", password="pw-sam-123", is_staff=True)
 
 
 def client_for(user: Any) -> Client:

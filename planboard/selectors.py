@@ -42,7 +42,7 @@ def plan_events_since(
     """Events after `version`, oldest first."""
     queryset = (
         PlanEvent.objects.filter(plan_id=plan_id, version__gt=version)
-        .select_related("actor_user", "actor_run")
+        .select_related("plan", "actor_user", "actor_run")
         .order_by("version")
     )
     if limit is not None:

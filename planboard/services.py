@@ -229,7 +229,7 @@ def _record(
         after=after,
         patch=patch,
     )
-    payload = {"type": "plan.event", "session_id": plan.session_id, **serialize_event(event)}
+    payload = serialize_event(event)
     groups = [broadcast.plan_group(plan.pk)]
     if plan.session_id:
         groups.append(broadcast.session_group(plan.session_id))

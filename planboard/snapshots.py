@@ -66,8 +66,11 @@ def describe_actor(*, user: Any | None, run: AgentRun | None) -> dict[str, Any]:
 
 
 def serialize_event(event: PlanEvent) -> dict[str, Any]:
+    """One shape for a plan event everywhere: socket broadcast, REST history, the hint."""
     return {
+        "type": "plan.event",
         "plan_id": event.plan_id,
+        "session_id": event.plan.session_id,
         "version": event.version,
         "action": event.action,
         "actor": describe_actor(user=event.actor_user, run=event.actor_run),

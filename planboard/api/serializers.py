@@ -284,7 +284,9 @@ class ActorSerializer(serializers.Serializer):
 
 
 class PlanEventSerializer(serializers.Serializer):
+    type = serializers.CharField(help_text='Always "plan.event", as on the websockets.')
     plan_id = serializers.IntegerField()
+    session_id = serializers.IntegerField(allow_null=True)
     version = serializers.IntegerField()
     action = serializers.CharField()
     actor = ActorSerializer()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,7 @@ class _Hint:
     asks_confirmation: bool
     limit: int | None
     detail: list[str]  # the fields shown for the subtask in progress
+    profiles: frozenset[str] = frozenset()  # agent profiles the plan may name
 
 
 # --- reading the request ----------------------------------------------------------------------
@@ -134,7 +136,40 @@ def _parse_hint(text: str) -> _Hint:
                 found.group("tag") or "", "done" if found.group("box") == "x" else "todo"
             )
             subtasks.append(_Subtask(index, found.group("name").strip(), state))
-    return _Hint(has_plan, plan_name, subtasks, asks_confirmation, limit, detail)
+    return _Hint(
+        has_plan, plan_name, subtasks, asks_confirmation, limit, detail, _profiles_in(lines)
+    )
+
+
+def _profiles_in(lines: list[str]) -> frozenset[str]:
+    """The agent profiles the hint lists (`- name: what it is for` under the `agent` line)."""
+    names: set[str] = set()
+    listing = False
+    for line in lines:
+        if "`agent`" in line:
+            listing = True
+        elif listing and (found := re.match(r"- ([\w-]+):", line)):
+            names.add(found.group(1))
+        elif listing and not line.strip():
+            listing = False
+    return frozenset(names)
+
+
+# Which demo profile suits a subtask, by what its name says (first match wins).
+_PROFILE_FOR = (
+    ("booker", re.compile(r"book|transport|stay|ticket|venue|invite|预订|交通|住宿", re.I)),
+    ("writer", re.compile(r"draft|write|itinerar|summar|review|outline|撰写|行程|总结", re.I)),
+    ("researcher", re.compile(r"research|gather|compare|choose|find|fix|clarif|调研|收集", re.I)),
+)
+
+
+def _with_profiles(steps: list[dict[str, str]], available: frozenset[str]) -> None:
+    """Name a demo profile on each subtask it suits, when the session offers that profile."""
+    for step in steps:
+        for name, pattern in _PROFILE_FOR:
+            if name in available and pattern.search(step["name"]):
+                step["agent"] = name
+                break
 
 
 def _tool_calls_in(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -473,15 +508,46 @@ _TEXTS = {
 }
 
 
+def _step_delay() -> float:
+    return float(getattr(settings, "PLANBOARD_DEMO_STEP_DELAY", 0) or 0)
+
+
 class DemoModel:
     """The `LocalModel` behind `planboard-demo/…` model strings."""
+
+    @property
+    def price_per_token(self) -> float:
+        """A made-up price, so the board can show what each subtask would have cost."""
+        return float(getattr(settings, "PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", 0) or 0) / 1000
 
     def respond(
         self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> ProviderReply:
-        delay = float(getattr(settings, "PLANBOARD_DEMO_STEP_DELAY", 0) or 0)
-        if delay > 0:
-            time.sleep(delay)  # "thinking", so people can watch each change land
+        if _step_delay() > 0:
+            time.sleep(_step_delay())  # "thinking", so people can watch each change land
+        return self._answer(messages)
+
+    def stream(
+        self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> Iterator[ProviderReply]:
+        """The same answer, its text written word by word over the step delay (like a hosted
+        model streams); tool calls and usage come in the last piece."""
+        reply = self._answer(messages)
+        words = re.findall(r"\S+\s*", reply.content)
+        pause = _step_delay() / max(1, len(words))
+        for word in words:
+            if pause > 0:
+                time.sleep(pause)
+            yield ProviderReply(content=word)
+        if not words and _step_delay() > 0:
+            time.sleep(_step_delay())
+        yield ProviderReply(
+            tool_calls=reply.tool_calls,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+        )
+
+    def _answer(self, messages: list[dict[str, Any]]) -> ProviderReply:
         reply = _Turn(messages).decide()
         reply.prompt_tokens = sum(len(_text(m)) for m in messages) // 4 + 1
         reply.completion_tokens = (
@@ -598,6 +664,7 @@ class _Turn:
         if errors and (found := re.search(r"at most (\d+)", errors[0])):
             limit = min(limit, int(found.group(1)))
         steps = steps[: max(1, limit)]
+        _with_profiles(steps, self.hint.profiles)
         return self._call(
             "create_plan",
             **header,

@@ -101,6 +101,17 @@ _TEXTS: dict[str, dict[str, str]] = {
             "progress with the plan tools (for example `finish_subtask` when a subtask is "
             "complete)."
         ),
+        # agent profiles
+        "label_agent": "Agent",
+        "acting": "You are answering as the agent profile '{name}'.",
+        "acting_missing": (
+            "The subtask in progress names the agent profile '{name}', which is not available; "
+            "the session's default profile answers instead."
+        ),
+        "profiles_title": (
+            "Agent profiles you may assign to a subtask with its optional `agent` field "
+            "(in create_plan or revise_current_plan):"
+        ),
         # what changed
         "changes_title": "What changed since your last step (made by others, not by you):",
         "changes_more": "- … and {count} more changes.",
@@ -196,6 +207,15 @@ _TEXTS: dict[str, dict[str, str]] = {
             "提醒：你已经执行了好几步，却没有更新计划。请用计划工具记录进展"
             "（例如子任务完成时调用 `finish_subtask`）。"
         ),
+        "label_agent": "执行者",
+        "acting": "你现在以智能体配置“{name}”的身份回答。",
+        "acting_missing": (
+            "进行中的子任务指定了智能体配置“{name}”，但它不可用；改由会话的默认配置回答。"
+        ),
+        "profiles_title": (
+            "可以通过子任务的可选字段 `agent`（在 create_plan 或 revise_current_plan 中）"
+            "指定以下智能体配置："
+        ),
         "changes_title": "自你上一步以来的变化（由他人而非你做出）：",
         "changes_more": "- ……另有 {count} 处变化。",
         "actor_agent": "智能体",
@@ -254,6 +274,8 @@ def render_subtask_markdown(
     box = _CHECKBOX.get(subtask["state"], _CHECKBOX["todo"])
     line = f"{box} {subtask['index']}. {_one_line(subtask['name'])}"
     if not detailed:
+        if subtask.get("agent"):
+            line += f"\n  {_texts(language)['label_agent']}: {subtask['agent']}"
         return line
     t = _texts(language)
     lines = [
@@ -264,6 +286,8 @@ def render_subtask_markdown(
     if subtask.get("outcome"):
         lines.append(f"  {t['label_outcome']}: {subtask['outcome']}")
     lines.append(f"  {t['label_state']}: {subtask['state']}")
+    if subtask.get("agent"):
+        lines.append(f"  {t['label_agent']}: {subtask['agent']}")
     return "\n".join(lines)
 
 
@@ -423,8 +447,15 @@ def build_hint(
     language: str,
     changes: Sequence[Mapping[str, Any]] = (),
     nudge: bool = False,
+    acting: str = "",
+    missing_profile: str = "",
+    profiles: Sequence[Mapping[str, str]] = (),
 ) -> str:
-    """The whole hint for the next LLM call, wrapped in `<system-hint>` tags."""
+    """The whole hint for the next LLM call, wrapped in `<system-hint>` tags.
+
+    `acting` names the agent profile answering this step, `missing_profile` one the subtask in
+    progress names but that is unavailable, and `profiles` those the agent may assign.
+    """
     t = _texts(language)
     parts: list[str] = []
     changes_text = render_changes(changes, snapshot=snapshot, language=language)
@@ -503,4 +534,15 @@ def build_hint(
 
     if nudge:
         parts.append(t["nudge"])
+    if profiles:
+        parts.append(
+            "\n".join(
+                [t["profiles_title"]]
+                + [f"- {_one_line(p['name'])}: {_one_line(p['description'])}" for p in profiles]
+            )
+        )
+    if missing_profile:
+        parts.append(t["acting_missing"].format(name=missing_profile))
+    if acting:
+        parts.append(t["acting"].format(name=acting))
     return "<system-hint>\n" + "\n\n".join(parts) + "\n</system-hint>"

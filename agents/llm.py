@@ -7,8 +7,9 @@ lost connections, 5xx) are retried with exponential backoff; after the last atte
 gets an `LLMError` whose message a person can read.
 
 Models that run inside this process (the offline demo model, the scripted models of the tests)
-plug in through litellm's own custom-provider mechanism via `register_provider`, so every call
-takes litellm's real code path whichever model answers.
+are named in `settings.PLANBOARD_LOCAL_MODELS` (provider name -> dotted path, imported on first
+use) and plug in through litellm's own custom-provider mechanism, so every call takes litellm's
+real code path whichever model answers. This module knows none of them by name.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 # litellm would otherwise try to download its price list at import time.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -34,7 +37,6 @@ logger = logging.getLogger(__name__)
 # litellm prints a provider list to stdout on some failures (e.g. costing an unknown model).
 litellm.suppress_debug_info = True
 
-DEMO_PROVIDER = "planboard-demo"
 DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY = 1.0
 MAX_RETRY_DELAY = 30.0
@@ -97,23 +99,49 @@ class ProviderReply:
 
 
 class LocalModel(Protocol):
-    """An in-process model: sees the request's messages and tools, returns a reply or raises."""
+    """An in-process model: sees the request's messages and tools, returns a reply or raises.
+
+    A model may also offer `stream(model=, messages=, tools=)` yielding `ProviderReply` pieces:
+    text pieces first, tool calls and usage in the last one; it then streams like a hosted one.
+    """
 
     def respond(
         self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> ProviderReply: ...
 
 
-class _ProviderAdapter(litellm.CustomLLM):
-    """Presents a `LocalModel` to litellm as a custom provider."""
+@dataclass
+class StreamListener:
+    """What the caller of a streamed `complete` wants to hear while the answer is written.
 
-    def __init__(self, local: LocalModel) -> None:
+    `on_text(piece)` gets each new piece of answer text as it arrives; `on_reset()` is called
+    before a retry, when the text given so far must be dropped; `should_stop()` is asked about
+    twice a second and ends the call with `LLMCancelled` when it answers True.
+    """
+
+    on_text: Callable[[str], None]
+    on_reset: Callable[[], None] = lambda: None
+    should_stop: Callable[[], bool] = lambda: False
+
+
+class LLMCancelled(Exception):
+    """The caller asked to stop (e.g. the run was cancelled) while the answer streamed."""
+
+
+class _ProviderAdapter(litellm.CustomLLM):
+    """Presents the in-process model of one provider name to litellm as a custom provider.
+
+    The model is looked up on every call, so a settings change (tests swap models) is seen.
+    """
+
+    def __init__(self, provider: str) -> None:
         super().__init__()
-        self.local = local
+        self.provider = provider
 
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+        local = _local_model(self.provider)
         optional = kwargs.get("optional_params") or {}
-        reply = self.local.respond(model=model, messages=messages, tools=optional.get("tools"))
+        reply = local.respond(model=model, messages=messages, tools=optional.get("tools"))
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
         if reply.tool_calls:
             message["tool_calls"] = reply.tool_calls
@@ -133,30 +161,92 @@ class _ProviderAdapter(litellm.CustomLLM):
             },
         )
 
+    def streaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+        local = _local_model(self.provider)
+        optional = kwargs.get("optional_params") or {}
+        tools = optional.get("tools")
+        stream = getattr(local, "stream", None)
+        pieces = (
+            stream(model=model, messages=messages, tools=tools)
+            if stream is not None
+            else iter([local.respond(model=model, messages=messages, tools=tools)])
+        )
+        calls: list[dict[str, Any]] = []
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        for piece in pieces:
+            if piece.content:
+                yield _chunk(text=piece.content)
+            calls += piece.tool_calls
+            if piece.prompt_tokens or piece.completion_tokens:
+                usage = {
+                    "prompt_tokens": piece.prompt_tokens,
+                    "completion_tokens": piece.completion_tokens,
+                    "total_tokens": piece.prompt_tokens + piece.completion_tokens,
+                }
+        for index, call in enumerate(calls):
+            yield _chunk(tool_use={**call, "index": index})
+        yield _chunk(finished="tool_calls" if calls else "stop", usage=usage)
+
+
+def _chunk(
+    *,
+    text: str = "",
+    tool_use: dict[str, Any] | None = None,
+    finished: str = "",
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """One litellm `GenericStreamingChunk` (a typed dict) of an in-process model's stream."""
+    return {
+        "text": text,
+        "tool_use": tool_use,
+        "is_finished": bool(finished),
+        "finish_reason": finished,
+        "usage": usage,
+        "index": 0,
+    }
+
 
 _registry_lock = threading.Lock()
+# Dotted path -> the model object it names (a class named there is instantiated once).
+_loaded: dict[str, LocalModel] = {}
 
 
-def register_provider(name: str, local: LocalModel) -> None:
-    """Make `<name>/<anything>` model strings answer from `local` (replaces an earlier one)."""
+def local_providers() -> dict[str, str]:
+    """`settings.PLANBOARD_LOCAL_MODELS`: provider name -> dotted path of an in-process model."""
+    return dict(getattr(settings, "PLANBOARD_LOCAL_MODELS", None) or {})
+
+
+def _local_model(provider: str) -> LocalModel:
+    path = local_providers().get(provider)
+    if path is None:
+        raise provider_error("bad_request", message=f"no in-process model named {provider!r}")
     with _registry_lock:
-        entries = [e for e in litellm.custom_provider_map if e.get("provider") != name]
-        entries.append({"provider": name, "custom_handler": _ProviderAdapter(local)})
+        if path not in _loaded:
+            target = import_string(path)
+            _loaded[path] = target() if isinstance(target, type) else target
+        return _loaded[path]
+
+
+def _sync_providers() -> None:
+    """Make litellm know every provider of the settings map (and forget removed ones)."""
+    wanted = set(local_providers())
+    with _registry_lock:
+        known = {e.get("provider") for e in litellm.custom_provider_map}
+        ours = {e.get("provider") for e in litellm.custom_provider_map if e.get("planboard")}
+        if wanted <= known and not (ours - wanted):
+            return
+        entries = [e for e in litellm.custom_provider_map if not e.get("planboard")]
+        entries += [
+            {"provider": name, "custom_handler": _ProviderAdapter(name), "planboard": True}
+            for name in sorted(wanted)
+        ]
         litellm.custom_provider_map = entries
-        # litellm re-reads the map on every call; this also makes the name known right away.
+        # litellm re-reads the map on every call; this also makes the names known right away.
         litellm.utils.custom_llm_setup()
 
 
-def unregister_provider(name: str) -> None:
-    with _registry_lock:
-        litellm.custom_provider_map = [
-            e for e in litellm.custom_provider_map if e.get("provider") != name
-        ]
-
-
 def is_local_model(model: str) -> bool:
-    provider = model.split("/", 1)[0]
-    return any(e.get("provider") == provider for e in litellm.custom_provider_map)
+    return model.split("/", 1)[0] in local_providers()
 
 
 def provider_error(kind: ErrorKind, *, message: str, model: str = "") -> Exception:
@@ -174,18 +264,40 @@ def provider_error(kind: ErrorKind, *, message: str, model: str = "") -> Excepti
     return factories[kind](message=message, model=model, llm_provider=provider)
 
 
-def _ensure_demo_registered() -> None:
-    if not any(e.get("provider") == DEMO_PROVIDER for e in litellm.custom_provider_map):
-        from agents.demo_model import DemoModel
-
-        register_provider(DEMO_PROVIDER, DemoModel())
-
-
 # --- the call ---------------------------------------------------------------------------------
 
 
 def configured_model() -> str:
-    return settings.PLANBOARD_LLM_MODEL or f"{DEMO_PROVIDER}/offline"
+    return str(settings.PLANBOARD_LLM_MODEL)
+
+
+def warm_up(model: str | None = None) -> float:
+    """Run litellm's lazy set-up once so a new worker's first real step is not slower.
+
+    The first call in a process loads tokenizers, builds response types and sets up providers
+    (about half a second to seconds). Mocked answers (litellm's `mock_response` /
+    `mock_tool_calls`) take the same path without reaching any model or network, so this is
+    safe at worker start. Returns the seconds it took.
+    """
+    started = time.monotonic()
+    name = model or configured_model()
+    _sync_providers()
+    messages = [{"role": "system", "content": "warm-up"}, {"role": "user", "content": "hello"}]
+    tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}
+    try:
+        count_tokens(messages=messages, model=name)
+        litellm.completion(model=name, messages=messages, tools=[tool], mock_response="ok")
+        litellm.completion(
+            model=name,
+            messages=messages,
+            tools=[tool],
+            mock_tool_calls=[
+                {"id": "warm", "type": "function", "function": {"name": "noop", "arguments": "{}"}}
+            ],
+        )
+    except Exception:  # a cold first step is better than a worker that will not start
+        logger.warning("warming up litellm for %s failed", name, exc_info=True)
+    return time.monotonic() - started
 
 
 def count_tokens(*, messages: list[dict[str, Any]], model: str | None = None) -> int:
@@ -212,7 +324,13 @@ def context_budget(model: str | None = None) -> int:
 
 def _cost(response: Any, model: str) -> float:
     if is_local_model(model):
-        return 0.0
+        # An in-process model may name a price (the demo does, so costs show); else free.
+        price = float(getattr(_local_model(model.split("/", 1)[0]), "price_per_token", 0) or 0)
+        usage = getattr(response, "usage", None)
+        tokens = int(getattr(usage, "prompt_tokens", 0) or 0) + int(
+            getattr(usage, "completion_tokens", 0) or 0
+        )
+        return tokens * price
     try:
         return float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # prices are unknown for many self-hosted models
@@ -239,6 +357,87 @@ def _normalise_tool_calls(raw: Any) -> list[dict[str, Any]]:
     return calls
 
 
+def _can_stream(model: str) -> bool:
+    """Hosted models stream; an in-process one when it offers `stream`."""
+    if not is_local_model(model):
+        return True
+    return hasattr(_local_model(model.split("/", 1)[0]), "stream")
+
+
+# How often a streaming call asks whether it should stop (cancel within a second).
+STOP_CHECK_SECONDS = 0.5
+
+
+def _streamed(kwargs: dict[str, Any], listener: StreamListener, *, local: bool) -> Any:
+    """One streamed request: chunks are read on a helper thread so that a stop request is
+    noticed even while the model is silent; returns the assembled `ModelResponse`."""
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    holder: dict[str, Any] = {}
+
+    def pump() -> None:
+        try:
+            extra = {} if local else {"stream_options": {"include_usage": True}}
+            holder["stream"] = stream = litellm.completion(**kwargs, stream=True, **extra)
+            for chunk in stream:
+                if stop.is_set():
+                    return
+                events.put(("chunk", chunk))
+            events.put(("done", None))
+        except BaseException as exc:  # handed to the caller's thread, which decides
+            events.put(("error", exc))
+
+    threading.Thread(target=pump, name="llm-stream", daemon=True).start()
+    chunks: list[Any] = []
+    next_check = time.monotonic() + STOP_CHECK_SECONDS
+    while True:
+        try:
+            kind, item = events.get(timeout=STOP_CHECK_SECONDS / 2)
+        except queue.Empty:
+            kind, item = "idle", None
+        if time.monotonic() >= next_check:
+            next_check = time.monotonic() + STOP_CHECK_SECONDS
+            if listener.should_stop():
+                stop.set()
+                _close_quietly(holder.get("stream"))
+                raise LLMCancelled()
+        if kind == "error":
+            raise item
+        if kind == "done":
+            break
+        if kind == "chunk":
+            chunks.append(item)
+            text = _delta_text(item)
+            if text:
+                listener.on_text(text)
+    built = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]) if chunks else None
+    if built is None:
+        raise litellm.APIConnectionError(
+            message="the answer stream ended without an answer",
+            model=str(kwargs["model"]),
+            llm_provider="stream",
+        )
+    return built
+
+
+def _delta_text(chunk: Any) -> str:
+    choices = getattr(chunk, "choices", None) or []
+    delta = getattr(choices[0], "delta", None) if choices else None
+    return str(getattr(delta, "content", None) or "")
+
+
+def _close_quietly(stream: Any) -> None:
+    """Stop reading a cancelled answer: closing the HTTP stream ends the helper thread."""
+    for target in (getattr(stream, "completion_stream", None), stream):
+        close = getattr(target, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # best effort: the daemon thread ends with the answer anyway
+                logger.debug("closing a cancelled stream failed", exc_info=True)
+            return
+
+
 def _describe(exc: Exception) -> str:
     text = str(getattr(exc, "message", "") or exc).strip()
     # litellm prefixes its own class name; keep one readable line.
@@ -250,12 +449,19 @@ def complete(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
     model: str | None = None,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    listener: StreamListener | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> LLMResult:
-    """Ask the model once (retrying transient failures); never call this inside a transaction."""
+    """Ask the model once (retrying transient failures); never call this inside a transaction.
+
+    With a `listener` the answer is streamed (when the model can stream): its text reaches
+    `listener.on_text` as it arrives, tool calls are assembled from their deltas, and the result
+    is the same `LLMResult` a plain call gives. Models that cannot stream answer in one piece.
+    """
     name = model or configured_model()
-    if name.split("/", 1)[0] == DEMO_PROVIDER:
-        _ensure_demo_registered()
+    _sync_providers()
     attempts = max(1, int(getattr(settings, "PLANBOARD_LLM_ATTEMPTS", DEFAULT_ATTEMPTS)))
     delay = float(getattr(settings, "PLANBOARD_LLM_RETRY_DELAY", DEFAULT_RETRY_DELAY))
     kwargs: dict[str, Any] = {
@@ -267,15 +473,24 @@ def complete(
     }
     if tools:
         kwargs["tools"] = tools
-    if settings.PLANBOARD_LLM_API_BASE:
-        kwargs["api_base"] = settings.PLANBOARD_LLM_API_BASE
-    if settings.PLANBOARD_LLM_API_KEY:
-        kwargs["api_key"] = settings.PLANBOARD_LLM_API_KEY
+    # An agent profile may bring its own server and key; otherwise the settings' apply.
+    base = api_base if api_base is not None else settings.PLANBOARD_LLM_API_BASE
+    key = api_key if api_key is not None else settings.PLANBOARD_LLM_API_KEY
+    if base:
+        kwargs["api_base"] = base
+    if key:
+        kwargs["api_key"] = key
 
+    streaming = listener is not None and _can_stream(name)
     started = time.monotonic()
     for attempt in range(1, attempts + 1):
         try:
-            response = litellm.completion(**kwargs)
+            if streaming and listener is not None:
+                response = _streamed(kwargs, listener, local=is_local_model(name))
+            else:
+                response = litellm.completion(**kwargs)
+        except LLMCancelled:
+            raise
         except litellm.ContextWindowExceededError as exc:
             raise LLMError(
                 f"The request is too long for model {name}: {_describe(exc)}",
@@ -300,6 +515,8 @@ def complete(
                 attempts,
                 wait,
             )
+            if listener is not None:
+                listener.on_reset()  # the retry writes the answer again from the start
             sleep(wait)
             continue
         except Exception as exc:  # authentication, bad request, unknown model, …

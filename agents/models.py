@@ -25,6 +25,10 @@ class AgentStep(models.Model):
     number = models.PositiveIntegerField(help_text="1-based position of the step in its run.")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.CALLING)
     model = models.CharField(max_length=200, blank=True, default="")
+    # The agent profile that answered ("" for the built-in default), and the subtask in
+    # progress when the step began: its cost is spent on that subtask.
+    profile = models.CharField(max_length=50, blank=True, default="")
+    subtask_id = models.BigIntegerField(null=True, blank=True)
 
     # What the model was shown.
     plan_id = models.BigIntegerField(null=True, blank=True)

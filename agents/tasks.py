@@ -14,20 +14,51 @@ model may be asked twice).
 from __future__ import annotations
 
 import logging
+import os
 
-from celery import shared_task
+from celery import Task, shared_task
+from celery.signals import worker_init, worker_process_init
+from django.utils import timezone
 
-from agents import loop
+from agents import llm, loop
+from agents.lease import new_worker_id
 from planboard import services
 from planboard.models import AgentRun
 
 logger = logging.getLogger(__name__)
+_warmed_pids: set[int] = set()
 
 
-@shared_task(name="agents.tasks.run_agent", acks_late=True, reject_on_worker_lost=True)
-def run_agent(run_id: int) -> str:
-    """Drive one agent run to its next stop; returns the run's status."""
-    return loop.execute_run(run_id=run_id).status
+@worker_init.connect
+@worker_process_init.connect
+def warm_up_worker(**_: object) -> None:
+    """Warm litellm once per worker process (prefork children inherit the parent's warm-up)."""
+    if os.getpid() in _warmed_pids:
+        return
+    _warmed_pids.add(os.getpid())
+    logger.info("litellm warmed up in %.2fs", llm.warm_up())
+
+
+@shared_task(name="agents.tasks.run_agent", bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_agent(self: Task, run_id: int) -> str:
+    """Drive one agent run to its next stop; returns the run's status.
+
+    When another worker holds a live lease on the run (this is a redelivery while that worker
+    still works), leave the run alone but look again once the lease would have expired: if
+    that worker died meanwhile, nobody else would resume the run.
+    """
+    worker = new_worker_id()
+    run = loop.execute_run(run_id=run_id, worker=worker)
+    if run.status == AgentRun.Status.RUNNING and run.lease_owner != worker:
+        remaining = (
+            (run.lease_expires_at - timezone.now()).total_seconds()
+            if (run.lease_expires_at)
+            else 0.0
+        )
+        queue = (self.request.delivery_info or {}).get("routing_key")
+        self.apply_async(args=[run_id], countdown=max(1.0, remaining + 1.0), queue=queue)
+        return "leased elsewhere"
+    return run.status
 
 
 def dispatch_run(run_id: int) -> None:

@@ -32,6 +32,11 @@ _SUBTASK_FIELDS: dict[str, Any] = {
         "type": "string",
         "description": "What exists once the subtask is complete; concrete and checkable.",
     },
+    "agent": {
+        "type": "string",
+        "description": "Optional: the agent profile that should do this subtask (one of the "
+        "profiles the hint lists); leave it out to keep the session's default.",
+    },
 }
 _SUBTASK_IDX: dict[str, Any] = {
     "type": "integer",
@@ -361,7 +366,8 @@ def _plan_text(plan_id: int) -> str:
 
 def _subtask_fields(value: dict[str, Any]) -> dict[str, Any]:
     """The text fields of a subtask object; the model's state/outcome are ignored on purpose."""
-    return {key: value[key] for key in ("name", "description", "expected_outcome") if key in value}
+    keys = ("name", "description", "expected_outcome", "agent")
+    return {key: value[key] for key in keys if key in value}
 
 
 # --- the tools --------------------------------------------------------------------------------
@@ -427,6 +433,7 @@ def _revise_current_plan(call: _Call) -> str:
             name=fields.get("name", ""),
             description=fields.get("description", ""),
             expected_outcome=fields.get("expected_outcome", ""),
+            agent=fields.get("agent", ""),
         )
         return f"Added subtask {index} ('{added.name}'):\n{_plan_text(snapshot['id'])}"
 
@@ -625,6 +632,11 @@ def execute_tool_call(
             session = ChatSession.objects.select_related("owner").filter(pk=session_id).first()
             if session is None:
                 raise _BadCall(f"session {session_id} does not exist.")
+            if not session.plan_mode:
+                raise _BadCall(
+                    "plan mode is off in this session, so the plan tools are not available. "
+                    "Answer directly, or ask the user to switch plan mode on."
+                )
             try:
                 return handler(_Call(session=session, actor=actor, args=args))
             except StaleVersion:

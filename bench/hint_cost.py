@@ -6,7 +6,7 @@ a person makes three edits on the board. Then, repeatedly:
 - "hint": what the loop reads and builds per step for the hint: `selectors.plan_snapshot`,
   `selectors.plan_events_since` (the people's edits since the agent's last step) and
   `agents.hints.build_hint`;
-- "whole request": `agents.loop.build_request`, everything a step does before calling the model
+- "whole request": `agents.context.build_request`, everything a step does before calling the model
   (session, transcript, snapshot, changes, hint, token counting and trimming).
 SQL queries are counted with Django's CaptureQueriesContext; they must not depend on the size.
 
@@ -39,6 +39,9 @@ class ZeroLatencyModel:
         return self.replies.pop(0)
 
 
+ZERO = ZeroLatencyModel([])
+
+
 def tool_call(number: int, tool: str, **arguments: Any) -> dict[str, Any]:
     return {
         "id": f"call_{number}",
@@ -51,7 +54,7 @@ def prepare(size: int) -> dict[str, Any]:
     """A session whose run planned `size` subtasks and finished the first; then 3 edits."""
     from django.contrib.auth import get_user_model
 
-    from agents import llm, loop
+    from agents import loop
     from agents.llm import ProviderReply
     from planboard import services
     from planboard.models import SubTask
@@ -88,7 +91,14 @@ def prepare(size: int) -> dict[str, Any]:
         ),
         ProviderReply(content="Subtask 0 is done; continuing later."),
     ]
-    llm.register_provider(MODEL.split("/")[0], ZeroLatencyModel(replies))
+    from django.conf import settings
+
+    ZERO.replies = list(replies)
+    # Plugged in like the demo model: named in the local-model map by dotted path.
+    settings.PLANBOARD_LOCAL_MODELS = {
+        **settings.PLANBOARD_LOCAL_MODELS,
+        MODEL.split("/")[0]: f"{__name__}.ZERO",
+    }
     user = get_user_model().objects.create_user(f"hint-bench-{size}-{time.monotonic_ns()}")
     session = services.session_create(owner=user, need_user_confirm=False)
     _, run = services.message_post(session_id=session.pk, author=user, content="Plan the work.")
@@ -116,7 +126,7 @@ def measure(size: int, repeat: int) -> dict[str, Any]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from agents import hints, loop
+    from agents import context, hints
     from planboard import selectors
 
     state = prepare(size)
@@ -134,7 +144,7 @@ def measure(size: int, repeat: int) -> dict[str, Any]:
         )
 
     def whole_request() -> Any:
-        return loop.build_request(run=run, model=MODEL)
+        return context.build_request(run=run, model=MODEL)
 
     result: dict[str, Any] = {"size": size}
     for label, work in (("hint", hint_only), ("request", whole_request)):

@@ -17,6 +17,7 @@ from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.export import plan_document
 from planboard.models import (
+    AgentProfile,
     AgentRun,
     ChatSession,
     Message,
@@ -27,6 +28,7 @@ from planboard.models import (
     TeamMembership,
 )
 from planboard.services import Actor
+from planboard.services.profiles import clean_profile
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -245,23 +247,99 @@ class RunInline(ReadOnlyInline):
     readonly_fields = fields
 
 
+class AgentProfileAdminForm(forms.ModelForm):
+    class Meta:
+        model = AgentProfile
+        fields = services.PROFILE_FIELDS
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        values = {f: data[f] for f in services.PROFILE_FIELDS if f in data}
+        try:
+            clean_profile(values)  # the services' own rules, shown on the form
+        except PlanError as error:
+            self.add_error(None, error.message)
+        return data
+
+
+@admin.register(AgentProfile)
+class AgentProfileAdmin(admin.ModelAdmin):
+    """Profiles are written through the services, like everything else."""
+
+    form = AgentProfileAdminForm
+
+    list_display = ("name", "title", "model", "max_steps", "budget_usd", "enabled")
+    list_filter = ("enabled",)
+    search_fields = ("name", "title", "description", "model")
+    fields = services.PROFILE_FIELDS
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("name",) if obj else ()
+
+    def save_model(self, request: HttpRequest, obj: AgentProfile, form: Any, change: bool) -> None:
+        values = {
+            f: form.cleaned_data[f] for f in services.PROFILE_FIELDS if f in form.cleaned_data
+        }
+        try:
+            if change:
+                values.pop("name", None)
+                services.profile_update(profile_id=obj.pk, **values)
+            else:
+                obj.pk = services.profile_create(**values).pk
+        except PlanError as error:
+            self.message_user(request, f"Profile not saved: {error.message}", messages.ERROR)
+        if obj.pk:
+            obj.refresh_from_db()
+
+    def delete_model(self, request: HttpRequest, obj: AgentProfile) -> None:
+        services.profile_delete(profile_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for profile in queryset:
+            services.profile_delete(profile_id=profile.pk)
+
+
 @admin.register(ChatSession)
 class ChatSessionAdmin(admin.ModelAdmin):
     list_display = ("__str__", "owner", "language", "need_user_confirm", "updated_at")
     list_filter = ("language", "need_user_confirm", "owner")
     search_fields = ("title", "owner__username")
-    fields = ("owner", "title", "need_user_confirm", "max_subtasks", "language", "current_plan")
+    fields = (
+        "owner",
+        "title",
+        "need_user_confirm",
+        "max_subtasks",
+        "language",
+        "plan_mode",
+        "profile",
+        "budget_usd",
+        "budget_tokens",
+        "spent_usd",
+        "spent_tokens",
+        "current_plan",
+    )
     readonly_fields = ("current_plan",)
     inlines = [RunInline, MessageInline]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return ("owner", "current_plan") if obj else ("current_plan",)
+        spent = ("spent_usd", "spent_tokens", "current_plan")
+        return ("owner", *spent) if obj else spent
 
     def save_model(self, request: HttpRequest, obj: ChatSession, form: Any, change: bool) -> None:
         settings = {
             f: form.cleaned_data[f]
-            for f in ("title", "need_user_confirm", "max_subtasks", "language")
+            for f in (
+                "title",
+                "need_user_confirm",
+                "max_subtasks",
+                "language",
+                "plan_mode",
+                "budget_usd",
+                "budget_tokens",
+            )
         }
+        profile = form.cleaned_data.get("profile")
+        settings["profile"] = profile.name if profile else None
         if change:
             services.session_update(session_id=obj.pk, **settings)
         else:

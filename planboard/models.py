@@ -63,6 +63,40 @@ class TeamMembership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
+class AgentProfile(models.Model):
+    """Who does a subtask: a model, extra instructions, the tools it may use, and its limits.
+
+    A subtask may name a profile (`SubTask.agent`); while it is in progress each step uses that
+    profile. A session has a default profile; with none, the settings' model is used.
+    """
+
+    name = models.SlugField(max_length=50, unique=True, help_text="Used in plans: `agent`.")
+    title = models.CharField(max_length=NAME_MAX, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="Any litellm model string; empty uses PLANBOARD_LLM_MODEL.",
+    )
+    api_base = models.CharField(max_length=500, blank=True, default="")
+    # A reference to a stored key, never the key: the name of the environment variable (or
+    # secret mounted as one) that holds it.
+    api_key_env = models.CharField(max_length=100, blank=True, default="")
+    instructions = models.TextField(blank=True, default="")
+    max_steps = models.PositiveIntegerField(null=True, blank=True)
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    budget_tokens = models.PositiveIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.title or self.name
+
+
 class ChatSession(models.Model):
     """A conversation between one user and the agent; holds at most one current plan."""
 
@@ -81,6 +115,16 @@ class ChatSession(models.Model):
     current_plan = models.ForeignKey(
         "Plan", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The profile steps use when no subtask in progress names one (None: the settings' model).
+    profile = models.ForeignKey(
+        AgentProfile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Off: a plain tool-using chat, with no plan tools and no plan hint.
+    plan_mode = models.BooleanField(default=True)
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    budget_tokens = models.PositiveIntegerField(null=True, blank=True)
+    spent_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    spent_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -106,6 +150,10 @@ class Plan(models.Model):
     outcome = models.TextField(blank=True, default="")
     # Increases by exactly one with every committed change; events carry it.
     version = models.PositiveIntegerField(default=0)
+    # What the agent spent while this plan was current (usage is not plan content: changing it
+    # bumps no version and makes no history event).
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -135,6 +183,11 @@ class SubTask(models.Model):
     expected_outcome = models.TextField(blank=True, default="")
     outcome = models.TextField(blank=True, default="")
     state = models.CharField(max_length=12, choices=State.choices, default=State.TODO)
+    # The profile (`AgentProfile.name`) that does this subtask; empty: the session's.
+    agent = models.CharField(max_length=50, blank=True, default="")
+    # What the agent spent on the steps taken while this subtask was in progress.
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -166,6 +219,8 @@ class AgentRun(models.Model):
         CANCELLED = "cancelled", "Cancelled"
 
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+    PAUSE_CONFIRM = "confirm"
+    PAUSE_BUDGET = "budget"
 
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
@@ -179,6 +234,13 @@ class AgentRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The lease of the worker driving the run: renewed by a heartbeat while it works. Another
+    # worker handed the same run (a broker redelivery) leaves it alone while the lease is live
+    # and takes over once it has expired (the first worker died).
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    # Why a run waits for the user: "confirm" (a plan to approve) or "budget" (limit reached).
+    pause_reason = models.CharField(max_length=20, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -221,6 +283,9 @@ class Message(models.Model):
     # Tool messages: which call this answers, and the tool's name.
     tool_call_id = models.CharField(max_length=100, blank=True, default="")
     tool_name = models.CharField(max_length=100, blank=True, default="")
+    # For an assistant answer that was streamed: the id its `message.delta` events carried,
+    # so clients replace the partial text with this stored message.
+    answer_id = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -254,11 +319,28 @@ class PlanEvent(models.Model):
     # What a client applies to the snapshot at `version - 1` to get the one at `version`.
     patch = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When an agent first received this change in a hint (people's changes only; the agent's
+    # own need no telling): the run and step that saw it, and how many model calls finished
+    # after the change without seeing it (they were already under way).
+    seen_at = models.DateTimeField(null=True, blank=True)
+    seen_in_run = models.ForeignKey(
+        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    seen_at_step = models.PositiveIntegerField(null=True, blank=True)
+    seen_after_steps = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["plan_id", "version"]
         constraints = [
             models.UniqueConstraint(fields=["plan", "version"], name="unique_plan_event_version")
+        ]
+        indexes = [
+            # The per-step look-up of changes no agent has seen yet stays small.
+            models.Index(
+                fields=["plan", "version"],
+                condition=models.Q(seen_at__isnull=True, actor_run__isnull=True),
+                name="plan_event_unseen",
+            )
         ]
 
     def __str__(self) -> str:

@@ -218,8 +218,19 @@ PLANBOARD_LLM_ATTEMPTS = int(os.environ.get("PLANBOARD_LLM_ATTEMPTS", "3"))
 PLANBOARD_LLM_RETRY_DELAY = float(os.environ.get("PLANBOARD_LLM_RETRY_DELAY", "1.0"))
 PLANBOARD_LLM_CONTEXT_TOKENS = int(os.environ.get("PLANBOARD_LLM_CONTEXT_TOKENS", "32000"))
 PLANBOARD_AGENT_MAX_STEPS = int(os.environ.get("PLANBOARD_AGENT_MAX_STEPS", "40"))
+# A worker driving a run renews its lease every third of this; another worker handed the same
+# run takes over only once the lease has expired (the first worker died).
+PLANBOARD_RUN_LEASE_SECONDS = float(os.environ.get("PLANBOARD_RUN_LEASE_SECONDS", "60"))
+# The demo model's made-up price, so costs show on the board (US dollars per 1000 tokens).
+PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
+    os.environ.get("PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", "0.002")
+)
 PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0.8"))
 # Dotted path of the callable that starts an agent run once its row is committed.
+# In-process models (litellm custom providers): provider name -> dotted path of a model object
+# or class with `respond(model=, messages=, tools=)`. `planboard-demo/<anything>` is the
+# offline demo model.
+PLANBOARD_LOCAL_MODELS = {"planboard-demo": "agents.demo_model.DemoModel"}
 PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.tasks.dispatch_run")
 
 # --- Security for DEBUG=0 ---------------------------------------------------------------

@@ -29,6 +29,7 @@ def serialize_subtask(subtask: SubTask) -> dict[str, Any]:
         "expected_outcome": subtask.expected_outcome,
         "outcome": subtask.outcome,
         "state": subtask.state,
+        "agent": subtask.agent or None,
         "created_at": iso(subtask.created_at),
         "finished_at": iso(subtask.finished_at),
     }
@@ -79,6 +80,20 @@ def serialize_event(event: PlanEvent) -> dict[str, Any]:
         "after": event.after,
         "patch": event.patch,
         "created_at": iso(event.created_at),
+        "seen": serialize_seen(event),
+    }
+
+
+def serialize_seen(event: PlanEvent) -> dict[str, Any] | None:
+    """For a change people made: when an agent first received it (None while pending, and for
+    the agent's own changes, which need no telling)."""
+    if event.actor_run_id is not None or event.seen_at is None:
+        return None
+    return {
+        "at": iso(event.seen_at),
+        "run_id": event.seen_in_run_id,
+        "step": event.seen_at_step,
+        "after_steps": event.seen_after_steps,
     }
 
 
@@ -118,6 +133,7 @@ def serialize_message(message: Message) -> dict[str, Any]:
         "tool_calls": message.tool_calls,
         "tool_call_id": message.tool_call_id or None,
         "tool_name": message.tool_name or None,
+        "answer_id": message.answer_id or None,
         "created_at": iso(message.created_at),
     }
 
@@ -130,6 +146,7 @@ def serialize_run(run: AgentRun | None) -> dict[str, Any] | None:
         "session_id": run.session_id,
         "status": run.status,
         "error": run.error,
+        "pause_reason": run.pause_reason or None,
         "model": run.model,
         "cancel_requested": run.cancel_requested,
         "step_count": run.step_count,
@@ -142,6 +159,40 @@ def serialize_run(run: AgentRun | None) -> dict[str, Any] | None:
     }
 
 
+def _money(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def serialize_profile(profile: Any) -> dict[str, Any]:
+    """An agent profile as people and the API see it (the key's variable name, never a key)."""
+    return {
+        "id": profile.pk,
+        "name": profile.name,
+        "title": profile.title,
+        "description": profile.description,
+        "model": profile.model,
+        "api_base": profile.api_base,
+        "api_key_env": profile.api_key_env,
+        "instructions": profile.instructions,
+        "max_steps": profile.max_steps,
+        "budget_usd": _money(profile.budget_usd),
+        "budget_tokens": profile.budget_tokens,
+        "enabled": profile.enabled,
+    }
+
+
+def serialize_usage(plan: Any, subtasks: list[Any]) -> dict[str, Any]:
+    """What a plan's work cost: in total and per subtask (ids as keys)."""
+    return {
+        "plan_id": plan.pk,
+        "cost_usd": float(plan.cost_usd),
+        "tokens": plan.tokens,
+        "subtasks": {
+            str(s.pk): {"cost_usd": float(s.cost_usd), "tokens": s.tokens} for s in subtasks
+        },
+    }
+
+
 def serialize_session(session: ChatSession) -> dict[str, Any]:
     return {
         "id": session.pk,
@@ -150,6 +201,12 @@ def serialize_session(session: ChatSession) -> dict[str, Any]:
         "need_user_confirm": session.need_user_confirm,
         "max_subtasks": session.max_subtasks,
         "language": session.language,
+        "plan_mode": session.plan_mode,
+        "profile": session.profile.name if session.profile_id and session.profile else None,
+        "budget_usd": _money(session.budget_usd),
+        "budget_tokens": session.budget_tokens,
+        "spent_usd": _money(session.spent_usd),
+        "spent_tokens": session.spent_tokens,
         "current_plan_id": session.current_plan_id,
         "created_at": iso(session.created_at),
         "updated_at": iso(session.updated_at),

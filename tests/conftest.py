@@ -14,12 +14,13 @@ from django.contrib.auth import get_user_model
 from planboard import broadcast, services
 from planboard.models import ChatSession, Plan
 from planboard.services import Actor
+from tests.support.env import require_or_skip
 
 
 @pytest.fixture(autouse=True)
 def _no_dispatch(settings: Any) -> None:
     """Unit tests record runs without starting them; runtime tests opt back in."""
-    settings.PLANBOARD_RUN_DISPATCHER = "tests.conftest.record_dispatch"
+    settings.PLANBOARD_RUN_DISPATCHER = "tests.support.env.record_dispatch"
 
 
 @pytest.fixture(autouse=True)
@@ -33,13 +34,6 @@ def _fresh_throttle_counts() -> None:
     from django.core.cache import cache
 
     cache.clear()
-
-
-DISPATCHED: list[int] = []
-
-
-def record_dispatch(run_id: int) -> None:
-    DISPATCHED.append(run_id)
 
 
 @pytest.fixture
@@ -118,12 +112,6 @@ def events() -> Iterator[EventRecorder]:
 # --- external services ------------------------------------------------------------------
 # Locally a test needing PostgreSQL or Redis skips when the service is missing; CI sets
 # PLANBOARD_REQUIRE_SERVICES=1 so that such a skip fails the build instead.
-
-
-def require_or_skip(reason: str) -> None:
-    if os.environ.get("PLANBOARD_REQUIRE_SERVICES"):
-        pytest.fail(f"required service missing: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture

@@ -10,10 +10,15 @@ import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
 
-from planboard.models import NAME_MAX, Plan, State, TeamMembership
+from planboard import selectors
+from planboard.models import NAME_MAX, Plan, State
 
 # Ids beyond a signed 64-bit integer cannot exist; refusing them keeps SQL from overflowing.
 ID_MAX = 2**63 - 1
+SEARCH_HELP = (
+    "Text contained in the plan's name, description, expected outcome or outcome, "
+    "or in a subtask's name or description."
+)
 
 
 class IdFilter(django_filters.Filter):
@@ -44,7 +49,7 @@ class PlanFilter(django_filters.FilterSet):
     search = django_filters.CharFilter(
         method="filter_search",
         max_length=NAME_MAX,
-        help_text="Text contained in the name or the description.",
+        help_text=SEARCH_HELP,
     )
 
     class Meta:
@@ -61,11 +66,7 @@ class PlanFilter(django_filters.FilterSet):
         return queryset.filter(condition)
 
     def filter_team(self, queryset: QuerySet[Plan], name: str, value: int) -> QuerySet[Plan]:
-        members = TeamMembership.objects.filter(team_id=value).values("user_id")
-        return queryset.filter(owner_id__in=members)
+        return selectors.plans_of_team(queryset, value)
 
     def filter_search(self, queryset: QuerySet[Plan], name: str, value: str) -> QuerySet[Plan]:
-        value = value.strip()
-        if not value:
-            return queryset
-        return queryset.filter(Q(name__icontains=value) | Q(description__icontains=value))
+        return selectors.plans_matching(queryset, value)

@@ -107,6 +107,38 @@ def _require_one(attrs: dict[str, Any], fields: tuple[str, ...]) -> None:
 # --- sessions and messages ------------------------------------------------------------------
 
 
+def profile_name_field() -> StrictCharField:
+    return StrictCharField(
+        max_length=50,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="An agent profile's name; empty or null for the default.",
+    )
+
+
+def money_field() -> serializers.DecimalField:
+    return serializers.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        min_value=0,
+        required=False,
+        allow_null=True,
+        coerce_to_string=False,
+        help_text="US dollars; null for no limit.",
+    )
+
+
+def tokens_field() -> StrictIntegerField:
+    return StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=2_000_000_000,
+        help_text="Tokens; null for no limit.",
+    )
+
+
 class SessionCreateSerializer(InputSerializer):
     title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True, default="")
     need_user_confirm = StrictBooleanField(required=False, default=True)
@@ -116,6 +148,10 @@ class SessionCreateSerializer(InputSerializer):
     language = StrictChoiceField(
         choices=ChatSession.Language.choices, required=False, default=ChatSession.Language.AUTO
     )
+    plan_mode = StrictBooleanField(required=False, default=True)
+    profile = profile_name_field()
+    budget_usd = money_field()
+    budget_tokens = tokens_field()
 
 
 class SessionUpdateSerializer(InputSerializer):
@@ -125,6 +161,10 @@ class SessionUpdateSerializer(InputSerializer):
         required=False, allow_null=True, min_value=1, max_value=SUBTASKS_HARD_LIMIT
     )
     language = StrictChoiceField(choices=ChatSession.Language.choices, required=False)
+    plan_mode = StrictBooleanField(required=False)
+    profile = profile_name_field()
+    budget_usd = money_field()
+    budget_tokens = tokens_field()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _require_one(attrs, tuple(self.fields))
@@ -182,6 +222,7 @@ class SubtaskCreateSerializer(InputSerializer):
         max_value=NUMBER_MAX,
         help_text="0-based position to insert before; appended when left out.",
     )
+    agent = StrictCharField(max_length=50, required=False, allow_blank=True)
     expected_version = version_field()
 
 
@@ -190,6 +231,12 @@ class SubtaskUpdateSerializer(InputSerializer):
     description = text_field()
     expected_outcome = text_field()
     outcome = text_field()
+    agent = StrictCharField(
+        max_length=50,
+        required=False,
+        allow_blank=True,
+        help_text="The agent profile that does this subtask; empty for the session's.",
+    )
     state = StrictChoiceField(choices=State.choices, required=False)
     index = StrictIntegerField(
         required=False,
@@ -201,7 +248,8 @@ class SubtaskUpdateSerializer(InputSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _require_one(
-            attrs, ("name", "description", "expected_outcome", "outcome", "state", "index")
+            attrs,
+            ("name", "description", "expected_outcome", "outcome", "agent", "state", "index"),
         )
         return attrs
 
@@ -302,6 +350,9 @@ class RunSerializer(serializers.Serializer):
     session_id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=AgentRun.Status.choices)
     error = serializers.CharField()
+    pause_reason = serializers.CharField(
+        allow_null=True, help_text="Why a waiting run waits: 'confirm' or 'budget'."
+    )
     model = serializers.CharField()
     cancel_requested = serializers.BooleanField()
     step_count = serializers.IntegerField()
@@ -323,6 +374,9 @@ class MessageSerializer(serializers.Serializer):
     tool_calls = serializers.JSONField(allow_null=True)
     tool_call_id = serializers.CharField(allow_null=True)
     tool_name = serializers.CharField(allow_null=True)
+    answer_id = serializers.CharField(
+        allow_null=True, help_text="For a streamed answer: the id its message.delta events had."
+    )
     created_at = serializers.DateTimeField(allow_null=True)
 
 
@@ -333,6 +387,12 @@ class SessionSerializer(serializers.Serializer):
     need_user_confirm = serializers.BooleanField()
     max_subtasks = serializers.IntegerField(allow_null=True)
     language = serializers.ChoiceField(choices=ChatSession.Language.choices)
+    plan_mode = serializers.BooleanField()
+    profile = serializers.CharField(allow_null=True)
+    budget_usd = serializers.FloatField(allow_null=True)
+    budget_tokens = serializers.IntegerField(allow_null=True)
+    spent_usd = serializers.FloatField()
+    spent_tokens = serializers.IntegerField()
     current_plan_id = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField(allow_null=True)
@@ -397,3 +457,37 @@ class TokenRequestSerializer(serializers.Serializer):
 
 class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
+
+
+# --- agent profiles ---------------------------------------------------------------------------
+
+
+class ProfileSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    model = serializers.CharField()
+    api_base = serializers.CharField()
+    api_key_env = serializers.CharField(
+        help_text="The NAME of the environment variable holding the key (never the key)."
+    )
+    instructions = serializers.CharField()
+    max_steps = serializers.IntegerField(allow_null=True)
+    budget_usd = serializers.FloatField(allow_null=True)
+    budget_tokens = serializers.IntegerField(allow_null=True)
+    enabled = serializers.BooleanField()
+
+
+class ProfileWriteSerializer(InputSerializer):
+    name = StrictCharField(max_length=50, required=False)
+    title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
+    description = text_field()
+    model = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
+    api_base = StrictCharField(max_length=500, required=False, allow_blank=True)
+    api_key_env = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
+    instructions = text_field()
+    max_steps = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=10_000)
+    budget_usd = money_field()
+    budget_tokens = tokens_field()
+    enabled = StrictBooleanField(required=False)

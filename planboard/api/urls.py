@@ -35,6 +35,8 @@ urlpatterns = [
         views.SessionCancelView.as_view(),
         name="api-session-cancel",
     ),
+    path("profiles/", views.ProfileListView.as_view(), name="api-profiles"),
+    path("profiles/<api_id:profile_id>/", views.ProfileDetailView.as_view(), name="api-profile"),
     path("plans/", views.PlanListView.as_view(), name="api-plans"),
     path("plans/<api_id:plan_id>/", views.PlanDetailView.as_view(), name="api-plan"),
     path(

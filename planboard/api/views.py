@@ -21,7 +21,7 @@ from rest_framework.decorators import (
     authentication_classes,
     permission_classes,
 )
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
@@ -32,16 +32,22 @@ from rest_framework.views import APIView
 
 from planboard import selectors, services
 from planboard.api import serializers as s
-from planboard.api.filters import ID_MAX, PlanFilter
+from planboard.api.filters import ID_MAX, SEARCH_HELP, PlanFilter
 from planboard.api.permissions import (
     editable_plan,
     editable_session,
     visible_plan,
     visible_session,
 )
-from planboard.models import NAME_MAX, AgentRun, ChatSession, Plan, State
+from planboard.models import NAME_MAX, AgentProfile, AgentRun, ChatSession, Plan, State
 from planboard.services import Actor
-from planboard.snapshots import iso, serialize_message, serialize_run, serialize_session
+from planboard.snapshots import (
+    iso,
+    serialize_message,
+    serialize_profile,
+    serialize_run,
+    serialize_session,
+)
 
 # Path ids are at most 18 digits (see urls.py), so they always fit a 64-bit column.
 ID_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
@@ -287,7 +293,7 @@ def plan_list_row(plan: Plan) -> dict[str, Any]:
         OpenApiParameter(
             "search",
             {"type": "string", "maxLength": NAME_MAX},
-            description="Text contained in the name or the description.",
+            description=SEARCH_HELP,
         ),
         OpenApiParameter(
             "team",
@@ -462,3 +468,84 @@ def not_found(request: Request, unmatched: str = "") -> Response:
         # Instead of APPEND_SLASH's redirect, which cannot carry a POST body along.
         raise NotFound(f"API addresses end with a slash: try {request.path}/ (see /api/docs/).")
     raise NotFound("There is no API endpoint at this address; see /api/docs/.")
+
+
+# --- agent profiles ---------------------------------------------------------------------------
+
+
+def _profiles_for(user: Any) -> QuerySet[AgentProfile]:
+    """Staff see every profile; everyone else the enabled ones they may use."""
+    profiles = AgentProfile.objects.order_by("name")
+    return profiles if user.is_staff else profiles.filter(enabled=True)
+
+
+def _staff_only(request: Request) -> None:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff manage agent profiles.")
+
+
+PROFILE_ID = path_id("profile_id", "Agent profile")
+
+
+class ProfileListView(ApiView):
+    @extend_schema(
+        tags=["profiles"],
+        responses={200: s.ProfileSerializer(many=True), **READ_ERRORS},
+        summary="Agent profiles you may use (staff: all of them).",
+    )
+    def get(self, request: Request) -> Response:
+        return Response([serialize_profile(p) for p in _profiles_for(request.user)])
+
+    @extend_schema(
+        tags=["profiles"],
+        request=s.ProfileWriteSerializer,
+        responses={201: s.ProfileSerializer, **ERRORS},
+        summary="Create an agent profile (staff only).",
+    )
+    def post(self, request: Request) -> Response:
+        _staff_only(request)
+        profile = services.profile_create(**parse(s.ProfileWriteSerializer, request.data))
+        return Response(serialize_profile(profile), status=status.HTTP_201_CREATED)
+
+
+class ProfileDetailView(ApiView):
+    def _get(self, request: Request, profile_id: int) -> AgentProfile:
+        profile = _profiles_for(request.user).filter(pk=profile_id).first()
+        if profile is None:
+            raise NotFound("No such agent profile.")
+        return profile
+
+    @extend_schema(
+        tags=["profiles"],
+        parameters=[PROFILE_ID],
+        responses={200: s.ProfileSerializer, **READ_ERRORS},
+        summary="One agent profile.",
+    )
+    def get(self, request: Request, profile_id: int) -> Response:
+        return Response(serialize_profile(self._get(request, profile_id)))
+
+    @extend_schema(
+        tags=["profiles"],
+        parameters=[PROFILE_ID],
+        request=s.ProfileWriteSerializer,
+        responses={200: s.ProfileSerializer, **ERRORS},
+        summary="Change an agent profile (staff only).",
+    )
+    def patch(self, request: Request, profile_id: int) -> Response:
+        self._get(request, profile_id)
+        _staff_only(request)
+        data = parse(s.ProfileWriteSerializer, request.data)
+        return Response(serialize_profile(services.profile_update(profile_id=profile_id, **data)))
+
+    @extend_schema(
+        tags=["profiles"],
+        parameters=[PROFILE_ID],
+        request=None,
+        responses={204: None, **ERRORS},
+        summary="Remove an agent profile (staff only); subtasks naming it fall back.",
+    )
+    def delete(self, request: Request, profile_id: int) -> Response:
+        self._get(request, profile_id)
+        _staff_only(request)
+        services.profile_delete(profile_id=profile_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -162,6 +162,7 @@ class PlanConsumer(_SnapshotConsumer):
         return {
             "type": "snapshot",
             "plan": selectors.plan_snapshot(plan_id=self.target_id),
+            "unseen_edits": selectors.plan_unseen_edits(plan_id=self.target_id),
             "can_edit": self.can_edit,
         }
 

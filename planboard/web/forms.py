@@ -6,6 +6,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from planboard.models import NAME_MAX, SUBTASKS_HARD_LIMIT, ChatSession, State
+from planboard.selectors import STATE_FILTER_ALL, STATE_FILTER_FINISHED
 
 
 class SessionCreateForm(forms.Form):
@@ -34,11 +35,6 @@ class SessionCreateForm(forms.Form):
         ],
         initial=ChatSession.Language.AUTO,
     )
-
-
-# The history list shows finished plans unless asked otherwise.
-STATE_FILTER_FINISHED = "finished"
-STATE_FILTER_ALL = "all"
 
 
 class HistoryFilterForm(forms.Form):

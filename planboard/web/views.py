@@ -23,14 +23,6 @@ from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import ChatSession, Plan
 from planboard.web.forms import HistoryFilterForm, SessionCreateForm
-from planboard.web.queries import (
-    filter_history,
-    latest_plan_id,
-    latest_runs_by_session,
-    owner_choices,
-    sessions_for_list,
-    team_choices,
-)
 from planboard.web.strings import js_strings
 
 HISTORY_PAGE_SIZE = 25
@@ -53,10 +45,10 @@ def session_list(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc.message)
         else:
             return HttpResponseRedirect(reverse("web:session", args=[session.pk]))
-    visible = sessions_for_list(request.user)
+    visible = selectors.sessions_for_list(request.user)
     own = list(visible.filter(owner=request.user)[:SESSION_LIST_LIMIT])
     shared = list(visible.exclude(owner=request.user)[:SESSION_LIST_LIMIT])
-    runs = latest_runs_by_session([s.pk for s in own + shared])
+    runs = selectors.latest_runs_by_session([s.pk for s in own + shared])
     for session in own + shared:
         session.latest_run = runs.get(session.pk)
     return render(
@@ -84,7 +76,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     # that just finished its plan still shows the result.
     last_plan = None
     if snapshot["current_plan"] is None:
-        last_plan_id = latest_plan_id(session_id=session.pk)
+        last_plan_id = selectors.latest_plan_id(session_id=session.pk)
         if last_plan_id is not None:
             last_plan = selectors.plan_snapshot(plan_id=last_plan_id)
     page = {
@@ -113,13 +105,13 @@ def history_list(request: HttpRequest) -> HttpResponse:
     """Historical plans the user may read (own; team members' for leads; all for admins)."""
     form = HistoryFilterForm(
         request.GET or None,
-        owners=owner_choices(request.user),
-        teams=team_choices(request.user),
+        owners=selectors.owner_choices(request.user),
+        teams=selectors.team_choices(request.user),
     )
     filters: dict[str, Any] = {}
     if form.is_bound and form.is_valid():
         filters = form.cleaned_data
-    plans = filter_history(request.user, filters)
+    plans = selectors.filter_history(request.user, filters)
     paginator = Paginator(plans, HISTORY_PAGE_SIZE)
     page_obj = paginator.get_page(request.GET.get("page"))
     # Keep the filters in the pagination links.

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_or_skip
+from tests.support.env import require_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")

@@ -14,11 +14,36 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from planboard import services
+from planboard.models import AgentProfile
+
 DEMO_USERNAME = "demo"
 ADMIN_USERNAME = "admin"
 # Local-only defaults; override them with PLANBOARD_DEMO_PASSWORD / PLANBOARD_ADMIN_PASSWORD.
 DEFAULT_DEMO_PASSWORD = "planboard-demo"  # noqa: S105
 DEFAULT_ADMIN_PASSWORD = "planboard-admin"  # noqa: S105
+
+
+DEMO_PROFILES = (
+    (
+        "researcher",
+        "Researcher",
+        "Finds and compares options; gathers facts.",
+        "Look things up before deciding; compare at least two options and say why one wins.",
+    ),
+    (
+        "booker",
+        "Booker",
+        "Books transport, rooms, tickets and venues.",
+        "Confirm dates and prices before booking; record confirmation details in the outcome.",
+    ),
+    (
+        "writer",
+        "Writer",
+        "Drafts itineraries, outlines and summaries.",
+        "Write clear, skimmable markdown: short headings, lists and tables where they help.",
+    ),
+)
 
 
 def demo_credentials() -> tuple[str, str]:
@@ -66,6 +91,22 @@ class Command(BaseCommand):
                 shown = f"{password} (unless you changed it)"
             role = "admin, opens /admin/" if superuser else "demo user"
             self.stdout.write(f"{role}: {username} / {shown}  [{note}; local use only]")
+        self._ensure_demo_profiles()
+
+    def _ensure_demo_profiles(self) -> None:
+        """One demo agent profile per kind of subtask; the demo model assigns them in the
+        plans it drafts, so the board shows who does what and what each step cost."""
+        existing = set(AgentProfile.objects.values_list("name", flat=True))
+        for name, title, description, instructions in DEMO_PROFILES:
+            if name not in existing:
+                services.profile_create(
+                    name=name,
+                    title=title,
+                    description=description,
+                    instructions=instructions,
+                    model="planboard-demo/offline",
+                    max_steps=20,
+                )
 
     def _ensure(
         self, username: str, password: str, *, superuser: bool, reset: bool

@@ -1,0 +1,251 @@
+"""What one LLM call is given: system prompt, the transcript fitted to the model's context,
+and the hint rebuilt from the database (with what people changed since the last step).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from agents import hints, llm, tools
+from agents.models import AgentStep
+from agents.profiles import Acting, acting_profile, in_progress_subtask, profiles_to_choose
+from agents.prompts import (
+    CHAT_PROMPTS,
+    NOT_EXECUTED,
+    PROFILE_INSTRUCTIONS,
+    SYSTEM_PROMPTS,
+    TRIMMED_NOTE,
+)
+from planboard import selectors
+from planboard.models import AgentRun, ChatSession, Message, State
+
+# After a model has gone this many steps without a plan tool while a subtask is in progress,
+# the hint reminds it to record progress; at most NUDGES_PER_RUN times per run.
+NUDGE_AFTER_STEPS = 3
+NUDGES_PER_RUN = 2
+# Room left for the model's answer when fitting the request into the context budget.
+ANSWER_RESERVE_TOKENS = 4096
+# A change log longer than this is not worth the tokens; the hint summarises the rest.
+MAX_CHANGES = 200
+# Languages the user may write in are detected from this many recent user messages.
+LANGUAGE_SAMPLE = 20
+
+
+# --- the request ------------------------------------------------------------------------------
+
+
+@dataclass
+class StepRequest:
+    """Everything one LLM call is given, plus what the step record keeps about it."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    acting: Acting
+    hint: str
+    language: str
+    plan_id: int | None
+    plan_version: int | None
+    # The subtask in progress when the request was built: the step's cost is spent on it.
+    subtask_id: int | None = None
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    nudge: bool = False
+    last_message_id: int | None = None
+    trimmed: int = 0
+    tokens: int = 0
+
+    @property
+    def model(self) -> str:
+        return self.acting.model
+
+
+def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
+    """The messages for the next LLM call: system prompt (plus the acting profile's
+    instructions), fitted transcript, and — in plan mode — the plan tools and a fresh hint."""
+    session = ChatSession.objects.select_related("profile").get(pk=run.session_id)
+    transcript = list(Message.objects.filter(session_id=session.pk).order_by("id"))
+    language = _language(session, transcript)
+    snapshot = (
+        selectors.plan_snapshot(plan_id=session.current_plan_id)
+        if session.plan_mode and session.current_plan_id
+        else None
+    )
+    acting = acting_profile(session=session, snapshot=snapshot, default_model=run.model)
+    working = in_progress_subtask(snapshot)
+    changes: list[dict[str, Any]] = []
+    nudge = False
+    hint = ""
+    if session.plan_mode:
+        changes = _changes_since_last_step(session=session, snapshot=snapshot)
+        nudge = _should_nudge(run=run, snapshot=snapshot)
+        choices = profiles_to_choose()
+        hint = hints.build_hint(
+            snapshot=snapshot,
+            need_user_confirm=session.need_user_confirm,
+            max_subtasks=session.max_subtasks,
+            language=language,
+            changes=changes,
+            nudge=nudge,
+            acting=acting.name if choices else "",
+            missing_profile=acting.missing,
+            profiles=choices,
+        )
+    offered = list(tools.TOOL_SCHEMAS) if session.plan_mode else []
+    prompt = SYSTEM_PROMPTS.get(language, SYSTEM_PROMPTS["en"])
+    if not session.plan_mode:
+        prompt = CHAT_PROMPTS.get(language, CHAT_PROMPTS["en"])
+    if acting.instructions:
+        extra = PROFILE_INSTRUCTIONS.get(language, PROFILE_INSTRUCTIONS["en"])
+        prompt += "\n\n" + extra.format(name=acting.name, instructions=acting.instructions)
+    system = {"role": "system", "content": prompt}
+    tail = [{"role": "user", "content": hint}] if hint else []
+
+    model = acting.model
+    fixed = llm.count_tokens(messages=[system, *tail], model=model) + _tools_tokens(
+        model, json.dumps(offered, ensure_ascii=False)
+    )
+    budget = int(llm.context_budget(model) * budget_factor)
+    room = budget - fixed - min(ANSWER_RESERVE_TOKENS, budget // 4)
+    blocks = _blocks(transcript)
+    kept, trimmed, used = _fit(blocks, room=room, model=model)
+
+    history = [m for block in kept for m in block.messages]
+    if trimmed:
+        # Says why the conversation starts mid-way, and keeps it starting with a user turn
+        # (some providers require that).
+        history.insert(0, {"role": "user", "content": TRIMMED_NOTE})
+    messages = [system, *history, *tail]
+    return StepRequest(
+        messages=messages,
+        tools=offered,
+        acting=acting,
+        hint=hint,
+        language=language,
+        plan_id=snapshot["id"] if snapshot else None,
+        plan_version=snapshot["version"] if snapshot else None,
+        subtask_id=working["id"] if working else None,
+        changes=changes,
+        nudge=nudge,
+        last_message_id=transcript[-1].pk if transcript else None,
+        trimmed=trimmed,
+        tokens=fixed + used,
+    )
+
+
+@lru_cache(maxsize=32)
+def _tools_tokens(model: str, schemas: str) -> int:
+    if schemas == "[]":
+        return 0
+    return llm.count_tokens(messages=[{"role": "system", "content": schemas}], model=model)
+
+
+@dataclass
+class _Block:
+    """Messages that must stay together: a user message, or an answer and its tool results."""
+
+    messages: list[dict[str, Any]]
+    message_count: int
+
+
+def _blocks(transcript: list[Message]) -> list[_Block]:
+    """The transcript in the model's format, tool results placed right after their call.
+
+    A user message can be stored between an answer and its tool results (the user wrote while
+    the tools ran); providers require results to follow their call, so they are regrouped.
+    Calls with no stored result (a run stopped before executing them) get an explanatory one.
+    """
+    results = {m.tool_call_id: m for m in transcript if m.role == Message.Role.TOOL}
+    blocks: list[_Block] = []
+    for message in transcript:
+        if message.role == Message.Role.USER:
+            blocks.append(_Block([{"role": "user", "content": message.content}], 1))
+        elif message.role == Message.Role.ASSISTANT:
+            calls = message.tool_calls or []
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if calls:
+                entry["tool_calls"] = calls
+            group = [entry]
+            for call in calls:
+                stored = results.get(call.get("id", ""))
+                group.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.get("id", ""),
+                        "content": stored.content if stored else NOT_EXECUTED,
+                    }
+                )
+            blocks.append(_Block(group, 1 + sum(1 for c in calls if c.get("id") in results)))
+        # Tool messages were placed with their call above.
+    return blocks
+
+
+def _fit(blocks: list[_Block], *, room: int, model: str) -> tuple[list[_Block], int, int]:
+    """Keep the newest blocks that fit in `room` tokens (at least the newest one)."""
+    kept: list[_Block] = []
+    used = 0
+    for block in reversed(blocks):
+        size = llm.count_tokens(messages=block.messages, model=model)
+        if kept and used + size > room:
+            break
+        kept.append(block)
+        used += size
+    kept.reverse()
+    trimmed = sum(b.message_count for b in blocks[: len(blocks) - len(kept)])
+    return kept, trimmed, used
+
+
+def _language(session: ChatSession, transcript: list[Message]) -> str:
+    if session.language != ChatSession.Language.AUTO:
+        return session.language
+    said = [m.content for m in transcript if m.role == Message.Role.USER][-LANGUAGE_SAMPLE:]
+    return hints.detect_language(said)
+
+
+def _changes_since_last_step(
+    *, session: ChatSession, snapshot: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Plan events the agent has not seen: made by people (or other sessions' agents) since
+    the plan version its previous model call was shown."""
+    previous = (
+        AgentStep.objects.filter(run__session_id=session.pk, status=AgentStep.Status.COMPLETED)
+        .order_by("-id")
+        .first()
+    )
+    if previous is None:
+        return []  # the agent's first look: the whole plan is new to it anyway
+    events: list[dict[str, Any]] = []
+    current_id = snapshot["id"] if snapshot else None
+    if previous.plan_id is not None:
+        events += selectors.plan_events_since(
+            plan_id=previous.plan_id, version=previous.plan_version or 0, limit=MAX_CHANGES
+        )
+    if current_id is not None and current_id != previous.plan_id:
+        events += selectors.plan_events_since(plan_id=current_id, version=0, limit=MAX_CHANGES)
+    own_runs = set(AgentRun.objects.filter(session_id=session.pk).values_list("id", flat=True))
+    return [
+        e
+        for e in events
+        if not (e["actor"]["kind"] == "agent" and e["actor"]["run_id"] in own_runs)
+    ][-MAX_CHANGES:]
+
+
+def _should_nudge(*, run: AgentRun, snapshot: dict[str, Any] | None) -> bool:
+    if snapshot is None or not any(
+        s["state"] == State.IN_PROGRESS for s in snapshot.get("subtasks", [])
+    ):
+        return False
+    steps = list(
+        AgentStep.objects.filter(run=run, status=AgentStep.Status.COMPLETED).order_by("-number")
+    )
+    if sum(1 for s in steps if s.nudged) >= NUDGES_PER_RUN:
+        return False
+    idle = 0
+    for step in steps:
+        if any(tools.is_plan_tool(name) for name in step.tool_names):
+            break
+        idle += 1
+        if step.nudged:
+            break  # count afresh from the last reminder, which itself went unheeded
+    return idle >= NUDGE_AFTER_STEPS

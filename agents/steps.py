@@ -1,0 +1,156 @@
+"""Step records: one `AgentStep` row per LLM call, opened before the call and closed after,
+plus storing the model's answer together with its step (all or nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents import llm
+from agents.context import StepRequest
+from agents.models import AgentStep
+from planboard import services
+from planboard.models import AgentRun, Message
+
+# --- steps, answers and tool calls ------------------------------------------------------------
+
+
+def open_step(*, run: AgentRun, request: StepRequest) -> AgentStep:
+    last = AgentStep.objects.filter(run=run).order_by("-number").first()
+    return AgentStep.objects.create(
+        run=run,
+        number=(last.number + 1) if last else 1,
+        model=request.model,
+        profile=request.acting.name,
+        subtask_id=request.subtask_id,
+        plan_id=request.plan_id,
+        plan_version=request.plan_version,
+        hint=request.hint,
+        changes_shown=len(request.changes),
+        nudged=request.nudge,
+        language=request.language,
+        request_messages=len(request.messages),
+        request_tokens=request.tokens,
+        trimmed_messages=request.trimmed,
+        last_message_id=request.last_message_id,
+    )
+
+
+def close_step(
+    step: AgentStep,
+    *,
+    status: str,
+    result: llm.LLMResult | None = None,
+    error: str = "",
+    attempts: int | None = None,
+) -> None:
+    step.status = status
+    step.error = error
+    step.finished_at = timezone.now()
+    if result is not None:
+        step.response_content = result.content
+        step.tool_calls = result.tool_calls
+        step.attempts = result.attempts
+        step.prompt_tokens = result.prompt_tokens
+        step.completion_tokens = result.completion_tokens
+        step.cost_usd = round(result.cost_usd, 6)
+        step.llm_ms = result.duration_ms
+    if attempts is not None:
+        step.attempts = attempts
+    step.save()
+
+
+def unique_call_ids(run: AgentRun, step: AgentStep, calls: list[dict[str, Any]]) -> None:
+    """Give every tool call an id no other call of the session has.
+
+    Results are unique per (session, tool-call id); some servers reuse ids like `call_0`
+    across answers, which would make a new call look answered already.
+    """
+    used = set(
+        Message.objects.filter(session_id=run.session_id)
+        .exclude(tool_call_id="")
+        .values_list("tool_call_id", flat=True)
+    )
+    for answer in Message.objects.filter(session_id=run.session_id).exclude(tool_calls=None):
+        used.update(str(c.get("id", "")) for c in answer.tool_calls or [])
+    for position, call in enumerate(calls):
+        call_id = str(call.get("id") or "")
+        if not call_id or call_id in used or len(call_id) > 100:
+            call_id = f"call_r{run.pk}_s{step.number}_{position}"
+            while call_id in used:
+                call_id += "x"
+        call["id"] = call_id
+        used.add(call_id)
+
+
+def store_answer(
+    *,
+    run: AgentRun,
+    step: AgentStep,
+    result: llm.LLMResult,
+    request: StepRequest,
+    answer_id: str = "",
+) -> Message:
+    """Persist the answer, count the step and complete its record, all or nothing."""
+    unique_call_ids(run, step, result.tool_calls)
+    with transaction.atomic():
+        message = services.message_record_agent(
+            session_id=run.session_id,
+            run_id=run.pk,
+            role=Message.Role.ASSISTANT,
+            content=result.content,
+            tool_calls=result.tool_calls or None,
+            answer_id=answer_id,
+        )
+        services.run_record_step(
+            run_id=run.pk,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cost_usd=result.cost_usd,
+            plan_id=request.plan_id,
+            subtask_id=request.subtask_id,
+        )
+        step.assistant_message = message
+        close_step(step, status=AgentStep.Status.COMPLETED, result=result)
+    return message
+
+
+def seen_until(answer: Message) -> int:
+    """The newest transcript message the model had been shown when it gave `answer`.
+
+    A user message stored while the model was thinking is older than the answer but unread.
+    """
+    step = AgentStep.objects.filter(assistant_message=answer).only("last_message_id").first()
+    if step is not None and step.last_message_id is not None:
+        return step.last_message_id
+    return answer.pk
+
+
+def mark_changes_seen(*, run: AgentRun, step: AgentStep, request: StepRequest) -> list[int]:
+    """The hint of `step` shows the plan at `request.plan_version`: people's changes up to it
+    are now seen by the agent (the board stops showing them as pending)."""
+    if request.plan_id is None or request.plan_version is None:
+        return []
+    finished: list[Any] = []
+
+    def steps_finished_since(created_at: Any) -> int:
+        # Model calls already under way when the change was made finished without seeing it.
+        if not finished:
+            finished.extend(
+                AgentStep.objects.filter(run__session_id=run.session_id, finished_at__isnull=False)
+                .exclude(pk=step.pk)
+                .order_by("-id")
+                .values_list("finished_at", flat=True)[:50]
+            )
+        return sum(1 for at in finished if at >= created_at)
+
+    return services.plan_events_mark_seen(
+        plan_id=request.plan_id,
+        up_to_version=request.plan_version,
+        run_id=run.pk,
+        step_number=step.number,
+        steps_finished_since=steps_finished_since,
+    )

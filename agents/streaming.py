@@ -1,0 +1,71 @@
+"""Streams a model's answer to the session's clients while it is written.
+
+Pieces of text are batched: a fast model cannot flood clients, because at most one
+`message.delta` event leaves per `PLANBOARD_STREAM_INTERVAL` seconds per answer (the rest
+waits for the next piece or the end of the answer). See `planboard.streams` for the events.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+
+from agents import llm
+from planboard import streams
+from planboard.models import AgentRun
+
+
+class AnswerStream:
+    """One answer being written by the model for `run`; `answer_id` names it for clients."""
+
+    def __init__(self, *, run: AgentRun, answer_id: str) -> None:
+        self.run_id = run.pk
+        self.session_id = run.session_id
+        self.answer_id = answer_id
+        self.interval = float(getattr(settings, "PLANBOARD_STREAM_INTERVAL", 0.05))
+        self.pending = ""
+        self.seq = 0
+        self.sent_any = False
+        self.last_sent = 0.0
+
+    def listener(self) -> llm.StreamListener:
+        return llm.StreamListener(
+            on_text=self.add, on_reset=self.reset, should_stop=self._cancel_requested
+        )
+
+    def add(self, text: str) -> None:
+        self.pending += text
+        if time.monotonic() - self.last_sent >= self.interval:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is pending (called by `add` when due, and once at the end)."""
+        if not self.pending:
+            return
+        self.seq += 1
+        streams.answer_delta(
+            session_id=self.session_id,
+            run_id=self.run_id,
+            answer_id=self.answer_id,
+            seq=self.seq,
+            text=self.pending,
+        )
+        self.pending = ""
+        self.sent_any = True
+        self.last_sent = time.monotonic()
+
+    def reset(self) -> None:
+        """The call is retried: clients drop what they were shown."""
+        self.pending = ""
+        if self.sent_any:
+            streams.answer_reset(
+                session_id=self.session_id, run_id=self.run_id, answer_id=self.answer_id
+            )
+        self.sent_any = False
+
+    def end(self) -> None:
+        streams.answer_ended(session_id=self.session_id)
+
+    def _cancel_requested(self) -> bool:
+        return AgentRun.objects.filter(pk=self.run_id, cancel_requested=True).exists()

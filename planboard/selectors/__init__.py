@@ -1,0 +1,63 @@
+"""The one home for reads: snapshots, history, transcripts, and who may see what.
+
+Views, consumers, the admin, the agent loop and the tools read through these; callers use
+`planboard.selectors.<name>`.
+
+| module     | what it answers                                                          |
+|------------|--------------------------------------------------------------------------|
+| `access`   | `plans_visible_to`, `sessions_visible_to`, `can_edit`, filter choices    |
+| `plans`    | `plan_snapshot`, `plan_events_since`, history search (`plans_matching`)  |
+| `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
+"""
+
+from planboard.selectors.access import (
+    can_edit,
+    owner_choices,
+    plans_visible_to,
+    sessions_visible_to,
+    team_choices,
+)
+from planboard.selectors.plans import (
+    STATE_FILTER_ALL,
+    STATE_FILTER_FINISHED,
+    filter_history,
+    historical_plans,
+    latest_plan_id,
+    plan_events_since,
+    plan_snapshot,
+    plan_unseen_edits,
+    plan_usage,
+    plans_matching,
+    plans_of_team,
+)
+from planboard.selectors.sessions import (
+    latest_run,
+    latest_runs_by_session,
+    session_messages,
+    session_snapshot,
+    sessions_for_list,
+)
+
+__all__ = [
+    "STATE_FILTER_ALL",
+    "STATE_FILTER_FINISHED",
+    "can_edit",
+    "filter_history",
+    "historical_plans",
+    "latest_plan_id",
+    "latest_run",
+    "latest_runs_by_session",
+    "owner_choices",
+    "plan_events_since",
+    "plan_snapshot",
+    "plan_unseen_edits",
+    "plan_usage",
+    "plans_matching",
+    "plans_of_team",
+    "plans_visible_to",
+    "session_messages",
+    "session_snapshot",
+    "sessions_for_list",
+    "sessions_visible_to",
+    "team_choices",
+]

@@ -1,0 +1,142 @@
+"""Plan reads: the one snapshot everyone shares, its event history, and history search.
+
+`plan_snapshot` is used by the page, the socket on connect, the REST GET and the agent hint;
+it costs two queries whatever the plan's size.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from planboard.models import FINISHED_STATES, Plan, PlanEvent, State, SubTask, TeamMembership
+from planboard.selectors.access import plans_visible_to
+from planboard.snapshots import (
+    Snapshot,
+    build_plan_snapshot,
+    serialize_event,
+    serialize_usage,
+)
+
+# History filter values beyond the plan states: every finished plan, or every plan.
+STATE_FILTER_FINISHED = "finished"
+STATE_FILTER_ALL = "all"
+
+
+def plan_snapshot(*, plan_id: int) -> Snapshot:
+    plan = Plan.objects.select_related("owner").get(pk=plan_id)
+    subtasks = list(SubTask.objects.filter(plan_id=plan_id).order_by("position"))
+    return build_plan_snapshot(plan, subtasks)
+
+
+def plan_events_since(
+    *, plan_id: int, version: int, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Events after `version`, oldest first."""
+    queryset = (
+        PlanEvent.objects.filter(plan_id=plan_id, version__gt=version)
+        .select_related("plan", "actor_user", "actor_run")
+        .order_by("version")
+    )
+    if limit is not None:
+        queryset = queryset[:limit]
+    return [serialize_event(e) for e in queryset]
+
+
+def plan_usage(*, plan_id: int) -> dict[str, Any]:
+    """What the plan's work cost, in total and per subtask (two small queries)."""
+    plan = Plan.objects.only("id", "cost_usd", "tokens").get(pk=plan_id)
+    subtasks = list(SubTask.objects.filter(plan_id=plan_id).only("id", "cost_usd", "tokens"))
+    return serialize_usage(plan, subtasks)
+
+
+def plan_unseen_edits(*, plan_id: int) -> list[dict[str, Any]]:
+    """People's changes to the plan that no agent has received in a hint yet, oldest first
+    (the board marks them as pending)."""
+    return [
+        {"version": version, "subtask_id": subtask_id, "action": action}
+        for version, subtask_id, action in PlanEvent.objects.filter(
+            plan_id=plan_id, seen_at__isnull=True, actor_run__isnull=True
+        )
+        .order_by("version")
+        .values_list("version", "subtask_id", "action")[:200]
+    ]
+
+
+def historical_plans(*, owner: AbstractBaseUser) -> QuerySet[Plan]:
+    """The owner's finished and abandoned plans, newest first."""
+    return Plan.objects.filter(owner=owner, state__in=["done", "abandoned"]).order_by(
+        "-created_at", "-id"
+    )
+
+
+def latest_plan_id(*, session_id: int) -> int | None:
+    """The session's most recently created plan, finished or not."""
+    return (
+        Plan.objects.filter(session_id=session_id)
+        .order_by("-created_at", "-id")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
+def plans_matching(plans: QuerySet[Plan], search: str) -> QuerySet[Plan]:
+    """The one plan-search rule (history page and `GET /api/plans/?search=`): the text appears
+    in the plan's name, description, expected outcome or outcome, or in one of its subtasks'
+    names or descriptions. Case-insensitive."""
+    search = search.strip()
+    if not search:
+        return plans
+    # Exists() instead of a join keeps one row per plan without DISTINCT.
+    matching_subtask = SubTask.objects.filter(plan_id=OuterRef("pk")).filter(
+        Q(name__icontains=search) | Q(description__icontains=search)
+    )
+    return plans.filter(
+        Q(name__icontains=search)
+        | Q(description__icontains=search)
+        | Q(expected_outcome__icontains=search)
+        | Q(outcome__icontains=search)
+        | Exists(matching_subtask)
+    )
+
+
+def plans_of_team(plans: QuerySet[Plan], team_id: int) -> QuerySet[Plan]:
+    members = TeamMembership.objects.filter(team_id=team_id).values("user_id")
+    return plans.filter(owner_id__in=members)
+
+
+def filter_history(user: AbstractBaseUser, filters: dict[str, Any]) -> QuerySet[Plan]:
+    """The plans `user` may read that match the cleaned filters, newest first.
+
+    Each plan carries `subtask_total` and `subtask_done` for its progress, and its owner's
+    teams are prefetched for the team column.
+    """
+    plans = plans_visible_to(user)
+    state = filters.get("state") or STATE_FILTER_FINISHED
+    if state == STATE_FILTER_FINISHED:
+        plans = plans.filter(state__in=list(FINISHED_STATES))
+    elif state != STATE_FILTER_ALL:
+        plans = plans.filter(state=state)
+    if filters.get("owner"):
+        plans = plans.filter(owner_id=int(filters["owner"]))
+    if filters.get("team"):
+        plans = plans_of_team(plans, int(filters["team"]))
+    created_after: dt.date | None = filters.get("created_after")
+    if created_after:
+        plans = plans.filter(created_at__date__gte=created_after)
+    created_before: dt.date | None = filters.get("created_before")
+    if created_before:
+        plans = plans.filter(created_at__date__lte=created_before)
+    plans = plans_matching(plans, filters.get("search") or "")
+    return (
+        plans.select_related("owner")
+        .prefetch_related("owner__teams")
+        .annotate(
+            subtask_total=Count("subtasks"),
+            subtask_done=Count("subtasks", filter=Q(subtasks__state=State.DONE)),
+        )
+        .order_by("-created_at", "-id")
+    )

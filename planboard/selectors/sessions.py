@@ -1,0 +1,77 @@
+"""Session reads: the session snapshot, its transcript, runs, and the session list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Max, Q, QuerySet
+
+from planboard import streams
+from planboard.models import AgentRun, ChatSession, Message, State
+from planboard.selectors.access import sessions_visible_to
+from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
+from planboard.snapshots import serialize_message, serialize_run, serialize_session
+
+
+def latest_run(*, session_id: int) -> AgentRun | None:
+    return AgentRun.objects.filter(session_id=session_id).order_by("-id").first()
+
+
+def session_snapshot(*, session_id: int) -> dict[str, Any]:
+    """Session settings, its current plan snapshot (or None) and its latest run."""
+    session = ChatSession.objects.select_related("owner", "profile").get(pk=session_id)
+    data = serialize_session(session)
+    data["current_plan"] = (
+        plan_snapshot(plan_id=session.current_plan_id) if session.current_plan_id else None
+    )
+    data["latest_run"] = serialize_run(latest_run(session_id=session_id))
+    # The answer a model is writing right now (streamed), so a late joiner sees it too.
+    data["streaming"] = streams.partial_answer(session_id=session_id)
+    data["usage"] = plan_usage(plan_id=session.current_plan_id) if session.current_plan_id else None
+    data["unseen_edits"] = (
+        plan_unseen_edits(plan_id=session.current_plan_id) if session.current_plan_id else []
+    )
+    return data
+
+
+def session_messages(
+    *, session_id: int, after_id: int = 0, first: int | None = None, last: int | None = None
+) -> list[dict[str, Any]]:
+    """The transcript after `after_id`, oldest first; `first`/`last` cap it at either end."""
+    queryset = Message.objects.filter(session_id=session_id, id__gt=after_id).select_related(
+        "author"
+    )
+    if last is not None:
+        newest = list(queryset.order_by("-id")[:last])
+        return [serialize_message(m) for m in reversed(newest)]
+    queryset = queryset.order_by("id")
+    if first is not None:
+        queryset = queryset[:first]
+    return [serialize_message(m) for m in queryset]
+
+
+def latest_runs_by_session(session_ids: list[int]) -> dict[int, AgentRun]:
+    """The newest run of each session, in one query."""
+    newest = (
+        AgentRun.objects.filter(session_id__in=session_ids)
+        .values("session_id")
+        .annotate(newest_id=Max("id"))
+        .values("newest_id")
+    )
+    return {run.session_id: run for run in AgentRun.objects.filter(pk__in=newest)}
+
+
+def sessions_for_list(user: AbstractBaseUser) -> QuerySet[ChatSession]:
+    """Sessions `user` may open, newest activity first, with their current plan's progress."""
+    return (
+        sessions_visible_to(user)
+        .select_related("owner", "current_plan")
+        .annotate(
+            plan_total=Count("current_plan__subtasks"),
+            plan_done=Count(
+                "current_plan__subtasks", filter=Q(current_plan__subtasks__state=State.DONE)
+            ),
+        )
+        .order_by("-updated_at", "-id")
+    )

@@ -1,0 +1,82 @@
+"""The one write path for plans, sessions, messages and agent runs.
+
+Every public function is keyword-only, named `<entity>_<action>`, and runs as one transaction:
+lock the rows it changes (session first, then plan — see `_core`), validate, write, bump
+`Plan.version`, append a `PlanEvent`, and broadcast the event on commit. Agent tools, the REST
+API, the websocket and Django admin all call these through `planboard.services.<name>`;
+nothing else writes plan models (a test checks it). Broken rules raise `PlanError` and change
+nothing.
+
+| module      | what it owns                                                        |
+|-------------|---------------------------------------------------------------------|
+| `_core`     | `Actor`, input cleaning, row locks in the one lock order, `_record`  |
+| `sessions`  | `session_create`, `session_update`                                  |
+| `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_recover`     |
+| `subtasks`  | `subtask_add/update/delete/move/set_state/finish`                    |
+| `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
+| `runs`      | `message_post`, `message_record_agent`, `run_*`                      |
+"""
+
+from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
+from planboard.services.plans import (
+    plan_create,
+    plan_events_mark_seen,
+    plan_finish,
+    plan_recover,
+    plan_update_info,
+)
+from planboard.services.profiles import (
+    PROFILE_FIELDS,
+    profile_create,
+    profile_delete,
+    profile_update,
+)
+from planboard.services.runs import (
+    message_post,
+    message_record_agent,
+    run_cancel,
+    run_finish,
+    run_record_step,
+    run_renew_lease,
+    run_start,
+)
+from planboard.services.sessions import session_create, session_update
+from planboard.services.subtasks import (
+    subtask_add,
+    subtask_delete,
+    subtask_finish,
+    subtask_move,
+    subtask_set_state,
+    subtask_update,
+)
+
+__all__ = [
+    "PLAN_TEXT_FIELDS",
+    "PROFILE_FIELDS",
+    "SUBTASK_TEXT_FIELDS",
+    "Actor",
+    "TextChanges",
+    "message_post",
+    "message_record_agent",
+    "plan_create",
+    "plan_events_mark_seen",
+    "plan_finish",
+    "plan_recover",
+    "plan_update_info",
+    "profile_create",
+    "profile_delete",
+    "profile_update",
+    "run_cancel",
+    "run_finish",
+    "run_record_step",
+    "run_renew_lease",
+    "run_start",
+    "session_create",
+    "session_update",
+    "subtask_add",
+    "subtask_delete",
+    "subtask_finish",
+    "subtask_move",
+    "subtask_set_state",
+    "subtask_update",
+]

@@ -1,0 +1,345 @@
+"""The transcript and agent runs: people's messages, the agent's answers, run status."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from planboard import broadcast, selectors
+from planboard.exceptions import PlanError
+from planboard.models import (
+    MESSAGE_MAX,
+    TEXT_MAX,
+    AgentRun,
+    ChatSession,
+    Message,
+    Plan,
+    SubTask,
+)
+from planboard.services._core import (
+    _clean_state,
+    _clean_text,
+    _lock_session,
+    _publish_session,
+)
+from planboard.snapshots import (
+    serialize_message,
+    serialize_run,
+)
+
+
+def _dispatch_on_commit(run_id: int) -> None:
+    dispatcher = import_string(settings.PLANBOARD_RUN_DISPATCHER)
+    transaction.on_commit(lambda: dispatcher(run_id))
+
+
+def _publish_message(message: Message) -> None:
+    _publish_session(
+        message.session_id, {"type": "session.message", "message": serialize_message(message)}
+    )
+
+
+def _publish_run(run: AgentRun) -> None:
+    _publish_session(run.session_id, {"type": "session.run", "run": serialize_run(run)})
+
+
+def message_post(
+    *, session_id: int, author: AbstractBaseUser, content: str
+) -> tuple[Message, AgentRun]:
+    """A person writes to the agent: store the message and make sure a run will read it.
+
+    An active run sees the message at its next step; a run waiting for the user's go-ahead
+    resumes; otherwise a new run is queued.
+    """
+    clean = _clean_text(content, field="content", required=True, limit=MESSAGE_MAX)
+    with transaction.atomic():
+        session = _lock_session(session_id)
+        latest = AgentRun.objects.filter(session=session).order_by("-id").first()
+        if latest is not None and latest.is_active:
+            run = latest
+        elif latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER:
+            run = latest
+            _requeue(run)
+        else:
+            run = AgentRun.objects.create(session=session, model=settings.PLANBOARD_LLM_MODEL)
+            _publish_run(run)
+            _dispatch_on_commit(run.pk)
+        message = Message.objects.create(
+            session=session, run=run, author=author, role=Message.Role.USER, content=clean
+        )
+        if not session.title:
+            session.title = clean.splitlines()[0][:80]
+        session.save(update_fields=["title", "updated_at"])
+        _publish_message(message)
+    return message, run
+
+
+def message_record_agent(
+    *,
+    session_id: int,
+    run_id: int,
+    role: str,
+    content: str = "",
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str = "",
+    tool_name: str = "",
+    answer_id: str = "",
+) -> Message:
+    """Store an assistant or tool message of a run (the agent's side of the transcript)."""
+    if role not in (Message.Role.ASSISTANT, Message.Role.TOOL):
+        raise PlanError(f"Agent messages are 'assistant' or 'tool', not {role!r}.")
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                message = Message.objects.create(
+                    session_id=session_id,
+                    run_id=run_id,
+                    role=role,
+                    # Model output is stored as given, minus NUL (PostgreSQL text can't hold it).
+                    content=(content or "").replace("\x00", ""),
+                    tool_calls=_without_nul(tool_calls) if tool_calls else None,
+                    tool_call_id=tool_call_id,
+                    tool_name=tool_name,
+                    answer_id=answer_id,
+                )
+        except IntegrityError:
+            raise PlanError(
+                f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
+            ) from None
+        _publish_message(message)
+    return message
+
+
+def _without_nul(value: Any) -> Any:
+    """JSON from a model may carry NUL, which PostgreSQL's jsonb refuses; drop it."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    return value
+
+
+def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:
+    queryset = AgentRun.objects.select_for_update() if lock else AgentRun.objects
+    try:
+        return queryset.get(pk=run_id)
+    except AgentRun.DoesNotExist:
+        raise PlanError(f"Run {run_id} does not exist.", code="not_found") from None
+
+
+def _lease_until() -> Any:
+    return timezone.now() + timedelta(seconds=float(settings.PLANBOARD_RUN_LEASE_SECONDS))
+
+
+def run_start(*, run_id: int, worker: str = "") -> AgentRun:
+    """Claim a queued (or redelivered, still running) run for `worker`; other statuses come
+    back as is.
+
+    A running run whose lease another worker still holds is left alone: the caller sees
+    `run.lease_owner != worker` and must not drive it. An expired lease is taken over.
+    """
+    with transaction.atomic():
+        run = _load_run(run_id)
+        if run.status in AgentRun.ACTIVE_STATUSES and run.cancel_requested:
+            return _run_set_status(run, AgentRun.Status.CANCELLED, "")
+        if run.status == AgentRun.Status.RUNNING and run.lease_owner not in ("", worker):
+            if run.lease_expires_at is not None and run.lease_expires_at > timezone.now():
+                return run  # another worker is driving it right now
+        if run.status in AgentRun.ACTIVE_STATUSES:
+            was_queued = run.status == AgentRun.Status.QUEUED
+            run.status = AgentRun.Status.RUNNING
+            run.started_at = run.started_at or timezone.now()
+            run.lease_owner = worker
+            run.lease_expires_at = _lease_until()
+            run.save(update_fields=["status", "started_at", "lease_owner", "lease_expires_at"])
+            if was_queued:
+                _publish_run(run)
+    return run
+
+
+def run_renew_lease(*, run_id: int, worker: str) -> bool:
+    """The heartbeat: extend `worker`'s lease on a running run. False when it no longer holds
+    it (another worker took over, or the run stopped)."""
+    renewed = AgentRun.objects.filter(
+        pk=run_id, status=AgentRun.Status.RUNNING, lease_owner=worker
+    ).update(lease_expires_at=_lease_until())
+    return bool(renewed)
+
+
+def _requeue(run: AgentRun) -> None:
+    """A run waiting for the user goes back to the queue (the user answered, or the spending
+    limit that stopped it was raised)."""
+    run.status = AgentRun.Status.QUEUED
+    run.pause_reason = ""
+    run.error = ""
+    run.save(update_fields=["status", "pause_reason", "error"])
+    _publish_run(run)
+    _dispatch_on_commit(run.pk)
+
+
+def resume_budget_pause(*, session_id: int) -> AgentRun | None:
+    """Re-queue the session's run paused at its spending limit; the caller holds the session
+    lock and has checked that the limit no longer stops it."""
+    run = (
+        AgentRun.objects.select_for_update(of=("self",))
+        .filter(session_id=session_id, status=AgentRun.Status.WAITING_FOR_USER)
+        .order_by("-id")
+        .first()
+    )
+    if run is None or run.pause_reason != AgentRun.PAUSE_BUDGET:
+        return None
+    _requeue(run)
+    return run
+
+
+def _run_set_status(run: AgentRun, status: str, error: str, *, pause_reason: str = "") -> AgentRun:
+    run.status = status
+    run.error = error[:TEXT_MAX]
+    run.pause_reason = pause_reason if status == AgentRun.Status.WAITING_FOR_USER else ""
+    if status not in (
+        AgentRun.Status.QUEUED,
+        AgentRun.Status.RUNNING,
+        AgentRun.Status.WAITING_FOR_USER,
+    ):
+        run.finished_at = timezone.now()
+    if status != AgentRun.Status.RUNNING:
+        run.lease_owner, run.lease_expires_at = "", None
+    run.save(
+        update_fields=[
+            "status",
+            "error",
+            "finished_at",
+            "lease_owner",
+            "lease_expires_at",
+            "pause_reason",
+        ]
+    )
+    _publish_run(run)
+    return run
+
+
+def run_finish(
+    *,
+    run_id: int,
+    status: str,
+    error: str = "",
+    unless_user_message_after: int | None = None,
+    pause_reason: str = "",
+) -> AgentRun:
+    """End (or pause for the user) a running run.
+
+    With `unless_user_message_after` (a message id), a run about to succeed or wait for the
+    user stays running when the user wrote after that message: the agent has not read it yet,
+    and `message_post` handed it to this active run. The session lock makes this exact.
+    """
+    allowed = [
+        AgentRun.Status.WAITING_FOR_USER,
+        AgentRun.Status.SUCCEEDED,
+        AgentRun.Status.FAILED,
+        AgentRun.Status.CANCELLED,
+    ]
+    clean_status = _clean_state(status, allowed=allowed)
+    with transaction.atomic():
+        if unless_user_message_after is not None:
+            # Same lock order as message_post: session first, then the run.
+            session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True)
+            if session_id:
+                _lock_session(session_id[0])
+        run = _load_run(run_id)
+        if not run.is_active:
+            return run
+        if run.cancel_requested and clean_status != AgentRun.Status.FAILED:
+            clean_status = AgentRun.Status.CANCELLED
+        if (
+            unless_user_message_after is not None
+            and clean_status in (AgentRun.Status.SUCCEEDED, AgentRun.Status.WAITING_FOR_USER)
+            and Message.objects.filter(
+                session_id=run.session_id,
+                role=Message.Role.USER,
+                pk__gt=unless_user_message_after,
+            ).exists()
+        ):
+            return run
+        return _run_set_status(run, clean_status, error, pause_reason=pause_reason)
+
+
+def run_record_step(
+    *,
+    run_id: int,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    cost_usd: float = 0.0,
+    plan_id: int | None = None,
+    subtask_id: int | None = None,
+) -> None:
+    """Count one LLM call of a run and add its usage to the run, its session, and the plan and
+    subtask it was spent on (the subtask in progress at the step). Usage is not plan content:
+    no version bump, no history event; clients get a `plan.usage` event with the new totals.
+    """
+    prompt = max(0, int(prompt_tokens or 0))
+    completion = max(0, int(completion_tokens or 0))
+    cost = Decimal(str(cost_usd or 0))
+    AgentRun.objects.filter(pk=run_id).update(
+        step_count=F("step_count") + 1,
+        prompt_tokens=F("prompt_tokens") + prompt,
+        completion_tokens=F("completion_tokens") + completion,
+        cost_usd=F("cost_usd") + cost,
+    )
+    session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
+    ChatSession.objects.filter(pk=session_id).update(
+        spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + prompt + completion
+    )
+    if plan_id is None:
+        return
+    Plan.objects.filter(pk=plan_id).update(
+        cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
+    )
+    if subtask_id is not None:
+        SubTask.objects.filter(pk=subtask_id, plan_id=plan_id).update(
+            cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
+        )
+    groups = [broadcast.plan_group(plan_id)]
+    if session_id:
+        groups.append(broadcast.session_group(session_id))
+
+    def tell() -> None:
+        usage = selectors.plan_usage(plan_id=plan_id)
+        broadcast.publish(groups, {"type": "plan.usage", "session_id": session_id, **usage})
+
+    transaction.on_commit(tell)
+
+
+def run_cancel(*, session_id: int) -> AgentRun | None:
+    """Stop the session's active or waiting run. A queued run stops at once; a running one at
+    its next step. Returns the run, or None when nothing was running."""
+    with transaction.atomic():
+        _lock_session(session_id)
+        run = (
+            AgentRun.objects.select_for_update()
+            .filter(
+                session_id=session_id,
+                status__in=[*AgentRun.ACTIVE_STATUSES, AgentRun.Status.WAITING_FOR_USER],
+            )
+            .order_by("-id")
+            .first()
+        )
+        if run is None:
+            return None
+        if run.status == AgentRun.Status.RUNNING:
+            run.cancel_requested = True
+            run.save(update_fields=["cancel_requested"])
+            _publish_run(run)
+            return run
+        run.cancel_requested = True
+        run.save(update_fields=["cancel_requested"])
+        return _run_set_status(run, AgentRun.Status.CANCELLED, "")

@@ -1,0 +1,337 @@
+"""Subtasks: add, edit, delete, move, change state, finish."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from planboard.exceptions import PlanError
+from planboard.models import (
+    FINISHED_STATES,
+    State,
+    SubTask,
+)
+from planboard.services._core import (
+    Actor,
+    TextChanges,
+    _apply_text_changes,
+    _before_after,
+    _clean_agent,
+    _clean_name,
+    _clean_state,
+    _clean_text,
+    _describe,
+    _find_subtask,
+    _given,
+    _lock_open_plan,
+    _ordered_subtasks,
+    _record,
+    _subtask_limit,
+)
+from planboard.snapshots import (
+    serialize_subtask,
+)
+
+
+def subtask_add(
+    *,
+    plan_id: int,
+    actor: Actor,
+    name: str,
+    description: str = "",
+    expected_outcome: str = "",
+    index: int | None = None,
+    agent: str = "",
+    expected_version: int | None = None,
+) -> SubTask:
+    """Insert a `todo` subtask before position `index` (append when None)."""
+    with transaction.atomic():
+        plan = _lock_open_plan(plan_id, expected_version=expected_version)
+        subtasks = _ordered_subtasks(plan)
+        count = len(subtasks)
+        if index is None:
+            index = count
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= count:
+            raise PlanError(
+                f"Index {index} is out of range for adding: the plan has {count} subtasks, "
+                f"so use 0 to {count} ({count} appends at the end).",
+                code="bad_index",
+            )
+        limit = _subtask_limit(plan.session)
+        if count >= limit:
+            raise PlanError(
+                f"The plan already has {count} subtasks, the most allowed is {limit}; "
+                "revise or delete one instead of adding.",
+                code="subtask_limit",
+            )
+        fields = {
+            "name": _clean_name(name),
+            "description": _clean_text(description, field="description"),
+            "expected_outcome": _clean_text(expected_outcome, field="expected_outcome"),
+            "agent": _clean_agent(agent),
+        }
+        SubTask.objects.filter(plan=plan, position__gte=index).update(position=F("position") + 1)
+        subtask = SubTask.objects.create(plan=plan, position=index, **fields)
+        subtasks.insert(index, subtask)
+        for position, item in enumerate(subtasks):
+            item.position = position
+        _record(
+            plan,
+            actor=actor,
+            action="subtask_added",
+            subtasks=subtasks,
+            subtask_id=subtask.pk,
+            after={"index": index, **fields},
+            upsert=[subtask],
+            order_changed=True,
+        )
+    return subtask
+
+
+def subtask_update(
+    *,
+    plan_id: int,
+    actor: Actor,
+    subtask_id: int,
+    name: str | None = None,
+    description: str | None = None,
+    expected_outcome: str | None = None,
+    outcome: str | None = None,
+    agent: str | None = None,
+    expected_version: int | None = None,
+) -> TextChanges:
+    """Edit a subtask's text or its profile (`agent`, "" for the session's); its id, position
+    and state stay. Returns the changed fields."""
+    given = _given(
+        name=name,
+        description=description,
+        expected_outcome=expected_outcome,
+        outcome=outcome,
+        agent=agent,
+    )
+    if not given:
+        raise PlanError(
+            "Give at least one of name, description, expected_outcome, outcome or agent."
+        )
+    with transaction.atomic():
+        plan = _lock_open_plan(plan_id, expected_version=expected_version)
+        subtask = _find_subtask(_ordered_subtasks(plan), subtask_id)
+        changes = _apply_text_changes(subtask, given)
+        if changes:
+            subtask.save()
+            before, after = _before_after(changes, index=subtask.position)
+            _record(
+                plan,
+                actor=actor,
+                action="subtask_updated",
+                subtask_id=subtask.pk,
+                before=before,
+                after=after,
+                upsert=[subtask],
+            )
+    return changes
+
+
+def subtask_delete(
+    *, plan_id: int, actor: Actor, subtask_id: int, expected_version: int | None = None
+) -> dict[str, Any]:
+    """Remove a subtask; later ones move up. Returns the deleted subtask as it was."""
+    with transaction.atomic():
+        plan = _lock_open_plan(plan_id, expected_version=expected_version)
+        subtasks = _ordered_subtasks(plan)
+        subtask = _find_subtask(subtasks, subtask_id)
+        gone = serialize_subtask(subtask)
+        remaining = [s for s in subtasks if s.pk != subtask_id]
+        subtask.delete()
+        SubTask.objects.filter(plan=plan, position__gt=gone["index"]).update(
+            position=F("position") - 1
+        )
+        for position, item in enumerate(remaining):
+            item.position = position
+        _record(
+            plan,
+            actor=actor,
+            action="subtask_deleted",
+            subtasks=remaining,
+            subtask_id=subtask_id,
+            before=gone,
+            remove=[subtask_id],
+            order_changed=True,
+        )
+    return gone
+
+
+def subtask_move(
+    *,
+    plan_id: int,
+    actor: Actor,
+    subtask_id: int,
+    index: int,
+    expected_version: int | None = None,
+) -> SubTask:
+    """Move a subtask to position `index` (0-based, in the order after the move)."""
+    with transaction.atomic():
+        plan = _lock_open_plan(plan_id, expected_version=expected_version)
+        subtasks = _ordered_subtasks(plan)
+        subtask = _find_subtask(subtasks, subtask_id)
+        last = len(subtasks) - 1
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= last:
+            raise PlanError(
+                f"Index {index} is out of range for moving: use 0 to {last}.", code="bad_index"
+            )
+        old_index = subtask.position
+        if old_index == index:
+            return subtask
+        subtasks.remove(subtask)
+        subtasks.insert(index, subtask)
+        moved = []
+        for position, item in enumerate(subtasks):
+            if item.position != position:
+                item.position = position
+                moved.append(item)
+        SubTask.objects.bulk_update(moved, ["position"])
+        _record(
+            plan,
+            actor=actor,
+            action="subtask_moved",
+            subtasks=subtasks,
+            subtask_id=subtask.pk,
+            before={"index": old_index, "name": subtask.name},
+            after={"index": index, "name": subtask.name},
+            order_changed=True,
+        )
+    return subtask
+
+
+def _check_earlier_finished(subtasks: Sequence[SubTask], target: SubTask, *, doing: str) -> None:
+    for earlier in subtasks[: target.position]:
+        if earlier.state not in FINISHED_STATES:
+            raise PlanError(
+                f"Cannot {doing} {_describe(target)}: {_describe(earlier)} is still "
+                f"{earlier.state}. Finish or abandon it first.",
+                code="order",
+            )
+
+
+def _check_none_in_progress(subtasks: Sequence[SubTask], target: SubTask) -> None:
+    for other in subtasks:
+        if other.pk != target.pk and other.state == State.IN_PROGRESS:
+            raise PlanError(
+                f"Cannot start {_describe(target)}: {_describe(other)} is already in progress, "
+                "and only one subtask may be in progress at a time. Finish it, or move it back "
+                "to todo, first.",
+                code="one_in_progress",
+            )
+
+
+def _apply_state(subtask: SubTask, state: str, outcome: str) -> None:
+    subtask.state = state
+    if state in FINISHED_STATES:
+        subtask.finished_at = timezone.now()
+        if outcome:
+            subtask.outcome = outcome
+    else:
+        subtask.finished_at = None
+        subtask.outcome = ""
+    subtask.save()
+
+
+def subtask_set_state(
+    *,
+    plan_id: int,
+    actor: Actor,
+    subtask_id: int,
+    state: str,
+    outcome: str = "",
+    in_order: bool = False,
+    expected_version: int | None = None,
+) -> SubTask:
+    """Put a subtask in any state, keeping the plan's invariants.
+
+    At most one subtask is ever in progress. `in_order` (the agent's rule) also requires every
+    earlier subtask to be finished before one starts. `done` without an outcome records who
+    marked it.
+    """
+    clean_state = _clean_state(state)
+    clean_outcome = _clean_text(outcome, field="outcome")
+    with transaction.atomic():
+        plan = _lock_open_plan(plan_id, expected_version=expected_version)
+        subtasks = _ordered_subtasks(plan)
+        subtask = _find_subtask(subtasks, subtask_id)
+        if subtask.state == clean_state:
+            raise PlanError(
+                f"Subtask {subtask.position} ('{subtask.name}') is already {clean_state}."
+            )
+        if clean_state == State.IN_PROGRESS:
+            if in_order:
+                _check_earlier_finished(subtasks, subtask, doing="start")
+            _check_none_in_progress(subtasks, subtask)
+        if clean_state == State.DONE and not clean_outcome:
+            clean_outcome = f"Marked done by {actor.label}."
+        before = {"index": subtask.position, "state": subtask.state, "outcome": subtask.outcome}
+        _apply_state(subtask, clean_state, clean_outcome)
+        _record(
+            plan,
+            actor=actor,
+            action="subtask_state_changed",
+            subtasks=subtasks,
+            subtask_id=subtask.pk,
+            before=before,
+            after={"index": subtask.position, "state": subtask.state, "outcome": subtask.outcome},
+            upsert=[subtask],
+        )
+    return subtask
+
+
+def subtask_finish(
+    *, plan_id: int, actor: Actor, subtask_id: int, outcome: str
+) -> tuple[SubTask, SubTask | None]:
+    """Mark a subtask done with its outcome, then start the next `todo` one.
+
+    Returns the finished subtask and the one started next (None when nothing was started:
+    no `todo` remains, or another subtask is already in progress).
+    """
+    clean_outcome = _clean_text(outcome, field="subtask_outcome", required=True)
+    with transaction.atomic():
+        plan = _lock_open_plan(plan_id)
+        subtasks = _ordered_subtasks(plan)
+        subtask = _find_subtask(subtasks, subtask_id)
+        if subtask.state in FINISHED_STATES:
+            raise PlanError(
+                f"Subtask {subtask.position} ('{subtask.name}') is already {subtask.state}; "
+                "it cannot be finished again.",
+                code="already_finished",
+            )
+        _check_earlier_finished(subtasks, subtask, doing="finish")
+        before = {"index": subtask.position, "state": subtask.state, "outcome": subtask.outcome}
+        _apply_state(subtask, State.DONE, clean_outcome)
+        started = None
+        if not any(s.state == State.IN_PROGRESS for s in subtasks):
+            started = next(
+                (s for s in subtasks[subtask.position + 1 :] if s.state == State.TODO), None
+            )
+            if started is not None:
+                _apply_state(started, State.IN_PROGRESS, "")
+        _record(
+            plan,
+            actor=actor,
+            action="subtask_finished",
+            subtasks=subtasks,
+            subtask_id=subtask.pk,
+            before=before,
+            after={
+                "index": subtask.position,
+                "state": State.DONE,
+                "outcome": clean_outcome,
+                "started_next": started.position if started else None,
+            },
+            upsert=[s for s in (subtask, started) if s is not None],
+        )
+    return subtask, started
+
+
+# --- messages and agent runs --------------------------------------------------------------

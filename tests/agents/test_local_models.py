@@ -1,0 +1,99 @@
+"""In-process models are named in `settings.PLANBOARD_LOCAL_MODELS` and loaded lazily; the LLM
+boundary itself knows none of them (no import circle between `agents.llm` and the demo)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import llm
+from agents.llm import ProviderReply
+
+ROOT = Path(__file__).resolve().parents[2]
+CREATED: list[str] = []
+
+
+class CountingModel:
+    """Records its construction, so the test can see when the map's class is instantiated."""
+
+    def __init__(self) -> None:
+        CREATED.append("made")
+
+    def respond(self, *, model: str, messages: list[Any], tools: Any) -> ProviderReply:
+        return ProviderReply(content=f"hello from {model}")
+
+
+def test_the_llm_boundary_does_not_import_the_demo_model() -> None:
+    tree = ast.parse((ROOT / "agents" / "llm.py").read_text())
+    imported = {
+        node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    } | {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert not any("demo" in name for name in imported)
+
+
+def test_a_mapped_class_is_instantiated_on_first_use_only(settings: Any) -> None:
+    CREATED.clear()
+    settings.PLANBOARD_LOCAL_MODELS = {"counting": f"{__name__}.CountingModel"}
+    assert CREATED == []  # naming it in the settings loads nothing
+    assert llm.is_local_model("counting/one")
+    first = llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/one")
+    second = llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/two")
+    assert (first.content, second.content) == ("hello from one", "hello from two")
+    assert CREATED == ["made"]
+
+
+def test_a_provider_removed_from_the_map_is_forgotten(settings: Any) -> None:
+    settings.PLANBOARD_LOCAL_MODELS = {"counting": f"{__name__}.CountingModel"}
+    llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/x")
+    settings.PLANBOARD_LOCAL_MODELS = {}
+    assert not llm.is_local_model("counting/x")
+    with pytest.raises(llm.LLMError):
+        llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/x")
+
+
+def test_the_demo_model_is_reached_through_the_default_map(settings: Any) -> None:
+    assert "planboard-demo" in settings.PLANBOARD_LOCAL_MODELS
+    settings.PLANBOARD_DEMO_STEP_DELAY = 0
+    result = llm.complete(
+        messages=[{"role": "user", "content": "Plan a three-day trip to Kyoto"}],
+        model="planboard-demo/offline",
+    )
+    assert result.content or result.tool_calls
+
+
+class CallCounter:
+    calls = 0
+
+    def respond(self, *, model: str, messages: list[Any], tools: Any) -> ProviderReply:
+        CallCounter.calls += 1
+        return ProviderReply(content="real answer")
+
+
+def test_warm_up_exercises_litellm_without_asking_any_model(settings: Any) -> None:
+    CallCounter.calls = 0
+    settings.PLANBOARD_LOCAL_MODELS = {"counter": f"{__name__}.CallCounter"}
+    settings.PLANBOARD_LLM_MODEL = "counter/m"
+    assert llm.warm_up() >= 0
+    assert CallCounter.calls == 0  # mocked answers only: no model, no network
+    assert llm.complete(messages=[{"role": "user", "content": "hi"}]).content == "real answer"
+
+
+def test_workers_warm_up_when_they_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from celery.signals import worker_init, worker_process_init
+
+    from agents import tasks
+
+    warmed: list[str] = []
+    monkeypatch.setattr(llm, "warm_up", lambda model=None: warmed.append("yes") or 0.0)
+    monkeypatch.setattr(tasks, "_warmed_pids", set())
+    worker_init.send(sender=None)
+    worker_process_init.send(sender=None)  # same process: warmed once only
+    assert warmed == ["yes"]

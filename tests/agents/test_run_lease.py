@@ -1,0 +1,159 @@
+"""A run is driven by one worker at a time, even past the broker's visibility timeout: the
+driving worker holds a lease on the run row (renewed by a heartbeat); a second worker handed
+the same run leaves it alone while the lease is live and takes over once it has expired."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from agents import loop
+from agents.models import AgentStep
+from planboard import services
+from planboard.models import AgentRun, ChatSession, Message
+from tests.support.scripted import ScriptedModel, do, say, scripted_model
+
+__all__ = ["scripted_model"]  # the fixture, imported for pytest
+
+
+@pytest.fixture
+def session(user: Any) -> ChatSession:
+    return services.session_create(owner=user, need_user_confirm=False)
+
+
+def queued_run(session: ChatSession, user: Any) -> AgentRun:
+    _, run = services.message_post(session_id=session.pk, author=user, content="Hello")
+    return run
+
+
+def hold_lease(run: AgentRun, owner: str, *, seconds: float) -> None:
+    AgentRun.objects.filter(pk=run.pk).update(
+        status=AgentRun.Status.RUNNING,
+        lease_owner=owner,
+        lease_expires_at=timezone.now() + timedelta(seconds=seconds),
+    )
+
+
+def test_a_run_with_a_live_lease_elsewhere_is_left_alone(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel
+) -> None:
+    run = queued_run(session, user)
+    hold_lease(run, "worker-a", seconds=60)
+    result = loop.execute_run(run_id=run.pk, worker="worker-b")
+    assert result.status == AgentRun.Status.RUNNING
+    assert result.lease_owner == "worker-a"
+    assert scripted_model.requests == []  # the model was never asked by the second worker
+    assert not AgentStep.objects.filter(run=run).exists()
+
+
+def test_an_expired_lease_is_taken_over_and_the_run_resumes(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel
+) -> None:
+    run = queued_run(session, user)
+    hold_lease(run, "worker-a", seconds=-1)  # worker A died a while ago
+    scripted_model.script.append(say("Hi there."))
+    result = loop.execute_run(run_id=run.pk, worker="worker-b")
+    assert result.status == AgentRun.Status.SUCCEEDED
+    assert len(scripted_model.requests) == 1
+    assert (result.lease_owner, result.lease_expires_at) == ("", None)  # released at the end
+
+
+def test_a_worker_whose_lease_was_taken_over_discards_its_answer(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel
+) -> None:
+    run = queued_run(session, user)
+    # While worker A's model is answering, its lease lapses and worker B takes over.
+    scripted_model.script.extend(
+        [do(lambda _: hold_lease(run, "worker-b", seconds=60)), say("stale answer")]
+    )
+    result = loop.execute_run(run_id=run.pk, worker="worker-a")
+    assert result.lease_owner == "worker-b"
+    assert result.status == AgentRun.Status.RUNNING  # worker B finishes it, not A
+    assert not Message.objects.filter(session=session, role=Message.Role.ASSISTANT).exists()
+    step = AgentStep.objects.get(run=run)
+    assert step.status == AgentStep.Status.DISCARDED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_at_once_only_one_drives(
+    user: Any, scripted_model: ScriptedModel, settings: Any
+) -> None:
+    """Worker A is mid-call when the broker hands the same run to worker B."""
+    session = services.session_create(owner=user, need_user_confirm=False)
+    run = queued_run(session, user)
+    inside_call, release = threading.Event(), threading.Event()
+
+    def think(_: Any) -> None:
+        inside_call.set()
+        assert release.wait(30)
+
+    scripted_model.script.extend([do(think), say("Done once.")])
+    results: dict[str, AgentRun] = {}
+
+    def worker_a() -> None:
+        try:
+            results["a"] = loop.execute_run(run_id=run.pk, worker="worker-a")
+        finally:
+            from django.db import connection
+
+            connection.close()
+
+    thread = threading.Thread(target=worker_a)
+    thread.start()
+    assert inside_call.wait(30)
+    results["b"] = loop.execute_run(run_id=run.pk, worker="worker-b")
+    release.set()
+    thread.join(30)
+
+    assert results["b"].lease_owner == "worker-a"  # B left it alone
+    assert results["a"].status == AgentRun.Status.SUCCEEDED
+    assert len(scripted_model.requests) == 1
+    answers = Message.objects.filter(session=session, role=Message.Role.ASSISTANT)
+    assert [m.content for m in answers] == ["Done once."]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_renews_the_lease_during_a_long_call(
+    user: Any, scripted_model: ScriptedModel, settings: Any
+) -> None:
+    settings.PLANBOARD_RUN_LEASE_SECONDS = 0.6  # renewed every 0.2 s
+    session = services.session_create(owner=user, need_user_confirm=False)
+    run = queued_run(session, user)
+    seen: list[Any] = []
+
+    def slow_call(_: Any) -> None:
+        # The model "answers" until it has watched the lease being renewed three times (a
+        # generous deadline only stops a broken heartbeat from hanging the test).
+        deadline = time.monotonic() + 30
+        while len(set(seen)) < 4 and time.monotonic() < deadline:
+            seen.append(AgentRun.objects.get(pk=run.pk).lease_expires_at)
+            threading.Event().wait(0.05)
+
+    scripted_model.script.extend([do(slow_call), say("Still mine.")])
+    result = loop.execute_run(run_id=run.pk, worker="worker-a")
+    assert result.status == AgentRun.Status.SUCCEEDED
+    assert len(set(seen)) > 3, "the lease was not renewed while the model answered"
+    assert all(later >= earlier for earlier, later in itertools.pairwise(seen))
+
+
+def test_the_task_looks_again_when_the_lease_would_have_expired(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel, monkeypatch: Any
+) -> None:
+    """A redelivery that finds a live lease must not simply drop the run: if the leasing
+    worker died, nobody else would ever resume it."""
+    from agents import tasks
+
+    run = queued_run(session, user)
+    hold_lease(run, "worker-a", seconds=30)
+    scheduled: list[dict[str, Any]] = []
+    monkeypatch.setattr(tasks.run_agent, "apply_async", lambda **kwargs: scheduled.append(kwargs))
+    assert tasks.run_agent.run(run.pk) == "leased elsewhere"
+    assert scheduled and scheduled[0]["args"] == [run.pk]
+    assert 29 <= scheduled[0]["countdown"] <= 32  # once the lease would have lapsed
+    assert scripted_model.requests == []

@@ -1,0 +1,214 @@
+"""The deployment files stay consistent with each other and with settings.py.
+
+Images cannot be pulled here, so the compose file is checked by parsing it (and by
+`docker compose config` where the compose CLI exists).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+APP_SERVICES = ("migrate", "web", "worker")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> str:
+    return (ROOT / "Dockerfile").read_text()
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """KEY=VALUE lines as docker's env_file reads them (comments and blanks skipped)."""
+    values = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value
+    return values
+
+
+def settings_env_names() -> set[str]:
+    source = (ROOT / "planboard" / "settings.py").read_text()
+    readers = r"(?:os\.environ\.get|os\.getenv|env_bool|env_list|env_int|env_float)"
+    pattern = readers + r"""\(\s*["']([A-Z0-9_]+)["']"""
+    return set(re.findall(pattern, source)) | set(
+        re.findall(r"""os\.environ\[\s*["']([A-Z0-9_]+)["']\s*\]""", source)
+    )
+
+
+def test_compose_has_every_service(compose: dict[str, Any]) -> None:
+    assert set(compose["services"]) >= {"postgres", "redis", *APP_SERVICES}
+
+
+@pytest.mark.parametrize("name", ["postgres", "redis"])
+def test_backing_services_have_health_checks(compose: dict[str, Any], name: str) -> None:
+    check = compose["services"][name]["healthcheck"]
+    probe = " ".join(check["test"])
+    assert ("pg_isready" if name == "postgres" else "redis-cli") in probe
+    assert check["retries"] >= 3
+
+
+def test_app_services_share_one_image_and_one_env_file(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    images = {services[name]["image"] for name in APP_SERVICES}
+    env_files = {json.dumps(services[name]["env_file"]) for name in APP_SERVICES}
+    assert len(images) == 1
+    assert env_files == {json.dumps(".env")}
+    assert all(services[name]["build"] == "." for name in APP_SERVICES)
+    # The postgres container reads its credentials from the same file.
+    assert services["postgres"]["env_file"] == ".env"
+
+
+def test_migrate_runs_once_before_web_and_workers(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert "migrate" in " ".join(services["migrate"]["command"])
+    assert services["migrate"]["restart"] == "no"
+    for name in ("web", "worker"):
+        depends = services[name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully"
+        assert depends["postgres"]["condition"] == "service_healthy"
+        assert depends["redis"]["condition"] == "service_healthy"
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_web_runs_daphne_and_worker_runs_celery(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    web = " ".join(services["web"]["command"])
+    worker = " ".join(services["worker"]["command"])
+    assert "daphne" in web and "planboard.asgi:application" in web
+    assert "celery -A planboard worker" in worker
+    assert "healthcheck" in services["web"]
+
+
+def test_worker_can_be_scaled(compose: dict[str, Any]) -> None:
+    worker = compose["services"]["worker"]
+    # A fixed container name or host port would make `--scale worker=N` fail.
+    assert "container_name" not in worker
+    assert "ports" not in worker
+
+
+def test_dockerfile_builds_a_non_root_image_with_static_files(dockerfile: str) -> None:
+    assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.M)
+    assert "pip install ." in dockerfile
+    assert "collectstatic" in dockerfile
+    # collectstatic with DEBUG=0 needs a secret; a build-only dummy, never the real one.
+    assert re.search(r"DJANGO_DEBUG=0 DJANGO_SECRET_KEY=\S+", dockerfile)
+    users = re.findall(r"^USER\s+(\S+)", dockerfile, re.M)
+    assert users and users[-1] not in {"root", "0"}
+    assert "daphne" in dockerfile.split("CMD", 1)[1]
+
+
+def test_dockerignore_keeps_secrets_and_local_state_out() -> None:
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert {".git", ".venv", ".env"} <= ignored
+    assert "/var" in ignored or "var" in ignored
+
+
+def test_env_example_documents_every_setting() -> None:
+    text = (ROOT / ".env.example").read_text()
+    documented = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", text, re.M))
+    missing = settings_env_names() - documented
+    assert not missing, f".env.example lacks {sorted(missing)}"
+
+
+def test_env_example_names_compose_variables() -> None:
+    compose_text = (ROOT / "docker-compose.yml").read_text()
+    used = set(re.findall(r"\$\$?\{([A-Z][A-Z0-9_]+)", compose_text))
+    documented = set(
+        re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / ".env.example").read_text(), re.M)
+    )
+    assert used - documented == set()
+
+
+def test_env_example_yields_a_working_production_configuration() -> None:
+    """The file as docker loads it gives sane settings (an empty value is not 'unset')."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "DJANGO_SETTINGS_MODULE": "planboard.settings",
+        **parse_env_file((ROOT / ".env.example").read_text()),
+    }
+    probe = (
+        "import json, django; from django.conf import settings; django.setup(); "
+        "print(json.dumps({'debug': settings.DEBUG, 'broker': settings.CELERY_BROKER_URL, "
+        "'dispatcher': settings.PLANBOARD_RUN_DISPATCHER, "
+        "'engine': settings.DATABASES['default']['ENGINE'], "
+        "'layer': settings.CHANNEL_LAYERS['default']['BACKEND'], "
+        "'rate': settings.REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']['messages'], "
+        "'embedded': settings.PLANBOARD_EMBEDDED, "
+        "'layer_read_timeout': settings.CHANNEL_LAYERS['default']['CONFIG']['hosts'][0]"
+        ".get('socket_timeout')}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    # A read timeout no longer than channels_redis's blocking pop kills idle consumers under
+    # load (redis-py 8 defaults to 5 s, the same as the pop): it must be clearly longer.
+    from channels_redis.core import RedisChannelLayer
+
+    assert (loaded.pop("layer_read_timeout") or 0) > RedisChannelLayer.brpop_timeout + 2
+    assert loaded == {
+        "debug": False,
+        "broker": env["REDIS_URL"],
+        "dispatcher": "agents.tasks.dispatch_run",
+        "engine": "django.db.backends.postgresql",
+        "layer": "channels_redis.core.RedisChannelLayer",
+        "rate": env["PLANBOARD_MESSAGE_RATE"],
+        "embedded": False,
+    }
+
+
+def test_compose_cli_accepts_the_file(tmp_path: Path) -> None:
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("docker CLI not installed")
+    probe = subprocess.run(
+        [docker, "compose", "version"], capture_output=True, text=True, check=False
+    )
+    if probe.returncode != 0:
+        pytest.skip("the docker compose plugin is not installed")
+    env_file = ROOT / ".env"
+    created = not env_file.exists()
+    if created:
+        env_file.write_text((ROOT / ".env.example").read_text())
+    try:
+        result = subprocess.run(
+            [docker, "compose", "-f", str(ROOT / "docker-compose.yml"), "config", "--quiet"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        if created:
+            env_file.unlink()
+    assert result.returncode == 0, result.stderr

@@ -11,6 +11,7 @@ from typing import Any
 
 from agents import hints, llm, tools
 from agents.models import AgentStep
+from agents.plan_view import ShownPlan
 from agents.profiles import Acting, acting_profile, in_progress_subtask, profiles_to_choose
 from agents.prompts import (
     CHAT_PROMPTS,
@@ -55,6 +56,8 @@ class StepRequest:
     last_message_id: int | None = None
     trimmed: int = 0
     tokens: int = 0
+    # The plan as the hint shows it (`agents.plan_view.ShownPlan.to_json`); None out of plan mode.
+    shown_plan: dict[str, Any] | None = None
 
     @property
     def model(self) -> str:
@@ -131,6 +134,7 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
         last_message_id=transcript[-1].pk if transcript else None,
         trimmed=trimmed,
         tokens=fixed + used,
+        shown_plan=ShownPlan.of(snapshot).to_json() if session.plan_mode else None,
     )
 
 

@@ -49,6 +49,7 @@ from agents import llm, tools
 from agents.context import build_request
 from agents.lease import LeaseKeeper, new_worker_id
 from agents.models import AgentStep
+from agents.plan_view import ShownPlan
 from agents.profiles import budget_stop
 from agents.steps import close_step, mark_changes_seen, open_step, seen_until, store_answer
 from agents.streaming import AnswerStream
@@ -247,8 +248,15 @@ def _status_after_answer(session_id: int) -> str:
 def _execute_tool_calls(
     *, run: AgentRun, actor: Actor, message: Message, step: AgentStep | None = None
 ) -> None:
-    """Run each unanswered call; its effect and its stored result commit together."""
+    """Run each unanswered call; its effect and its stored result commit together.
+
+    Indices in the calls are resolved through the plan as the model saw it (the step's
+    `shown_plan`), which each result updates; the update commits with the result.
+    """
     started = time.monotonic()
+    if step is None:
+        step = AgentStep.objects.filter(assistant_message=message).first()
+    shown = ShownPlan.from_json(step.shown_plan) if step is not None else None
     for call in _unanswered_calls(message):
         call_id = call.get("id", "")
         function = call.get("function") or {}
@@ -260,7 +268,11 @@ def _execute_tool_calls(
                     actor=actor,
                     name=name,
                     arguments=function.get("arguments"),
+                    shown=shown,
                 )
+                if step is not None and shown is not None and shown.changed:
+                    AgentStep.objects.filter(pk=step.pk).update(shown_plan=shown.to_json())
+                    shown.changed = False
                 services.message_record_agent(
                     session_id=run.session_id,
                     run_id=run.pk,
@@ -285,8 +297,6 @@ def _execute_tool_calls(
                 tool_call_id=call_id,
                 tool_name=name,
             )
-    if step is None:
-        step = AgentStep.objects.filter(assistant_message=message).first()
     if step is not None:
         ids = [c.get("id", "") for c in message.tool_calls or []]
         stored = {

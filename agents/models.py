@@ -34,6 +34,9 @@ class AgentStep(models.Model):
     plan_id = models.BigIntegerField(null=True, blank=True)
     plan_version = models.PositiveIntegerField(null=True, blank=True)
     hint = models.TextField(blank=True, default="")
+    # The plan's id and subtask order as the model last saw them (`agents.plan_view`): indices
+    # in its tool calls are resolved through this, then updated by what each result showed.
+    shown_plan = models.JSONField(null=True, blank=True)
     changes_shown = models.PositiveIntegerField(default=0)
     nudged = models.BooleanField(default=False)
     language = models.CharField(max_length=4, blank=True, default="")

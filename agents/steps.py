@@ -29,6 +29,7 @@ def open_step(*, run: AgentRun, request: StepRequest) -> AgentStep:
         plan_id=request.plan_id,
         plan_version=request.plan_version,
         hint=request.hint,
+        shown_plan=request.shown_plan,
         changes_shown=len(request.changes),
         nudged=request.nudge,
         language=request.language,

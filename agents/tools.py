@@ -1,8 +1,9 @@
 """The ten plan tools the agent calls: their JSON schemas and thin adapters over the services.
 
 `TOOL_SCHEMAS` is what litellm takes as `tools=`. `execute_tool_call` parses and checks the
-model's arguments, turns 0-based indices into subtask ids using the current plan's snapshot,
-calls one service, and returns text for the model. Bad input never raises: it comes back as
+model's arguments, turns 0-based indices into subtask ids through the plan *as the model was
+shown it* (`agents.plan_view`: a person may have moved cards since), calls one service, and
+returns text for the model. Bad input never raises: it comes back as
 `Error: …` saying what to do instead, and nothing is changed. The business rules themselves
 live in `planboard.services`; a `PlanError` from there is passed on as the error text.
 """
@@ -10,11 +11,13 @@ live in `planboard.services`; a `PlanError` from there is passed on as the error
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agents.hints import render_plan_markdown, render_subtask_markdown
+from agents.plan_view import ShownPlan, text_digest
 from planboard import selectors, services
 from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import ChatSession
@@ -40,7 +43,8 @@ _SUBTASK_FIELDS: dict[str, Any] = {
 }
 _SUBTASK_IDX: dict[str, Any] = {
     "type": "integer",
-    "description": "0-based position of the subtask in the current plan, as the plan shows it.",
+    "description": "0-based position of the subtask as the latest plan you were shown lists "
+    "it (the hint, or a tool result that printed the plan).",
 }
 
 
@@ -269,8 +273,22 @@ def _parse_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any]:
     return arguments
 
 
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+
+
+def _lax_int(value: Any) -> Any:
+    """A digit string stands for its integer (pydantic's lax mode does the same)."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        return int(value.strip())
+    return value
+
+
 def _coerce(tool: str, arg: str, value: Any, spec: dict[str, Any]) -> Any:
     python_type, label = _JSON_TYPES[spec["type"]]
+    if python_type is int:
+        value = _lax_int(value)
+    elif python_type is list and spec.get("items", {}).get("type") == "integer":
+        value = [_lax_int(item) for item in value] if isinstance(value, list) else value
     if isinstance(value, str) and (tool, arg) in _JSON_STRING_OK:
         try:
             value = json.loads(value)
@@ -317,6 +335,8 @@ class _Call:
     session: ChatSession
     actor: Actor
     args: dict[str, Any]
+    # The plan as the model last saw it: indices in the call are resolved through it.
+    shown: ShownPlan
 
     def plan(self) -> dict[str, Any]:
         """The current plan's snapshot, or a clear error when the session has none."""
@@ -327,24 +347,91 @@ class _Call:
             )
         return selectors.plan_snapshot(plan_id=self.session.current_plan_id)
 
+    def show(self, snapshot: dict[str, Any]) -> str:
+        """The plan as text for the result; the model has now seen it whole."""
+        self.shown.show_plan(snapshot)
+        return render_plan_markdown(snapshot)
 
-def _subtask_at(snapshot: dict[str, Any], index: int) -> dict[str, Any]:
-    """The subtask at a 0-based index of the current order, or an error naming the range."""
-    subtasks = snapshot["subtasks"]
-    if 0 <= index < len(subtasks):
-        return subtasks[index]
-    raise _BadCall(f"subtask_idx {index} is out of range: {_valid_range(len(subtasks))}")
+
+@dataclass(frozen=True)
+class _Target:
+    """The subtask an index of the call meant, and the same subtask as it is now."""
+
+    index: int  # the index the model used
+    now: dict[str, Any]  # its entry in the current snapshot
+    seen_state: str
+    seen_digest: str
+
+    @property
+    def label(self) -> str:
+        return f"subtask {self.now['index']} ('{self.now['name']}')"
+
+    @property
+    def moved(self) -> str:
+        if self.now["index"] == self.index:
+            return ""
+        return (
+            f" (you saw it at index {self.index}; the plan changed since, so it is at index "
+            f"{self.now['index']} now)"
+        )
+
+
+def _look_again(call: _Call, snapshot: dict[str, Any]) -> str:
+    return (
+        f"Nothing was changed. The plan is now:\n{call.show(snapshot)}\n"
+        "Look at it again and, if the call is still needed, repeat it with the index shown there."
+    )
+
+
+def _same_plan(call: _Call, snapshot: dict[str, Any]) -> None:
+    if call.shown.plan_id != snapshot["id"]:
+        raise _BadCall(
+            f"the current plan is plan {snapshot['id']} ('{snapshot['name']}'), not the plan "
+            f"you were shown. {_look_again(call, snapshot)}"
+        )
+
+
+def _resolve(call: _Call, snapshot: dict[str, Any], index: int) -> _Target:
+    """The subtask the model was shown at `index`, found in the current plan by its id."""
+    _same_plan(call, snapshot)
+    seen_list = call.shown.subtasks
+    if not 0 <= index < len(seen_list):
+        raise _BadCall(f"subtask_idx {index} is out of range: {_valid_range(len(seen_list))}")
+    seen = seen_list[index]
+    now = next((s for s in snapshot["subtasks"] if s["id"] == seen.id), None)
+    if now is None:
+        raise _BadCall(
+            f"subtask {index} ('{seen.name}') that you were shown has been deleted since. "
+            f"{_look_again(call, snapshot)}"
+        )
+    return _Target(index=index, now=now, seen_state=seen.state, seen_digest=seen.digest)
+
+
+def _require_unchanged(
+    call: _Call, snapshot: dict[str, Any], target: _Target, *, state: bool, text: bool
+) -> None:
+    """Refuse when someone else changed what this call depends on after the model saw it."""
+    changed: list[str] = []
+    if state and target.now["state"] != target.seen_state:
+        changed.append(f"its state from {target.seen_state} to {target.now['state']}")
+    if text and text_digest(target.now) != target.seen_digest:
+        changed.append("its text")
+    if changed:
+        raise _BadCall(
+            f"{target.label} was changed by someone else after you were shown it "
+            f"({' and '.join(changed)}). {_look_again(call, snapshot)}"
+        )
 
 
 def _valid_range(count: int) -> str:
     if count == 0:
         return (
-            "the current plan has no subtasks. Add one with revise_current_plan "
+            "the plan has no subtasks. Add one with revise_current_plan "
             "(action 'add', subtask_idx 0)."
         )
     if count == 1:
-        return "the current plan has 1 subtask, so the only valid index is 0."
-    return f"the current plan has {count} subtasks, so use 0 to {count - 1}."
+        return "the plan has 1 subtask, so the only valid index is 0."
+    return f"the plan has {count} subtasks, so use 0 to {count - 1}."
 
 
 def _label(subtask: dict[str, Any]) -> str:
@@ -358,10 +445,6 @@ def _sentence(text: str) -> str:
 
 def _describe_changes(changes: dict[str, tuple[str, str]]) -> str:
     return "; ".join(f"{field}: '{old}' → '{new}'" for field, (old, new) in changes.items())
-
-
-def _plan_text(plan_id: int) -> str:
-    return render_plan_markdown(selectors.plan_snapshot(plan_id=plan_id))
 
 
 def _subtask_fields(value: dict[str, Any]) -> dict[str, Any]:
@@ -385,7 +468,7 @@ def _create_plan(call: _Call) -> str:
         subtasks=specs,
     )
     lines = [f"Created plan {plan.pk} ('{plan.name}') with {len(specs)} subtasks:"]
-    lines.append(_plan_text(plan.pk))
+    lines.append(call.show(selectors.plan_snapshot(plan_id=plan.pk)))
     if replaced is not None:
         lines.append(
             f"The previous plan {replaced.pk} ('{replaced.name}') was not finished; it was "
@@ -407,6 +490,19 @@ def _update_plan_info(call: _Call) -> str:
     return f"Updated the plan: {_describe_changes(changes)}."
 
 
+def _insert_position(call: _Call, snapshot: dict[str, Any], index: int) -> tuple[int, str]:
+    """Where 'add at `index`' goes now: before the subtask shown at `index`, or right after
+    the last one shown when `index` is the end of the plan the model saw."""
+    count = len(call.shown.subtasks)
+    if index < count:
+        anchor = _resolve(call, snapshot, index)
+        return anchor.now["index"], f"before '{anchor.now['name']}'"
+    if count:
+        last = _resolve(call, snapshot, count - 1)
+        return last.now["index"] + 1, f"after '{last.now['name']}'"
+    return len(snapshot["subtasks"]), "at the end"
+
+
 def _revise_current_plan(call: _Call) -> str:
     index: int = call.args["subtask_idx"]
     action: str = call.args["action"]
@@ -414,9 +510,10 @@ def _revise_current_plan(call: _Call) -> str:
     if action not in ("add", "revise", "delete"):
         raise _BadCall(f"unknown action {action!r}; use 'add', 'revise' or 'delete'.")
     snapshot = call.plan()
-    count = len(snapshot["subtasks"])
 
     if action == "add":
+        _same_plan(call, snapshot)
+        count = len(call.shown.subtasks)
         if not 0 <= index <= count:
             raise _BadCall(
                 f"subtask_idx {index} is out of range for 'add': the plan has {count} subtasks, "
@@ -425,30 +522,36 @@ def _revise_current_plan(call: _Call) -> str:
         if given is None:
             raise _BadCall("action 'add' needs 'subtask' with at least a name.")
         fields = _subtask_fields(given)
+        position, where = _insert_position(call, snapshot, index)
         added = services.subtask_add(
             plan_id=snapshot["id"],
             actor=call.actor,
-            index=index,
+            index=position,
             expected_version=snapshot["version"],
             name=fields.get("name", ""),
             description=fields.get("description", ""),
             expected_outcome=fields.get("expected_outcome", ""),
             agent=fields.get("agent", ""),
         )
-        return f"Added subtask {index} ('{added.name}'):\n{_plan_text(snapshot['id'])}"
+        moved = (
+            ""
+            if position == index
+            else f" (the plan changed since you saw it, so it went in {where}, at index {position})"
+        )
+        plan_text = call.show(selectors.plan_snapshot(plan_id=snapshot["id"]))
+        return f"Added subtask {position} ('{added.name}'){moved}:\n{plan_text}"
 
-    target = _subtask_at(snapshot, index)
+    target = _resolve(call, snapshot, index)
     if action == "delete":
+        _require_unchanged(call, snapshot, target, state=True, text=True)
         services.subtask_delete(
             plan_id=snapshot["id"],
             actor=call.actor,
-            subtask_id=target["id"],
+            subtask_id=target.now["id"],
             expected_version=snapshot["version"],
         )
-        return (
-            f"Deleted {_label(target)}; later subtasks moved up by one:\n"
-            f"{_plan_text(snapshot['id'])}"
-        )
+        plan_text = call.show(selectors.plan_snapshot(plan_id=snapshot["id"]))
+        return f"Deleted {target.label}{target.moved}; later subtasks moved up by one:\n{plan_text}"
 
     fields = _subtask_fields(given or {})
     if not fields:
@@ -456,16 +559,18 @@ def _revise_current_plan(call: _Call) -> str:
             "action 'revise' needs 'subtask' with at least one of name, description, "
             "expected_outcome."
         )
+    _require_unchanged(call, snapshot, target, state=False, text=True)
     changes = services.subtask_update(
         plan_id=snapshot["id"],
         actor=call.actor,
-        subtask_id=target["id"],
+        subtask_id=target.now["id"],
         expected_version=snapshot["version"],
         **fields,
     )
     if not changes:
-        return f"Nothing changed: {_label(target)} already has these values."
-    return f"Revised {_label(target)}: {_describe_changes(changes)}."
+        return f"Nothing changed: {target.label} already has these values{target.moved}."
+    call.shown.show_subtask({**target.now, **{key: new for key, (_, new) in changes.items()}})
+    return f"Revised {target.label}{target.moved}: {_describe_changes(changes)}."
 
 
 def _update_subtask_state(call: _Call) -> str:
@@ -479,32 +584,39 @@ def _update_subtask_state(call: _Call) -> str:
     if state not in ("todo", "in_progress", "abandoned"):
         raise _BadCall(f"unknown state {state!r}; use 'todo', 'in_progress' or 'abandoned'.")
     snapshot = call.plan()
-    target = _subtask_at(snapshot, index)
+    target = _resolve(call, snapshot, index)
+    _require_unchanged(call, snapshot, target, state=True, text=False)
     services.subtask_set_state(
         plan_id=snapshot["id"],
         actor=call.actor,
-        subtask_id=target["id"],
+        subtask_id=target.now["id"],
         state=state,
         in_order=True,
         expected_version=snapshot["version"],
     )
-    return f"{_sentence(_label(target))} is now {state}."
+    call.shown.show_subtask({**target.now, "state": state})
+    return f"{_sentence(target.label)} is now {state}{target.moved}."
 
 
 def _finish_subtask(call: _Call) -> str:
     snapshot = call.plan()
-    target = _subtask_at(snapshot, call.args["subtask_idx"])
+    target = _resolve(call, snapshot, call.args["subtask_idx"])
+    _require_unchanged(call, snapshot, target, state=True, text=False)
     _finished, started = services.subtask_finish(
         plan_id=snapshot["id"],
         actor=call.actor,
-        subtask_id=target["id"],
+        subtask_id=target.now["id"],
         outcome=call.args["subtask_outcome"],
     )
-    lines = [f"{_sentence(_label(target))} is done."]
+    lines = [f"{_sentence(target.label)} is done{target.moved}."]
     after = selectors.plan_snapshot(plan_id=snapshot["id"])
+    by_id = {s["id"]: s for s in after["subtasks"]}
+    if target.now["id"] in by_id:
+        call.shown.show_subtask(by_id[target.now["id"]])
     if started is not None:
+        call.shown.show_subtask(by_id[started.pk])
         lines.append(f"Started subtask {started.position} next:")
-        lines.append(render_subtask_markdown(after["subtasks"][started.position], detailed=True))
+        lines.append(render_subtask_markdown(by_id[started.pk], detailed=True))
     else:
         working = next((s for s in after["subtasks"] if s["state"] == "in_progress"), None)
         if working is not None:
@@ -522,15 +634,26 @@ def _view_subtasks(call: _Call) -> str:
     if not indices:
         raise _BadCall("'subtask_idx' is empty; list the indices to show, for example [0, 2].")
     snapshot = call.plan()
-    count = len(snapshot["subtasks"])
+    _same_plan(call, snapshot)
+    seen_list = call.shown.subtasks
+    by_id = {s["id"]: s for s in snapshot["subtasks"]}
     shown: list[str] = []
     for index in indices:
         if isinstance(index, bool) or not isinstance(index, int):
             shown.append(f"{index!r:.40} is not an integer index.")
-        elif not 0 <= index < count:
-            shown.append(f"Index {index} is out of range: {_valid_range(count)}")
+        elif not 0 <= index < len(seen_list):
+            shown.append(f"Index {index} is out of range: {_valid_range(len(seen_list))}")
+        elif seen_list[index].id not in by_id:
+            shown.append(
+                f"Index {index}: subtask '{seen_list[index].name}' that you were shown there "
+                "has been deleted since."
+            )
         else:
-            shown.append(render_subtask_markdown(snapshot["subtasks"][index], detailed=True))
+            now = by_id[seen_list[index].id]
+            if now["index"] != index:
+                shown.append(f"(You saw this one at index {index}; it is at {now['index']} now.)")
+            shown.append(render_subtask_markdown(now, detailed=True))
+            call.shown.show_subtask(now)
     return "\n".join(shown)
 
 
@@ -589,7 +712,7 @@ def _recover_historical_plan(call: _Call) -> str:
         session_id=call.session.pk, actor=call.actor, plan_id=call.args["plan_id"]
     )
     lines = [f"Recovered plan {plan.pk} ('{plan.name}'); it is the current plan again:"]
-    lines.append(_plan_text(plan.pk))
+    lines.append(call.show(selectors.plan_snapshot(plan_id=plan.pk)))
     if displaced is not None:
         lines.append(
             f"The unfinished plan {displaced.pk} ('{displaced.name}') that was current was "
@@ -616,9 +739,18 @@ _HANDLERS: dict[str, Callable[[_Call], str]] = {
 
 
 def execute_tool_call(
-    *, session_id: int, actor: Actor, name: str, arguments: str | dict[str, Any] | None
+    *,
+    session_id: int,
+    actor: Actor,
+    name: str,
+    arguments: str | dict[str, Any] | None,
+    shown: ShownPlan | None = None,
 ) -> str:
-    """Run one plan tool for the model and return its result text (`Error: …` on failure)."""
+    """Run one plan tool for the model and return its result text (`Error: …` on failure).
+
+    `shown` is the plan as the model last saw it (see `agents.plan_view`); the tool updates it
+    with what its result shows. Without it, the current plan stands for what was shown.
+    """
     try:
         handler = _HANDLERS.get(name)
         if handler is None:
@@ -637,8 +769,16 @@ def execute_tool_call(
                     "plan mode is off in this session, so the plan tools are not available. "
                     "Answer directly, or ask the user to switch plan mode on."
                 )
+            view = shown
+            if view is None:
+                current = (
+                    selectors.plan_snapshot(plan_id=session.current_plan_id)
+                    if session.current_plan_id
+                    else None
+                )
+                view = ShownPlan.of(current)
             try:
-                return handler(_Call(session=session, actor=actor, args=args))
+                return handler(_Call(session=session, actor=actor, args=args, shown=view))
             except StaleVersion:
                 # Someone changed the plan between our read and the write: read it again so
                 # indices are resolved against the order the change is applied to.

@@ -175,16 +175,38 @@ def test_extra_arguments_are_named(plan: Plan, chat_session: ChatSession, agent:
     assert_error_unchanged(chat_session, agent, "get_subtask_count", {"plan": 1}, "'plan'")
 
 
+def test_digit_strings_count_as_integers(
+    chat_session: ChatSession, plan: Plan, agent: Actor
+) -> None:
+    """Models often quote numbers; like pydantic's lax mode, a digit string is its integer."""
+    assert (
+        call(chat_session, agent, "view_subtasks", {"subtask_idx": ["1", " 2 "]}).count(
+            "Expected outcome"
+        )
+        == 2
+    )
+    result = call(
+        chat_session, agent, "finish_subtask", {"subtask_idx": "0", "subtask_outcome": "ok"}
+    )
+    assert result.startswith("Subtask 0 ("), result
+    assert states(plan)[0] == "done"
+    historical = call(chat_session, agent, "recover_historical_plan", {"plan_id": str(plan.pk)})
+    # The id was accepted as a number: what is left is the business rule (it is current).
+    assert "must be an integer" not in historical, historical
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "fragment"),
     [
-        ("finish_subtask", {"subtask_idx": "0", "subtask_outcome": "x"}, "'subtask_idx'"),
+        ("finish_subtask", {"subtask_idx": "first", "subtask_outcome": "x"}, "'subtask_idx'"),
+        ("finish_subtask", {"subtask_idx": "1.0", "subtask_outcome": "x"}, "'subtask_idx'"),
+        ("finish_subtask", {"subtask_idx": "", "subtask_outcome": "x"}, "'subtask_idx'"),
         ("finish_subtask", {"subtask_idx": True, "subtask_outcome": "x"}, "boolean"),
         ("finish_subtask", {"subtask_idx": 0.5, "subtask_outcome": "x"}, "integer"),
         ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": ["x"]}, "'subtask_outcome'"),
         ("update_plan_info", {"name": 5}, "'name'"),
         ("view_subtasks", {"subtask_idx": 0}, "must be a list"),
-        ("recover_historical_plan", {"plan_id": "1"}, "'plan_id'"),
+        ("recover_historical_plan", {"plan_id": "one"}, "'plan_id'"),
         (
             "create_plan",
             {"name": "X", "description": "d", "expected_outcome": "e", "subtasks": 3},
@@ -807,7 +829,7 @@ def test_view_subtasks_reports_invalid_indices_and_shows_valid_ones(
 ) -> None:
     result = call(chat_session, agent, "view_subtasks", {"subtask_idx": [7, 1, -1, "x"]})
     lines = result.splitlines()
-    assert lines[0] == "Index 7 is out of range: the current plan has 3 subtasks, so use 0 to 2."
+    assert lines[0] == "Index 7 is out of range: the plan has 3 subtasks, so use 0 to 2."
     assert lines[1] == "- [ ] 1. Book hotel"
     assert "Index -1 is out of range" in result
     assert "'x' is not an integer index." in result

@@ -213,26 +213,20 @@ def _save_subtask_row(plan_id: int, actor: Actor, row: Any) -> None:
                 outcome=data.get("outcome", ""),
             )
         return
-    subtask_id = row.instance.pk
-    texts = {
-        f: data[f]
-        for f in row.changed_data
-        if f in ("name", "description", "expected_outcome", "outcome")
-    }
-    if texts:
-        services.subtask_update(plan_id=plan_id, actor=actor, subtask_id=subtask_id, **texts)
-    if "state" in row.changed_data:
-        services.subtask_set_state(
-            plan_id=plan_id,
-            actor=actor,
-            subtask_id=subtask_id,
-            state=data["state"],
-            outcome=data.get("outcome", ""),
-        )
-    if "position" in row.changed_data and data.get("position") is not None:
-        services.subtask_move(
-            plan_id=plan_id, actor=actor, subtask_id=subtask_id, index=data["position"]
-        )
+    position = data.get("position") if "position" in row.changed_data else None
+    services.subtask_change(
+        plan_id=plan_id,
+        actor=actor,
+        subtask_id=row.instance.pk,
+        texts={
+            f: data[f]
+            for f in row.changed_data
+            if f in ("name", "description", "expected_outcome", "outcome")
+        },
+        state=data["state"] if "state" in row.changed_data else None,
+        outcome=data.get("outcome", ""),
+        index=position,
+    )
 
 
 class MessageInline(ReadOnlyInline):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -356,22 +355,14 @@ class PlanDetailView(ApiView):
         data = parse(s.PlanUpdateSerializer, request.data)
         actor = Actor.person(request.user)
         version = data.pop("expected_version", None)
-        texts = {k: data[k] for k in services.PLAN_TEXT_FIELDS if k in data}
-        # Text and finish together are one change for the caller: all or nothing.
-        with transaction.atomic():
-            if texts:
-                services.plan_update_info(
-                    plan_id=plan_id, actor=actor, expected_version=version, **texts
-                )
-                version = None  # the first service checked it; later ones build on it
-            if "state" in data:
-                services.plan_finish(
-                    plan_id=plan_id,
-                    actor=actor,
-                    state=data["state"],
-                    outcome=data.get("outcome", ""),
-                    expected_version=version,
-                )
+        services.plan_change(
+            plan_id=plan_id,
+            actor=actor,
+            texts={k: data[k] for k in services.PLAN_TEXT_FIELDS if k in data},
+            state=data.get("state"),
+            outcome=data.get("outcome", ""),
+            expected_version=version,
+        )
         return Response(plan_result(plan_id))
 
 
@@ -403,23 +394,20 @@ class SubtaskDetailView(ApiView):
         data = parse(s.SubtaskUpdateSerializer, request.data)
         actor = Actor.person(request.user)
         version = data.pop("expected_version", None)
-        common = {"plan_id": plan_id, "actor": actor, "subtask_id": subtask_id}
         state = data.pop("state", None)
         # With a new state the outcome belongs to it (e.g. done + what was achieved).
         outcome = data.pop("outcome", None) if state is not None else None
         index = data.pop("index", None)
-        # Several kinds of change in one request: all of them or none.
-        with transaction.atomic():
-            if data:
-                services.subtask_update(**common, expected_version=version, **data)
-                version = None
-            if state is not None:
-                services.subtask_set_state(
-                    **common, state=state, outcome=outcome or "", expected_version=version
-                )
-                version = None
-            if index is not None:
-                services.subtask_move(**common, index=index, expected_version=version)
+        services.subtask_change(
+            plan_id=plan_id,
+            actor=actor,
+            subtask_id=subtask_id,
+            texts=data,
+            state=state,
+            outcome=outcome,
+            index=index,
+            expected_version=version,
+        )
         return Response(plan_result(plan_id))
 
     @extend_schema(

@@ -11,14 +11,16 @@ nothing.
 |-------------|---------------------------------------------------------------------|
 | `_core`     | `Actor`, input cleaning, row locks in the one lock order, `_record`  |
 | `sessions`  | `session_create`, `session_update`                                  |
-| `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_recover`     |
-| `subtasks`  | `subtask_add/update/delete/move/set_state/finish`                    |
+| `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_change`,    |
+|             | `plan_recover`                                                      |
+| `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
 | `runs`      | `message_post`, `message_record_agent`, `run_*`                      |
 """
 
 from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
 from planboard.services.plans import (
+    plan_change,
     plan_create,
     plan_events_mark_seen,
     plan_finish,
@@ -43,6 +45,7 @@ from planboard.services.runs import (
 from planboard.services.sessions import session_create, session_update
 from planboard.services.subtasks import (
     subtask_add,
+    subtask_change,
     subtask_delete,
     subtask_finish,
     subtask_move,
@@ -58,6 +61,7 @@ __all__ = [
     "TextChanges",
     "message_post",
     "message_record_agent",
+    "plan_change",
     "plan_create",
     "plan_events_mark_seen",
     "plan_finish",
@@ -74,6 +78,7 @@ __all__ = [
     "session_create",
     "session_update",
     "subtask_add",
+    "subtask_change",
     "subtask_delete",
     "subtask_finish",
     "subtask_move",

@@ -1,7 +1,11 @@
 """The shared core of the services: who acts, input cleaning, row locks, and recording.
 
-Lock order, everywhere: the session row, then the plan row(s) in id order, then subtask rows.
-Every service takes its locks through `_lock_session` / `_lock_plan` so the order is kept.
+Lock order, everywhere: the session row, then the plan row(s) in id order, then subtask rows,
+then run rows. Every service takes its locks through `_lock_session` / `_lock_plan` (which
+locks the plan's session first), so two services can never wait on each other in a circle,
+however they are combined in one transaction (tests/planboard/test_lock_order.py).
+Row locks are `FOR NO KEY UPDATE OF <the row itself>`: they never spread to joined rows (a
+user's whole account) and never block inserts that merely reference the locked row.
 """
 
 from __future__ import annotations
@@ -160,14 +164,28 @@ def _describe(subtask: SubTask) -> str:
 
 def _lock_session(session_id: int) -> ChatSession:
     try:
-        return ChatSession.objects.select_for_update().select_related("owner").get(pk=session_id)
+        return (
+            ChatSession.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("owner")
+            .get(pk=session_id)
+        )
     except ChatSession.DoesNotExist:
         raise PlanError(f"Session {session_id} does not exist.", code="not_found") from None
 
 
 def _lock_plan(plan_id: int, *, expected_version: int | None = None) -> Plan:
+    """Lock the plan's session (if it has one), then the plan: the one lock order."""
+    list(
+        ChatSession.objects.select_for_update(no_key=True, of=("self",))
+        .filter(plans__id=plan_id)
+        .values_list("pk", flat=True)
+    )
     try:
-        plan = Plan.objects.select_for_update().select_related("owner").get(pk=plan_id)
+        plan = (
+            Plan.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("owner")
+            .get(pk=plan_id)
+        )
     except Plan.DoesNotExist:
         raise PlanError(f"Plan {plan_id} does not exist.", code="not_found") from None
     if expected_version is not None and expected_version != plan.version:

@@ -168,6 +168,41 @@ def plan_finish(
     return plan
 
 
+def plan_change(
+    *,
+    plan_id: int,
+    actor: Actor,
+    texts: dict[str, Any] | None = None,
+    state: str | None = None,
+    outcome: str = "",
+    expected_version: int | None = None,
+) -> None:
+    """Edit a plan's text and/or finish it, as one change for the caller (all or nothing).
+
+    Locks are taken in the one order (session, then plan) before either part runs, so this
+    never deadlocks against the agent's writes to the same session.
+    """
+    session_id = Plan.objects.filter(pk=plan_id).values_list("session_id", flat=True).first()
+    version = expected_version
+    with transaction.atomic():
+        if session_id is not None:
+            _lock_session(session_id)
+        if texts:
+            plan_update_info(plan_id=plan_id, actor=actor, expected_version=version, **texts)
+            version = None
+        if state is not None:
+            plan_finish(
+                plan_id=plan_id,
+                actor=actor,
+                state=state,
+                outcome=outcome,
+                expected_version=version,
+            )
+            version = None
+        if version is not None:
+            _lock_open_plan(plan_id, expected_version=version)
+
+
 def plan_recover(*, session_id: int, actor: Actor, plan_id: int) -> tuple[Plan, Plan | None]:
     """Make a finished plan of the session owner's current again and reopen it.
 

@@ -130,7 +130,7 @@ def _without_nul(value: Any) -> Any:
 
 
 def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:
-    queryset = AgentRun.objects.select_for_update() if lock else AgentRun.objects
+    queryset = AgentRun.objects.select_for_update(no_key=True) if lock else AgentRun.objects
     try:
         return queryset.get(pk=run_id)
     except AgentRun.DoesNotExist:
@@ -191,7 +191,7 @@ def resume_budget_pause(*, session_id: int) -> AgentRun | None:
     """Re-queue the session's run paused at its spending limit; the caller holds the session
     lock and has checked that the limit no longer stops it."""
     run = (
-        AgentRun.objects.select_for_update(of=("self",))
+        AgentRun.objects.select_for_update(no_key=True, of=("self",))
         .filter(session_id=session_id, status=AgentRun.Status.WAITING_FOR_USER)
         .order_by("-id")
         .first()
@@ -289,25 +289,27 @@ def run_record_step(
     prompt = max(0, int(prompt_tokens or 0))
     completion = max(0, int(completion_tokens or 0))
     cost = Decimal(str(cost_usd or 0))
+    # Rows are updated in the one lock order: session, plan, subtask, run.
+    session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
+    ChatSession.objects.filter(pk=session_id).update(
+        spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + prompt + completion
+    )
+    if plan_id is not None:
+        Plan.objects.filter(pk=plan_id).update(
+            cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
+        )
+        if subtask_id is not None:
+            SubTask.objects.filter(pk=subtask_id, plan_id=plan_id).update(
+                cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
+            )
     AgentRun.objects.filter(pk=run_id).update(
         step_count=F("step_count") + 1,
         prompt_tokens=F("prompt_tokens") + prompt,
         completion_tokens=F("completion_tokens") + completion,
         cost_usd=F("cost_usd") + cost,
     )
-    session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
-    ChatSession.objects.filter(pk=session_id).update(
-        spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + prompt + completion
-    )
     if plan_id is None:
         return
-    Plan.objects.filter(pk=plan_id).update(
-        cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
-    )
-    if subtask_id is not None:
-        SubTask.objects.filter(pk=subtask_id, plan_id=plan_id).update(
-            cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
-        )
     groups = [broadcast.plan_group(plan_id)]
     if session_id:
         groups.append(broadcast.session_group(session_id))
@@ -325,7 +327,7 @@ def run_cancel(*, session_id: int) -> AgentRun | None:
     with transaction.atomic():
         _lock_session(session_id)
         run = (
-            AgentRun.objects.select_for_update()
+            AgentRun.objects.select_for_update(no_key=True)
             .filter(
                 session_id=session_id,
                 status__in=[*AgentRun.ACTIVE_STATUSES, AgentRun.Status.WAITING_FOR_USER],

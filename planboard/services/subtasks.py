@@ -335,3 +335,38 @@ def subtask_finish(
 
 
 # --- messages and agent runs --------------------------------------------------------------
+
+
+def subtask_change(
+    *,
+    plan_id: int,
+    actor: Actor,
+    subtask_id: int,
+    texts: dict[str, Any] | None = None,
+    state: str | None = None,
+    outcome: str | None = None,
+    index: int | None = None,
+    expected_version: int | None = None,
+) -> None:
+    """Several edits of one subtask as one change for the caller (all or nothing): its text
+    (and profile), then its state (with `outcome` belonging to the new state), then its place.
+
+    `expected_version` is checked before the first edit; the later ones build on it. The REST
+    PATCH and the admin's subtask rows both come through here.
+    """
+    common: dict[str, Any] = {"plan_id": plan_id, "actor": actor, "subtask_id": subtask_id}
+    version = expected_version
+    with transaction.atomic():
+        if texts:
+            subtask_update(**common, expected_version=version, **texts)
+            version = None
+        if state is not None:
+            subtask_set_state(
+                **common, state=state, outcome=outcome or "", expected_version=version
+            )
+            version = None
+        if index is not None:
+            subtask_move(**common, index=index, expected_version=version)
+            version = None
+        if version is not None:
+            _lock_open_plan(plan_id, expected_version=version)  # nothing asked: still check it

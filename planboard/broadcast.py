@@ -32,6 +32,19 @@ def session_group(session_id: int) -> str:
     return f"session.{session_id}"
 
 
+def user_group(user_id: int) -> str:
+    """Every socket of a user joins this group, to hear that their access may have changed."""
+    return f"user.{user_id}"
+
+
+def check_access(groups: list[str], *, ended_login: str | None = None) -> None:
+    """Make the sockets in `groups` re-check that their user may still see what they follow
+    (closing with 4403 when not). `ended_login` names a login session that just ended: the
+    cookie sockets opened with it close without a check."""
+    for group in groups:
+        _group_send(group, {"type": "access.check", "ended_login": ended_login})
+
+
 def subscribe(listener: Listener) -> Callable[[], None]:
     """Register a callable receiving (group, event); returns the unsubscribe function."""
     with _lock:

@@ -14,6 +14,7 @@ from planboard.models import Plan, Team, TeamMembership
 from planboard.realtime.routing import websocket_application
 from planboard.services import Actor
 from tests.support.sockets import (
+    HOST,
     ORIGIN,
     TIMEOUT,
     close_code,
@@ -71,7 +72,7 @@ async def test_foreign_origin_is_rejected_at_handshake(user: Any, plan: Plan) ->
         for origin in (b"https://evil.example", b"null", b"http://testserver.evil.example"):
             for path in paths(plan):
                 communicator = WebsocketCommunicator(
-                    websocket_application, path, headers=[(b"origin", origin), auth]
+                    websocket_application, path, headers=[HOST, (b"origin", origin), auth]
                 )
                 connected, _ = await communicator.connect(timeout=TIMEOUT)
                 assert not connected

@@ -20,6 +20,7 @@ from planboard.models import ChatSession, Plan
 from planboard.services import Actor
 from planboard.snapshots import apply_event
 from tests.support.sockets import (
+    HOST,
     ORIGIN,
     TIMEOUT,
     agent_run,
@@ -234,7 +235,7 @@ async def test_the_asgi_application_routes_websockets(user: Any, plan: Plan) -> 
     from planboard.asgi import application
 
     communicator = WebsocketCommunicator(
-        application, f"/ws/plans/{plan.pk}/", headers=[ORIGIN, await cookie_for(user)]
+        application, f"/ws/plans/{plan.pk}/", headers=[HOST, ORIGIN, await cookie_for(user)]
     )
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert connected

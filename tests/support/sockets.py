@@ -19,6 +19,8 @@ from planboard.realtime.routing import websocket_application
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = (b"origin", b"http://testserver")
+# Browsers send the Host they connect to; the Origin check compares the two.
+HOST = (b"host", b"testserver")
 # Generous: these only bound how long a broken test hangs, they never measure anything.
 TIMEOUT = 30
 
@@ -45,7 +47,7 @@ def token_for(user: Any) -> tuple[bytes, bytes]:
 
 
 async def open_socket(path: str, *headers: tuple[bytes, bytes]) -> WebsocketCommunicator:
-    communicator = WebsocketCommunicator(websocket_application, path, headers=list(headers))
+    communicator = WebsocketCommunicator(websocket_application, path, headers=[HOST, *headers])
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert connected, f"handshake for {path} was rejected"
     return communicator

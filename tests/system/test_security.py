@@ -376,7 +376,10 @@ async def connect(path: str, headers: list[tuple[bytes, bytes]]) -> tuple[bool, 
     """(accepted at the handshake, first message or close code)."""
     from planboard.asgi import application
 
-    communicator = WebsocketCommunicator(application, path, headers=headers)
+    # Browsers send the Host they connect to; the Origin check compares the two.
+    communicator = WebsocketCommunicator(
+        application, path, headers=[(b"host", b"testserver"), *headers]
+    )
     connected, _ = await communicator.connect(timeout=10)
     if not connected:
         return False, None

@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import models, transaction
 from django.db.models import QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
 
 from planboard import selectors, services
@@ -31,9 +32,24 @@ from planboard.services import Actor
 from planboard.services.profiles import clean_profile
 
 
+class NewestRowsFormSet(BaseInlineFormSet):
+    """Shows only the newest rows (by the inline's ordering): a plan with thousands of
+    changes, or a long transcript, must not become a page of megabytes."""
+
+    newest = 50
+
+    def get_queryset(self) -> QuerySet[Any]:
+        if not hasattr(self, "_newest_rows"):
+            rows = super().get_queryset()
+            ids = list(rows.values_list("pk", flat=True)[: self.newest])
+            self._newest_rows = rows.filter(pk__in=ids)
+        return self._newest_rows
+
+
 class ReadOnlyInline(admin.TabularInline):
     extra = 0
     can_delete = False
+    formset = NewestRowsFormSet
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -65,7 +81,7 @@ class PlanEventInline(ReadOnlyInline):
     readonly_fields = fields
     ordering = ("-version",)
     verbose_name = "change"
-    verbose_name_plural = "timeline (newest first)"
+    verbose_name_plural = "timeline (the newest 50 changes; all of them under Plan events)"
 
 
 class TeamFilter(admin.SimpleListFilter):
@@ -233,12 +249,16 @@ class MessageInline(ReadOnlyInline):
     model = Message
     fields = ("created_at", "role", "author", "content", "tool_name", "tool_call_id")
     readonly_fields = fields
+    ordering = ("-id",)
+    verbose_name_plural = "transcript (the newest 50 messages, newest first)"
 
 
 class RunInline(ReadOnlyInline):
     model = AgentRun
     fields = ("created_at", "status", "step_count", "prompt_tokens", "completion_tokens", "error")
     readonly_fields = fields
+    ordering = ("-id",)
+    verbose_name_plural = "agent runs (the newest 50)"
 
 
 class AgentProfileAdminForm(forms.ModelForm):

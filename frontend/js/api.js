@@ -56,3 +56,30 @@ export function listOf(data) {
   if (Array.isArray(data)) return data;
   return (data && Array.isArray(data.results) && data.results) || [];
 }
+
+/** Every message of a session older than `beforeId`, oldest first (REST pages of 1000). */
+export async function messagesBefore(sessionId, beforeId) {
+  const found = [];
+  let after = 0;
+  for (;;) {
+    const page = await api("GET", `/api/sessions/${sessionId}/messages/?after=${after}&limit=1000`);
+    for (const message of page.results) {
+      if (message.id >= beforeId) return found;
+      found.push(message);
+    }
+    if (!page.has_more || page.results.length === 0) return found;
+    after = page.results[page.results.length - 1].id;
+  }
+}
+
+/** A plan's whole history, oldest first (REST pages of 1000). */
+export async function allPlanEvents(planId) {
+  const found = [];
+  let since = 0;
+  for (;;) {
+    const page = await api("GET", `/api/plans/${planId}/events/?since=${since}&limit=1000`);
+    found.push(...page.results);
+    if (!page.has_more || page.results.length === 0) return found;
+    since = page.results[page.results.length - 1].version;
+  }
+}

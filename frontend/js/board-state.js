@@ -60,8 +60,9 @@ export function emptyPlan(plan) {
 }
 
 /** Every snapshot from version 0 to the last event, for the history replay. */
-export function replay(plan, events) {
-  const snapshots = [emptyPlan(plan)];
+export function replay(plan, events, base = null) {
+  // `base`: the board before the first of `events` when they are not the whole history.
+  const snapshots = [base || emptyPlan(plan)];
   for (const event of events) {
     snapshots.push(applyEvent(snapshots[snapshots.length - 1], event));
   }

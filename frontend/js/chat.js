@@ -186,11 +186,46 @@ export class ChatView {
 
   // --- messages ---------------------------------------------------------------------------
 
+  /**
+   * The page embeds only the newest messages: offer the older ones. `load(firstShownId)`
+   * resolves to the messages before that id. A full reset (`setMessages`) offers them again.
+   */
+  offerEarlier(load) {
+    this.loadEarlier = load;
+    this.renderEarlierOffer();
+  }
+
+  renderEarlierOffer() {
+    if (!this.loadEarlier || this.messages.size === 0) return;
+    const button = h("button", {
+      type: "button",
+      class: "btn btn-small load-earlier",
+      dataset: { action: "load-earlier" },
+      text: t("load_earlier_messages"),
+    });
+    const item = h("li", { class: "msg-earlier" }, button);
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        const first = Math.min(...this.messages.keys());
+        for (const message of await this.loadEarlier(first)) {
+          this.addMessage(message, { scroll: false });
+        }
+        item.remove();
+      } catch (error) {
+        console.error(error);
+        button.disabled = false;
+      }
+    });
+    this.list.prepend(item);
+  }
+
   setMessages(messages) {
     this.messages.clear();
     this.callRows.clear();
     replaceChildren(this.list, this.emptyNote);
     for (const message of messages) this.addMessage(message, { scroll: false });
+    this.renderEarlierOffer();
     this.scrollToEnd(true);
   }
 

@@ -1,6 +1,9 @@
 // The plan review page: the final board, the session's transcript, and a timeline of every
 // change that replays the plan step by step (empty plan + each event's patch in turn).
+// A long history is embedded as its newest changes, replayed from the board before them
+// (`events_base`); the rest is fetched from the REST API on request.
 
+import { allPlanEvents, messagesBefore } from "./api.js";
 import { replay } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { ChatView } from "./chat.js";
@@ -13,18 +16,8 @@ const PLAY_STEP_MS = 1100;
 
 class PlanReview {
   constructor(page) {
-    this.events = page.events;
     this.finalPlan = page.plan;
-    try {
-      this.snapshots = replay(page.plan, page.events);
-      this.broken = false;
-    } catch (error) {
-      // A gap in the history: show what can be replayed, then the stored final plan.
-      console.error(error);
-      this.snapshots = [page.plan];
-      this.broken = true;
-    }
-    this.step = this.snapshots.length - 1;
+    this.setHistory(page.events, page.events_base, page.earlier_events || 0);
     this.timer = null;
 
     initTabs(document.getElementById("review-side"), "timeline");
@@ -34,6 +27,9 @@ class PlanReview {
     });
     const chat = new ChatView(document.getElementById("transcript"), { transcriptOnly: true });
     chat.setMessages(page.messages);
+    if (page.earlier_messages && page.session_id) {
+      chat.offerEarlier((firstId) => messagesBefore(page.session_id, firstId));
+    }
 
     this.caption = document.getElementById("replay-caption");
     this.buildControls(document.getElementById("replay-controls"));
@@ -44,6 +40,36 @@ class PlanReview {
       this.board.render(this.finalPlan);
     } else {
       this.show(this.step, { highlight: false });
+    }
+  }
+
+  setHistory(events, base, earlier) {
+    this.events = events;
+    this.earlier = earlier;
+    try {
+      this.snapshots = replay(this.finalPlan, events, base);
+      this.broken = false;
+    } catch (error) {
+      // A gap in the history: show what can be replayed, then the stored final plan.
+      console.error(error);
+      this.snapshots = [this.finalPlan];
+      this.broken = true;
+    }
+    this.step = this.snapshots.length - 1;
+  }
+
+  async loadWholeHistory(button) {
+    button.disabled = true;
+    try {
+      this.stop();
+      this.setHistory(await allPlanEvents(this.finalPlan.id), null, 0);
+      this.buildControls(document.getElementById("replay-controls"));
+      this.buildTimeline();
+      this.rendered = false;
+      this.show(this.lastStep, { highlight: false });
+    } catch (error) {
+      console.error(error);
+      button.disabled = false;
     }
   }
 
@@ -102,13 +128,23 @@ class PlanReview {
   buildTimeline() {
     const items = [
       this.timelineItem(0, {
-        version: "v0",
+        version: `v${this.earlier}`,
         who: "",
-        text: t("replay_start"),
+        text: this.earlier ? t("replay_window_start", { count: this.earlier }) : t("replay_start"),
         when: "",
         kind: "system",
       }),
     ];
+    if (this.earlier) {
+      const more = h("button", {
+        type: "button",
+        class: "btn btn-small load-earlier",
+        dataset: { action: "load-history" },
+        text: t("replay_load_all", { count: this.earlier }),
+      });
+      more.addEventListener("click", () => this.loadWholeHistory(more));
+      items.unshift(h("li", { class: "tl-earlier" }, more));
+    }
     this.events.forEach((event, position) => {
       const before = this.snapshots[position];
       const after = this.snapshots[position + 1] || this.finalPlan;

@@ -2,7 +2,7 @@
 // The board follows the server: every change is sent over REST (the one write path) and comes
 // back as a plan event that the board applies exactly like planboard/snapshots.py.
 
-import { ApiError, api, listOf } from "./api.js";
+import { ApiError, api, listOf, messagesBefore } from "./api.js";
 import { VersionGap, applyEvent, emptyPlan, isFinished, isPlanSnapshot } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { ChatView } from "./chat.js";
@@ -56,6 +56,9 @@ class SessionPage {
     });
     this.board.render(this.plan);
     this.chat.setMessages(page.messages);
+    if (page.earlier_messages) {
+      this.chat.offerEarlier((firstId) => messagesBefore(this.session.id, firstId));
+    }
     this.chat.setRun(this.run);
 
     this.live = new LiveSocket(`/ws/sessions/${this.session.id}/`, {

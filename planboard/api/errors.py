@@ -1,7 +1,8 @@
 """Every API error is JSON of one shape: `{"error": <message a person can act on>, "code": …}`.
 
 `PlanError` maps to 400 (404 for `code="not_found"`), `StaleVersion` to 409 with the current
-snapshot, a lost database connection to 503, validation errors add `fields` ({field:
+snapshot, a lost database connection to 503, JSON nested too deeply to 400 and a body over
+`DATA_UPLOAD_MAX_MEMORY_SIZE` to 413, validation errors add `fields` ({field:
 [messages]}). DRF's own errors (bad JSON, authentication, throttling, …) are rewritten into the
 same shape.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
@@ -36,6 +38,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             },
             status=503,
             headers={"Retry-After": "5"},
+        )
+    if isinstance(exc, RecursionError):
+        # Python's JSON parser gives up on nesting a thousand levels deep.
+        return Response(
+            {"error": "The JSON body is nested too deeply.", "code": "parse_error"}, status=400
+        )
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(
+            {"error": f"The request body is larger than {limit} bytes.", "code": "too_large"},
+            status=413,
         )
     if isinstance(exc, PlanError):
         body: dict[str, Any] = {"error": exc.message, "code": exc.code}

@@ -10,12 +10,21 @@ import datetime as dt
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
-from planboard.models import FINISHED_STATES, Plan, PlanEvent, State, SubTask, TeamMembership
+from planboard.models import (
+    FINISHED_STATES,
+    Plan,
+    PlanEvent,
+    State,
+    SubTask,
+    Team,
+    TeamMembership,
+)
 from planboard.selectors.access import plans_visible_to
 from planboard.snapshots import (
     Snapshot,
+    apply_event,
     build_plan_snapshot,
     serialize_event,
     serialize_usage,
@@ -44,6 +53,28 @@ def plan_events_since(
     if limit is not None:
         queryset = queryset[:limit]
     return [serialize_event(e) for e in queryset]
+
+
+def plan_events_window(*, plan_id: int, last: int) -> tuple[list[dict[str, Any]], int]:
+    """The newest `last` events, oldest first, and how many earlier ones were left out."""
+    newest = list(
+        PlanEvent.objects.filter(plan_id=plan_id)
+        .select_related("plan", "actor_user", "actor_run")
+        .order_by("-version")[:last]
+    )
+    events = [serialize_event(e) for e in reversed(newest)]
+    earlier = events[0]["version"] - 1 if events else 0
+    return events, earlier
+
+
+def plan_snapshot_at(*, plan_id: int, version: int) -> dict[str, Any]:
+    """The plan as it was at `version`, rebuilt from its history (the review page's starting
+    board when it shows only the newest changes)."""
+    snapshot: dict[str, Any] = {"version": 0, "subtasks": []}
+    events = PlanEvent.objects.filter(plan_id=plan_id, version__lte=version).order_by("version")
+    for event in events.select_related("plan", "actor_user", "actor_run").iterator():
+        snapshot = apply_event(snapshot, serialize_event(event))
+    return snapshot
 
 
 def plan_usage(*, plan_id: int) -> dict[str, Any]:
@@ -108,11 +139,17 @@ def plans_of_team(plans: QuerySet[Plan], team_id: int) -> QuerySet[Plan]:
     return plans.filter(owner_id__in=members)
 
 
+def _teams_known_to(user: AbstractBaseUser) -> QuerySet[Team]:
+    teams = Team.objects.all() if user.is_staff else Team.objects.filter(memberships__user=user)
+    return teams.order_by("name")
+
+
 def filter_history(user: AbstractBaseUser, filters: dict[str, Any]) -> QuerySet[Plan]:
     """The plans `user` may read that match the cleaned filters, newest first.
 
-    Each plan carries `subtask_total` and `subtask_done` for its progress, and its owner's
-    teams are prefetched for the team column.
+    Each plan carries `subtask_total` and `subtask_done` for its progress, and
+    `owner.teams_shown`: the owner's teams that `user` may know of (a lead sees the teams
+    they share with the owner, not the owner's other teams; admins see all).
     """
     plans = plans_visible_to(user)
     state = filters.get("state") or STATE_FILTER_FINISHED
@@ -133,7 +170,9 @@ def filter_history(user: AbstractBaseUser, filters: dict[str, Any]) -> QuerySet[
     plans = plans_matching(plans, filters.get("search") or "")
     return (
         plans.select_related("owner")
-        .prefetch_related("owner__teams")
+        .prefetch_related(
+            Prefetch("owner__teams", queryset=_teams_known_to(user), to_attr="teams_shown")
+        )
         .annotate(
             subtask_total=Count("subtasks"),
             subtask_done=Count("subtasks", filter=Q(subtasks__state=State.DONE)),

@@ -26,6 +26,9 @@ from planboard.web.forms import HistoryFilterForm, SessionCreateForm
 from planboard.web.strings import js_strings
 
 HISTORY_PAGE_SIZE = 25
+# How much history a page embeds; older changes and messages are fetched from the REST API.
+REVIEW_EVENTS = 200
+REVIEW_MESSAGES = 200
 SESSION_LIST_LIMIT = 100
 
 
@@ -79,9 +82,11 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         last_plan_id = selectors.latest_plan_id(session_id=session.pk)
         if last_plan_id is not None:
             last_plan = selectors.plan_snapshot(plan_id=last_plan_id)
+    messages = selectors.session_messages(session_id=session.pk, last=REVIEW_MESSAGES + 1)
     page = {
         "session": snapshot,
-        "messages": selectors.session_messages(session_id=session.pk),
+        "messages": messages[-REVIEW_MESSAGES:],
+        "earlier_messages": len(messages) > REVIEW_MESSAGES,
         "last_plan": last_plan,
         "me": _me(request.user),
         "can_edit": selectors.can_edit(request.user, session.owner_id),
@@ -139,7 +144,22 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
         selectors.plans_visible_to(request.user).select_related("owner", "session"), pk=plan_id
     )
     snapshot = selectors.plan_snapshot(plan_id=plan.pk)
-    messages = selectors.session_messages(session_id=plan.session_id) if plan.session_id else []
+    # A long history would make a huge page: embed the newest changes and messages, starting
+    # the replay from the board as it was before them; the page fetches the rest from the REST
+    # API when asked.
+    events, earlier_events = selectors.plan_events_window(plan_id=plan.pk, last=REVIEW_EVENTS)
+    base = (
+        selectors.plan_snapshot_at(plan_id=plan.pk, version=earlier_events)
+        if earlier_events
+        else None
+    )
+    messages = (
+        selectors.session_messages(session_id=plan.session_id, last=REVIEW_MESSAGES + 1)
+        if plan.session_id
+        else []
+    )
+    earlier_messages = len(messages) > REVIEW_MESSAGES
+    messages = messages[-REVIEW_MESSAGES:]
     session_url = None
     if plan.session_id and (
         selectors.sessions_visible_to(request.user).filter(pk=plan.session_id).exists()
@@ -147,8 +167,12 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
         session_url = reverse("web:session", args=[plan.session_id])
     page = {
         "plan": snapshot,
-        "events": selectors.plan_events_since(plan_id=plan.pk, version=0),
+        "events": events,
+        "events_base": base,
+        "earlier_events": earlier_events,
         "messages": messages,
+        "earlier_messages": earlier_messages,
+        "session_id": plan.session_id if session_url else None,
         "me": _me(request.user),
         "can_edit": False,
     }

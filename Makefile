@@ -48,6 +48,7 @@ worker: deps
 ## Run every test (unit, PostgreSQL/Redis integration when configured, real-browser).
 test: deps-dev browser
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: deps-dev

@@ -11,7 +11,7 @@ English and Chinese texts live side by side in `_TEXTS`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 SUPPORTED_LANGUAGES = ("en", "zh")
@@ -439,6 +439,75 @@ def _first_in_state(subtasks: Sequence[Mapping[str, Any]], state: str) -> Mappin
     return next((s for s in subtasks if s["state"] == state), None)
 
 
+def _plan_parts(
+    t: Mapping[str, str],
+    snapshot: Mapping[str, Any],
+    *,
+    language: str,
+    changes_text: str,
+    need_user_confirm: bool,
+    limit_rule: Callable[[int | None], list[str]],
+) -> list[str]:
+    """The hint's paragraphs when there is a plan: which of the situations 2 to 5 it is in."""
+    parts: list[str] = []
+    subtasks = snapshot.get("subtasks") or []
+    total = len(subtasks)
+    counts = {"todo": 0, "in_progress": 0, "done": 0, "abandoned": 0}
+    for subtask in subtasks:
+        counts[subtask["state"]] = counts.get(subtask["state"], 0) + 1
+    plan_text = render_plan_markdown(snapshot, language=language)
+
+    if total == 0:  # case 5, empty plan
+        parts += [t["empty_plan"], plan_text]
+        if changes_text:
+            parts.append(changes_text)
+        parts.append(t["empty_plan_next"])
+        parts += limit_rule(total)
+    elif counts["done"] + counts["abandoned"] == total:  # case 5
+        parts += [
+            t["all_finished"].format(done=counts["done"], abandoned=counts["abandoned"]),
+            plan_text,
+        ]
+        if changes_text:
+            parts.append(changes_text)
+        parts.append(t["all_finished_next"])
+    elif counts["in_progress"]:  # case 3
+        working = _first_in_state(subtasks, "in_progress")
+        index = working["index"]
+        parts += [
+            t["in_progress"].format(index=index),
+            plan_text,
+            t["in_progress_detail"]
+            + "\n"
+            + render_subtask_markdown(working, detailed=True, language=language),
+        ]
+        if changes_text:
+            parts.append(changes_text)
+        parts.append(t["in_progress_next"].format(index=index))
+        parts += limit_rule(total)
+        parts.append(t["rules"])
+    elif counts["done"]:  # case 4
+        upcoming = _first_in_state(subtasks, "todo")
+        parts += [t["between"].format(done=counts["done"], total=total), plan_text]
+        if changes_text:
+            parts.append(changes_text)
+        parts.append(
+            t["between_next"].format(index=upcoming["index"], name=_one_line(upcoming["name"]))
+        )
+        parts.append(t["rules"])
+    else:  # case 2: only todo (and perhaps abandoned) subtasks
+        upcoming = _first_in_state(subtasks, "todo")
+        parts += [t["not_started"], plan_text]
+        if changes_text:
+            parts.append(changes_text)
+        parts.append(t["not_started_next"].format(index=upcoming["index"]))
+        if need_user_confirm:
+            parts.append(t["confirm"])
+        parts += limit_rule(total)
+        parts.append(t["rules"])
+    return parts
+
+
 def build_hint(
     *,
     snapshot: Mapping[str, Any] | None,
@@ -460,77 +529,29 @@ def build_hint(
     parts: list[str] = []
     changes_text = render_changes(changes, snapshot=snapshot, language=language)
 
-    def limit_rule(count: int | None) -> None:
+    def limit_rule(count: int | None) -> list[str]:
         if max_subtasks is None:
-            return
+            return []
         if count is None:
-            parts.append(t["limit_no_plan"].format(limit=max_subtasks))
-        else:
-            parts.append(t["limit_plan"].format(limit=max_subtasks, count=count))
+            return [t["limit_no_plan"].format(limit=max_subtasks)]
+        return [t["limit_plan"].format(limit=max_subtasks, count=count)]
 
     if snapshot is None:  # case 1
         parts.append(t["no_plan"])
         if changes_text:
             parts.append(changes_text)
-        limit_rule(None)
+        parts += limit_rule(None)
         if need_user_confirm:
             parts.append(t["confirm"])
     else:
-        subtasks = snapshot.get("subtasks") or []
-        total = len(subtasks)
-        counts = {"todo": 0, "in_progress": 0, "done": 0, "abandoned": 0}
-        for subtask in subtasks:
-            counts[subtask["state"]] = counts.get(subtask["state"], 0) + 1
-        plan_text = render_plan_markdown(snapshot, language=language)
-
-        if total == 0:  # case 5, empty plan
-            parts += [t["empty_plan"], plan_text]
-            if changes_text:
-                parts.append(changes_text)
-            parts.append(t["empty_plan_next"])
-            limit_rule(total)
-        elif counts["done"] + counts["abandoned"] == total:  # case 5
-            parts += [
-                t["all_finished"].format(done=counts["done"], abandoned=counts["abandoned"]),
-                plan_text,
-            ]
-            if changes_text:
-                parts.append(changes_text)
-            parts.append(t["all_finished_next"])
-        elif counts["in_progress"]:  # case 3
-            working = _first_in_state(subtasks, "in_progress")
-            index = working["index"]
-            parts += [
-                t["in_progress"].format(index=index),
-                plan_text,
-                t["in_progress_detail"]
-                + "\n"
-                + render_subtask_markdown(working, detailed=True, language=language),
-            ]
-            if changes_text:
-                parts.append(changes_text)
-            parts.append(t["in_progress_next"].format(index=index))
-            limit_rule(total)
-            parts.append(t["rules"])
-        elif counts["done"]:  # case 4
-            upcoming = _first_in_state(subtasks, "todo")
-            parts += [t["between"].format(done=counts["done"], total=total), plan_text]
-            if changes_text:
-                parts.append(changes_text)
-            parts.append(
-                t["between_next"].format(index=upcoming["index"], name=_one_line(upcoming["name"]))
-            )
-            parts.append(t["rules"])
-        else:  # case 2: only todo (and perhaps abandoned) subtasks
-            upcoming = _first_in_state(subtasks, "todo")
-            parts += [t["not_started"], plan_text]
-            if changes_text:
-                parts.append(changes_text)
-            parts.append(t["not_started_next"].format(index=upcoming["index"]))
-            if need_user_confirm:
-                parts.append(t["confirm"])
-            limit_rule(total)
-            parts.append(t["rules"])
+        parts += _plan_parts(
+            t,
+            snapshot,
+            language=language,
+            changes_text=changes_text,
+            need_user_confirm=need_user_confirm,
+            limit_rule=limit_rule,
+        )
 
     if nudge:
         parts.append(t["nudge"])

@@ -46,7 +46,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import llm, tools
-from agents.context import build_request
+from agents.context import StepRequest, build_request
 from agents.lease import LeaseKeeper, new_worker_id
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
@@ -117,30 +117,9 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
             return finished
 
         request = build_request(run=run, budget_factor=budget_factor)
-        limit = request.acting.max_steps
-        if run.step_count >= limit:
-            return services.run_finish(
-                run_id=run.pk,
-                status=AgentRun.Status.FAILED,
-                error=(
-                    f"The agent stopped after {run.step_count} steps without a final answer "
-                    f"(the limit is {limit}: PLANBOARD_AGENT_MAX_STEPS or the acting profile's "
-                    "step limit). The plan keeps its progress; send a message to let the agent "
-                    "continue."
-                ),
-            )
-        spent = budget_stop(session_id=run.session_id, acting=request.acting)
-        if spent:
-            # Never overspend by more than one step: the limit is checked before each call.
-            return services.run_finish(
-                run_id=run.pk,
-                status=AgentRun.Status.WAITING_FOR_USER,
-                pause_reason=AgentRun.PAUSE_BUDGET,
-                error=(
-                    f"Paused at the spending limit. {spent} Raise the limit (the session's "
-                    "budget settings) to let the agent go on, or stop the run."
-                ),
-            )
+        stopped = _stop_before_step(run, request)
+        if stopped is not None:
+            return stopped
         step = open_step(run=run, request=request)
         mark_changes_seen(run=run, step=step, request=request)
         answer = AnswerStream(run=run, answer_id=f"r{run.pk}s{step.number}")
@@ -203,6 +182,35 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
         if message.tool_calls:
             _execute_tool_calls(run=run, actor=actor, message=message, step=step)
         # The next iteration settles a final answer or takes the next step.
+
+
+def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | None:
+    """The run, stopped, when its step limit or spending limit forbids another model call."""
+    limit = request.acting.max_steps
+    if run.step_count >= limit:
+        return services.run_finish(
+            run_id=run.pk,
+            status=AgentRun.Status.FAILED,
+            error=(
+                f"The agent stopped after {run.step_count} steps without a final answer "
+                f"(the limit is {limit}: PLANBOARD_AGENT_MAX_STEPS or the acting profile's "
+                "step limit). The plan keeps its progress; send a message to let the agent "
+                "continue."
+            ),
+        )
+    spent = budget_stop(session_id=run.session_id, acting=request.acting)
+    if spent:
+        # Never overspend by more than one step: the limit is checked before each call.
+        return services.run_finish(
+            run_id=run.pk,
+            status=AgentRun.Status.WAITING_FOR_USER,
+            pause_reason=AgentRun.PAUSE_BUDGET,
+            error=(
+                f"Paused at the spending limit. {spent} Raise the limit (the session's "
+                "budget settings) to let the agent go on, or stop the run."
+            ),
+        )
+    return None
 
 
 def _last_answer(run: AgentRun) -> Message | None:

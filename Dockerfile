@@ -21,10 +21,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 
 # Dependencies first, so editing the code does not reinstall them.
-COPY pyproject.toml ./
-COPY planboard/__init__.py planboard/__init__.py
-COPY agents/__init__.py agents/__init__.py
-RUN pip install .
+# The exact versions of requirements/base.lock (`make lock`), never a fresh resolution.
+COPY requirements/base.lock requirements/base.lock
+RUN pip install -r requirements/base.lock
 
 COPY . .
 RUN pip install --no-deps . \

@@ -5,18 +5,37 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint deps deps-dev browser migrate demo-user worker web clean
+.PHONY: run test lint lock deps deps-dev browser migrate demo-user worker web clean
 
-$(VENV)/.installed: pyproject.toml
+# Installs come from the lock files (exact versions, tested together), so a new upstream
+# release can never break a fresh machine. `pip check` fails when pyproject.toml asks for a
+# package the lock lacks: then run `make lock`.
+$(VENV)/.installed: pyproject.toml requirements/base.lock
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e .
+	$(PIP) install -q -r requirements/base.lock
+	$(PIP) install -q --no-deps -e .
+	$(PIP) check
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -q -e ".[dev]"
+$(VENV)/.installed-dev: $(VENV)/.installed requirements/dev.lock
+	$(PIP) install -q -r requirements/dev.lock
+	$(PIP) check
 	touch $@
+
+## Refresh the lock files: resolve pyproject.toml afresh in throw-away venvs and pin what
+## was installed. Run it after changing dependencies, then run `make test` and commit.
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q --upgrade pip
+	.venv-lock/bin/pip install -q .
+	{ echo "# Runtime dependencies, pinned by \`make lock\` from pyproject.toml."; \
+	  .venv-lock/bin/pip freeze --exclude-editable | grep -v '^planboard[= @]'; } > requirements/base.lock
+	.venv-lock/bin/pip install -q ".[dev]"
+	{ echo "# Runtime and development dependencies, pinned by \`make lock\` from pyproject.toml."; \
+	  .venv-lock/bin/pip freeze --exclude-editable | grep -v '^planboard[= @]'; } > requirements/dev.lock
+	rm -rf .venv-lock
 
 deps: $(VENV)/.installed
 deps-dev: $(VENV)/.installed-dev

@@ -465,13 +465,13 @@ _TEXTS = {
             '"Plan a three-day trip to Kyoto", and watch the plan appear on the board.'
         ),
         "confirm": (
-            "Here is my plan, also shown on the board:\n{lines}\n\nYou can edit, reorder or "
+            "Here is my plan, also shown on the board:\n\n{lines}\n\nYou can edit, reorder or "
             'delete subtasks on the board first. Reply "go" when you want me to start.'
         ),
         "generic_outcome": (
             "{name}: completed{expected}; checked that it fits the rest of the plan."
         ),
-        "summary": "All done: {outcome}\n\nWhat was achieved:\n{lines}",
+        "summary": "All done: {outcome}\n\nWhat was achieved:\n\n{lines}",
         "abandoned": "The plan was stopped as you asked: {outcome}",
         "stuck": (
             "I could not continue: the plan tools refused my last actions ({error}). Please "
@@ -489,11 +489,11 @@ _TEXTS = {
             "例如“规划一次三天的京都之旅”，然后在看板上观看计划的生成和执行。"
         ),
         "confirm": (
-            "这是我的计划，看板上也能看到：\n{lines}\n\n你可以先在看板上编辑、调整顺序或删除子任务。"
+            "这是我的计划，看板上也能看到：\n\n{lines}\n\n你可以先在看板上编辑、调整顺序或删除子任务。"
             "准备好后回复“开始”，我就着手执行。"
         ),
         "generic_outcome": "{name}：已完成{expected}，并确认与计划其余部分一致。",
-        "summary": "全部完成：{outcome}\n\n完成的工作：\n{lines}",
+        "summary": "全部完成：{outcome}\n\n完成的工作：\n\n{lines}",
         "abandoned": "已按你的要求停止计划：{outcome}",
         "stuck": (
             "我无法继续：计划工具拒绝了我最近的操作（{error}）。"

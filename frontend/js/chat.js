@@ -3,6 +3,7 @@
 
 import { h, icon, replaceChildren } from "./dom.js";
 import { formatTime, t } from "./i18n.js";
+import { markdownElement } from "./markdown.js";
 
 const ACTIVE_RUN = new Set(["queued", "running"]);
 const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user"]);
@@ -22,6 +23,7 @@ export class ChatView {
     this.options = options;
     this.editable = Boolean(options.editable) && !options.transcriptOnly;
     this.messages = new Map(); // message id -> element
+    this.streams = new Map(); // answer id -> {element, text, seq}: answers being written
     this.callRows = new Map(); // tool call id -> <details> row
     this.run = null;
     this.dismissedRuns = new Set();
@@ -229,8 +231,80 @@ export class ChatView {
     this.scrollToEnd(true);
   }
 
+  // --- answers being written (streamed) -----------------------------------------------------
+
+  /** A piece of an answer the model is writing (`message.delta`). */
+  streamDelta({ answer_id: answerId, seq, text }) {
+    let stream = this.streams.get(answerId);
+    if (stream && seq <= stream.seq) return; // already in the snapshot's text
+    if (!stream) stream = this.openStream(answerId);
+    stream.seq = seq;
+    stream.text += text;
+    this.showStream(stream);
+  }
+
+  /** The partial answer of a (re)connect snapshot, or null when none is being written. */
+  setStreaming(partial) {
+    for (const answerId of [...this.streams.keys()]) {
+      if (!partial || partial.answer_id !== answerId) this.dropStream(answerId);
+    }
+    if (!partial || this.storedAnswers().has(partial.answer_id)) return;
+    const stream = this.streams.get(partial.answer_id) || this.openStream(partial.answer_id);
+    stream.seq = partial.seq;
+    stream.text = partial.text;
+    this.showStream(stream);
+  }
+
+  /** The model call restarts (`message.reset`): its partial text is void. */
+  dropStream(answerId) {
+    const stream = this.streams.get(answerId);
+    if (!stream) return;
+    stream.element.remove();
+    this.streams.delete(answerId);
+  }
+
+  openStream(answerId) {
+    const element = h(
+      "li",
+      { class: "msg msg-assistant msg-streaming", dataset: { answer: answerId } },
+      h(
+        "div",
+        { class: "msg-meta" },
+        h("span", { class: "msg-author", text: t("agent") }),
+        h("span", { class: "msg-writing", text: t("agent_writing") }),
+      ),
+    );
+    const stream = { element, text: "", seq: -1, bubble: null };
+    this.streams.set(answerId, stream);
+    const stick = this.isNearEnd();
+    this.list.append(element);
+    markContinuation(element);
+    this.emptyNote.hidden = true;
+    this.scrollToEnd(stick);
+    return stream;
+  }
+
+  showStream(stream) {
+    const stick = this.isNearEnd();
+    // Rendered progressively: each piece re-renders the text so far (a list or a code block
+    // takes its final shape as it completes).
+    const bubble = markdownElement(stream.text, "bubble");
+    if (stream.bubble) stream.bubble.replaceWith(bubble);
+    else stream.element.append(bubble);
+    stream.bubble = bubble;
+    this.scrollToEnd(stick);
+  }
+
+  storedAnswers() {
+    return new Set(
+      [...this.list.querySelectorAll("li.msg[data-answer-id]")].map((el) => el.dataset.answerId),
+    );
+  }
+
   addMessage(message, { scroll = true } = {}) {
     if (this.messages.has(message.id)) return;
+    // The stored answer replaces the text streamed while it was written.
+    if (message.answer_id) this.dropStream(message.answer_id);
     const stick = this.isNearEnd();
     const element = this.renderMessage(message);
     this.messages.set(message.id, element || true);
@@ -260,9 +334,11 @@ export class ChatView {
     }
     const isUser = message.role === "user";
     const who = isUser ? message.author || t("you") : t("agent");
+    const dataset = { id: message.id };
+    if (message.answer_id) dataset.answerId = message.answer_id;
     const element = h(
       "li",
-      { class: `msg msg-${isUser ? "user" : "assistant"}`, dataset: { id: message.id } },
+      { class: `msg msg-${isUser ? "user" : "assistant"}`, dataset },
       h(
         "div",
         { class: "msg-meta" },
@@ -270,7 +346,14 @@ export class ChatView {
         h("time", { datetime: message.created_at || "", text: formatTime(message.created_at) }),
       ),
     );
-    if (message.content) element.append(h("div", { class: "bubble", text: message.content }));
+    if (message.content) {
+      // People's words stay plain text; the agent's answers are markdown.
+      element.append(
+        isUser
+          ? h("div", { class: "bubble", text: message.content })
+          : markdownElement(message.content, "bubble"),
+      );
+    }
     for (const call of message.tool_calls || []) {
       const fn = call.function || {};
       const row = toolRow(fn.name || t("tool"), summarizeArguments(fn.arguments), fn.arguments);

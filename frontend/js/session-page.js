@@ -56,6 +56,7 @@ class SessionPage {
     });
     this.board.render(this.plan);
     this.chat.setMessages(page.messages);
+    this.chat.setStreaming(page.session.streaming || null);
     if (page.earlier_messages) {
       this.chat.offerEarlier((firstId) => messagesBefore(this.session.id, firstId));
     }
@@ -107,6 +108,12 @@ class SessionPage {
         this.chat.addMessage(message.message);
         this.tabs.notify("chat");
         break;
+      case "message.delta":
+        this.chat.streamDelta(message);
+        break;
+      case "message.reset":
+        this.chat.dropStream(message.answer_id);
+        break;
       case "session.run":
         this.setRun(message.run);
         break;
@@ -124,6 +131,7 @@ class SessionPage {
     this.showTitle();
     this.setRun(session.latest_run);
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
+    this.chat.setStreaming(session.streaming || null);
     this.chat.scrollToEnd(true);
     if (session.current_plan) {
       this.showSnapshot(session.current_plan);

@@ -140,7 +140,12 @@ def plans_of_team(plans: QuerySet[Plan], team_id: int) -> QuerySet[Plan]:
 
 
 def _teams_known_to(user: AbstractBaseUser) -> QuerySet[Team]:
-    teams = Team.objects.all() if user.is_staff else Team.objects.filter(memberships__user=user)
+    teams = Team.objects.all()
+    if not user.is_staff:
+        # A subquery, not a join: the prefetch's own join to the owner's memberships must not
+        # be shared with this condition.
+        mine = TeamMembership.objects.filter(user=user).values("team_id")
+        teams = teams.filter(pk__in=mine)
     return teams.order_by("name")
 
 

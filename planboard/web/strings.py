@@ -144,6 +144,7 @@ STRINGS: dict[str, str | Promise] = {
     "replay_window_start": _("The board after {count} earlier changes"),
     "replay_load_all": _("Show the {count} earlier changes"),
     "load_earlier_messages": _("Load earlier messages"),
+    "agent_writing": _("writing…"),
     "replay_empty": _("Before its first change the plan was empty."),
     "replay_broken": _("Part of this plan's history is missing; showing the final board only."),
     "actor_agent": _("Agent"),

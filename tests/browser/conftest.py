@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,12 +109,12 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes], server: LiveServe
     pytest.fail(f"the test server did not answer within {STARTUP_TIMEOUT_S}s:\n{server.log_tail()}")
 
 
-@pytest.fixture(scope="session")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+@contextmanager
+def running_server(base: Path, **overrides: str) -> Iterator[LiveServer]:
+    """A seeded test server in `base`, environment overrides applied; stopped on exit."""
     if not CHROMIUM.exists():
         require_or_skip("Debian's Chromium is missing: apt-get install -y chromium (make browser)")
-    base = tmp_path_factory.mktemp("browser-server")
-    env = _server_env(base / "db.sqlite3")
+    env = {**_server_env(base / "db.sqlite3"), **overrides}
     python = sys.executable
     subprocess.run(
         [python, "manage.py", "migrate", "--noinput", "-v0"],
@@ -154,6 +155,12 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with running_server(tmp_path_factory.mktemp("browser-server")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

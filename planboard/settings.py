@@ -7,6 +7,7 @@ embedded mode: a SQLite file, no Redis, an in-process worker and the offline dem
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # self-hosted Swagger UI / Redoc assets for /api/docs/
     "django_filters",
     "channels",
+    "axes",
     "planboard",
     "agents",
 ]
@@ -63,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as axes asks: turns a lockout flagged during authentication into its page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "planboard.urls"
@@ -108,6 +112,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out client before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -139,6 +148,15 @@ WHITENOISE_USE_FINDERS = DEBUG
 # --- Redis, Channels, Celery ---------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    # Throttle counters must be shared by every web process, or each one allows the full rate.
+    # Note: cache.clear() flushes this whole Redis database (broker and channel layer too).
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "planboard",
+        }
+    }
     from redis.asyncio.retry import Retry as RedisRetry
     from redis.backoff import ExponentialBackoff
 
@@ -179,11 +197,40 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # Embedded mode runs the worker inside the web process (see `manage.py runembedded`).
 PLANBOARD_EMBEDDED = not REDIS_URL
 
+# --- Sign-in protection -----------------------------------------------------------------
+# Reverse proxies in front of daphne. The client address is the one the outermost trusted proxy
+# appended to X-Forwarded-For; with 0 the header is never read (clients write what they like in
+# it) and the TCP peer counts. Throttles and the login lockout both use this rule.
+PLANBOARD_TRUSTED_PROXIES = int(os.environ.get("PLANBOARD_TRUSTED_PROXIES", "0"))
+# Only a proxy we trust may say the browser spoke HTTPS (it must set, not pass on, the header).
+if PLANBOARD_TRUSTED_PROXIES > 0:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# django-axes: after PLANBOARD_LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address, that pair is refused (web login, admin login and API token alike) for the cool-off.
+# Keyed by the (username, address) pair so that an attacker cannot lock a user out everywhere;
+# guessing across many usernames from one address is slowed by the token throttle instead.
+AXES_FAILURE_LIMIT = int(os.environ.get("PLANBOARD_LOGIN_FAILURE_LIMIT", "5"))
+_cooloff_minutes = float(os.environ.get("PLANBOARD_LOGIN_COOLOFF_MINUTES", "15"))
+# 0 keeps a pair locked until an admin removes its access attempt (admin or `axes_reset`).
+AXES_COOLOFF_TIME = timedelta(minutes=_cooloff_minutes) if _cooloff_minutes > 0 else None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Attempts live in the database: shared by every process in every mode (also embedded, which
+# has no shared cache), they survive restarts, and admins can see and clear them.
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_CLIENT_IP_CALLABLE = "planboard.security.client_ip"
+AXES_RESET_ON_SUCCESS = True
+# Successful logins are in the web server log already; no table that only grows.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_LOCKOUT_CALLABLE = "planboard.web.views.login_locked_out"
+
 # --- DRF / OpenAPI -------------------------------------------------------------------
+# API tokens stop working this many hours after they were issued (0: never expire).
+PLANBOARD_TOKEN_TTL_HOURS = float(os.environ.get("PLANBOARD_TOKEN_TTL_HOURS", "720"))
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "planboard.api.authentication.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -195,6 +242,8 @@ REST_FRAMEWORK = {
         # Token requests (password checks) per client address.
         "anon": os.environ.get("PLANBOARD_TOKEN_RATE", "10/min"),
     },
+    # Without this DRF takes the whole client-written X-Forwarded-For as the address.
+    "NUM_PROXIES": PLANBOARD_TRUSTED_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Planboard API",

@@ -22,6 +22,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
+from django.http import HttpRequest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.throttling import ScopedRateThrottle
@@ -284,7 +285,8 @@ def test_payloads_render_as_text_in_the_browser(tmp_path: Path) -> None:
 @pytest.fixture
 def csrf_client(user: Any) -> Client:
     client = Client(enforce_csrf_checks=True)
-    assert client.login(username="alice", password="pw-alice-123")
+    # The login lockout (django-axes) counts attempts per request: it needs one.
+    assert client.login(request=HttpRequest(), username="alice", password="pw-alice-123")
     return client
 
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -51,6 +52,7 @@ INSTALLED_APPS = [
     "django_filters",
     "channels",
     "axes",
+    "csp",
     "planboard",
     "agents",
 ]
@@ -65,6 +67,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "planboard.security.ContentSecurityPolicyMiddleware",
     # Last, as axes asks: turns a lockout flagged during authentication into its page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -282,12 +285,37 @@ PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0
 PLANBOARD_LOCAL_MODELS = {"planboard-demo": "agents.demo_model.DemoModel"}
 PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.tasks.dispatch_run")
 
-# --- Security for DEBUG=0 ---------------------------------------------------------------
+# --- Security headers ------------------------------------------------------------------
+# Pages load scripts, styles and images only from this site: no inline script, style element
+# or style attribute (tests/system/test_security.py checks the templates). The websocket origin
+# is added per request (planboard.security). Also in DEBUG, so violations show up early.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
+SECURE_REFERRER_POLICY = "same-origin"
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_CONTENT_TYPE_NOSNIFF = True
     X_FRAME_OPTIONS = "DENY"
+    # Once the site is on HTTPS, browsers refuse plain HTTP to it for this long. Sent only on
+    # HTTPS requests (behind a proxy: PLANBOARD_TRUSTED_PROXIES makes X-Forwarded-Proto count).
+    SECURE_HSTS_SECONDS = int(
+        os.environ.get("DJANGO_SECURE_HSTS_SECONDS")
+        or (365 * 24 * 3600 if SESSION_COOKIE_SECURE else 0)
+    )
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 
 LOGGING = {
     "version": 1,

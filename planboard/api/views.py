@@ -114,11 +114,9 @@ def plan_result(plan_id: int, **extra: Any) -> dict[str, Any]:
 
 
 class TokenView(APIView):
-    """POST exchanges a password for the caller's token; DELETE revokes it.
-
-    The password goes through `django.contrib.auth.authenticate` with the request, so the
-    axes backend counts it like a web or admin login and refuses a locked-out client.
-    """
+    # POST exchanges a password for the caller's token, DELETE revokes it. The password goes
+    # through `authenticate()` with the request, so the axes backend counts it like a web or
+    # admin login and refuses a locked-out client. (Not a docstring: those show in the API docs.)
 
     parser_classes = [JSONParser, FormParser, MultiPartParser]
 
@@ -154,6 +152,10 @@ class TokenView(APIView):
         },
         auth=[],
         summary="Exchange a username and password for an API token.",
+        description="Returns your token, a new one if you had none or yours expired. Tokens "
+        "work for PLANBOARD_TOKEN_TTL_HOURS after they were issued. Repeated wrong passwords "
+        "lock this username out for your address here and on the web and admin logins: 429 "
+        "with code `locked_out` and Retry-After.",
     )
     def post(self, request: Request) -> Response:
         data = parse(s.TokenRequestSerializer, request.data)
@@ -179,6 +181,7 @@ class TokenView(APIView):
             403: ERRORS[403],
         },
         summary="Revoke your API token (the one sent, or your account's when using a session).",
+        description="The token stops working at once; POST a password again for a new one.",
     )
     def delete(self, request: Request) -> Response:
         services.token_revoke(user=request.user)

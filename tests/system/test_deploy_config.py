@@ -168,6 +168,63 @@ def test_sign_in_settings_follow_the_environment() -> None:
     assert loaded["cache"] == "django.core.cache.backends.redis.RedisCache"
 
 
+PRODUCTION = {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "test-only-secret-key-for-a-probe"}
+# The login page over HTTPS, over HTTP, and over HTTP with a proxy's X-Forwarded-Proto.
+HEADERS_PROBE = """
+from django.test import Client
+from django.test.utils import override_settings
+# No collectstatic in a test: plain file names instead of the hashed manifest.
+plain_files = {**settings.STORAGES, "staticfiles": {
+    "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+with override_settings(STORAGES=plain_files):
+    answers = {
+        "https": Client().get("/accounts/login/", secure=True),
+        "http": Client().get("/accounts/login/"),
+        "forwarded": Client().get("/accounts/login/", HTTP_X_FORWARDED_PROTO="https"),
+    }
+result = {name: {"status": r.status_code, **dict(r.headers)} for name, r in answers.items()}
+"""
+
+
+def test_production_pages_send_the_security_headers() -> None:
+    headers = settings_probe({**PRODUCTION, "DJANGO_SECURE_COOKIES": "1"}, HEADERS_PROBE)
+    https = headers["https"]
+    assert https["status"] == 200
+    assert https["Strict-Transport-Security"] == "max-age=31536000"  # a year by default
+    assert https["Referrer-Policy"] == "same-origin"
+    assert https["X-Frame-Options"] == "DENY"
+    assert https["X-Content-Type-Options"] == "nosniff"
+    rules = dict(part.strip().split(" ", 1) for part in https["Content-Security-Policy"].split(";"))
+    assert rules["default-src"] == "'self'"
+    assert rules["script-src"] == "'self'" and rules["style-src"] == "'self'"
+    assert rules["connect-src"] == "'self' ws://testserver wss://testserver"
+    assert rules["img-src"] == "'self' data:"
+    assert rules["object-src"] == "'none'" and rules["frame-ancestors"] == "'none'"
+    assert rules["base-uri"] == "'self'" and rules["form-action"] == "'self'"
+    # HSTS only over HTTPS, and X-Forwarded-Proto counts only from a trusted proxy.
+    assert "Strict-Transport-Security" not in headers["http"]
+    assert "Strict-Transport-Security" not in headers["forwarded"]
+    assert headers["http"]["Content-Security-Policy"] == https["Content-Security-Policy"]
+
+
+def test_hsts_follows_the_environment() -> None:
+    env = {
+        **PRODUCTION,
+        "DJANGO_SECURE_COOKIES": "1",
+        "DJANGO_SECURE_HSTS_SECONDS": "600",
+        "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+        "PLANBOARD_TRUSTED_PROXIES": "1",
+    }
+    headers = settings_probe(env, HEADERS_PROBE)
+    assert headers["forwarded"]["Strict-Transport-Security"] == "max-age=600; includeSubDomains"
+
+
+def test_no_hsts_while_the_site_is_not_on_https() -> None:
+    headers = settings_probe(PRODUCTION, HEADERS_PROBE)
+    assert "Strict-Transport-Security" not in headers["https"]
+    assert headers["https"]["Referrer-Policy"] == "same-origin"
+
+
 def test_dockerignore_keeps_secrets_and_local_state_out() -> None:
     ignored = {
         line.strip()

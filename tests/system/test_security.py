@@ -203,6 +203,20 @@ def test_admin_pages_pass_the_policy(admin_client: Client, hostile_data: dict[st
         assert report.problems == [] and report.inline_styles == [], url
 
 
+def test_the_websocket_origin_comes_only_from_an_allowed_host() -> None:
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+
+    from planboard.security import ContentSecurityPolicyMiddleware
+
+    middleware = ContentSecurityPolicyMiddleware(lambda request: HttpResponse("ok"))
+    factory = RequestFactory()
+    good = middleware(factory.get("/", HTTP_HOST="localhost:8000"))
+    assert policy(good)["connect-src"] == ["'self'", "ws://localhost:8000", "wss://localhost:8000"]
+    bad = middleware(factory.get("/", HTTP_HOST="evil.example"))
+    assert policy(bad)["connect-src"] == ["'self'"]
+
+
 def test_api_docs_load_their_script_from_a_url(client: Client) -> None:
     page = client.get("/api/docs/")
     script_url = re.search(r'<script src="([^"]+script=[^"]*)"', page.content.decode())

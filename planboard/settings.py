@@ -7,9 +7,11 @@ embedded mode: a SQLite file, no Redis, an in-process worker and the offline dem
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -49,6 +51,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # self-hosted Swagger UI / Redoc assets for /api/docs/
     "django_filters",
     "channels",
+    "axes",
+    "csp",
     "planboard",
     "agents",
 ]
@@ -63,6 +67,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "planboard.security.ContentSecurityPolicyMiddleware",
+    # Last, as axes asks: turns a lockout flagged during authentication into its page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "planboard.urls"
@@ -108,6 +115,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out client before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -139,6 +151,15 @@ WHITENOISE_USE_FINDERS = DEBUG
 # --- Redis, Channels, Celery ---------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    # Throttle counters must be shared by every web process, or each one allows the full rate.
+    # Note: cache.clear() flushes this whole Redis database (broker and channel layer too).
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "planboard",
+        }
+    }
     from redis.asyncio.retry import Retry as RedisRetry
     from redis.backoff import ExponentialBackoff
 
@@ -179,11 +200,40 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # Embedded mode runs the worker inside the web process (see `manage.py runembedded`).
 PLANBOARD_EMBEDDED = not REDIS_URL
 
+# --- Sign-in protection -----------------------------------------------------------------
+# Reverse proxies in front of daphne. The client address is the one the outermost trusted proxy
+# appended to X-Forwarded-For; with 0 the header is never read (clients write what they like in
+# it) and the TCP peer counts. Throttles and the login lockout both use this rule.
+PLANBOARD_TRUSTED_PROXIES = int(os.environ.get("PLANBOARD_TRUSTED_PROXIES", "0"))
+# Only a proxy we trust may say the browser spoke HTTPS (it must set, not pass on, the header).
+if PLANBOARD_TRUSTED_PROXIES > 0:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# django-axes: after PLANBOARD_LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address, that pair is refused (web login, admin login and API token alike) for the cool-off.
+# Keyed by the (username, address) pair so that an attacker cannot lock a user out everywhere;
+# guessing across many usernames from one address is slowed by the token throttle instead.
+AXES_FAILURE_LIMIT = int(os.environ.get("PLANBOARD_LOGIN_FAILURE_LIMIT", "5"))
+_cooloff_minutes = float(os.environ.get("PLANBOARD_LOGIN_COOLOFF_MINUTES", "15"))
+# 0 keeps a pair locked until an admin removes its access attempt (admin or `axes_reset`).
+AXES_COOLOFF_TIME = timedelta(minutes=_cooloff_minutes) if _cooloff_minutes > 0 else None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Attempts live in the database: shared by every process in every mode (also embedded, which
+# has no shared cache), they survive restarts, and admins can see and clear them.
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_CLIENT_IP_CALLABLE = "planboard.security.client_ip"
+AXES_RESET_ON_SUCCESS = True
+# Successful logins are in the web server log already; no table that only grows.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_LOCKOUT_CALLABLE = "planboard.web.views.login_locked_out"
+
 # --- DRF / OpenAPI -------------------------------------------------------------------
+# API tokens stop working this many hours after they were issued (0: never expire).
+PLANBOARD_TOKEN_TTL_HOURS = float(os.environ.get("PLANBOARD_TOKEN_TTL_HOURS", "720"))
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "planboard.api.authentication.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -195,6 +245,8 @@ REST_FRAMEWORK = {
         # Token requests (password checks) per client address.
         "anon": os.environ.get("PLANBOARD_TOKEN_RATE", "10/min"),
     },
+    # Without this DRF takes the whole client-written X-Forwarded-For as the address.
+    "NUM_PROXIES": PLANBOARD_TRUSTED_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Planboard API",
@@ -233,12 +285,37 @@ PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0
 PLANBOARD_LOCAL_MODELS = {"planboard-demo": "agents.demo_model.DemoModel"}
 PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.tasks.dispatch_run")
 
-# --- Security for DEBUG=0 ---------------------------------------------------------------
+# --- Security headers ------------------------------------------------------------------
+# Pages load scripts, styles and images only from this site: no inline script, style element
+# or style attribute (tests/system/test_security.py checks the templates). The websocket origin
+# is added per request (planboard.security). Also in DEBUG, so violations show up early.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
+SECURE_REFERRER_POLICY = "same-origin"
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
     SECURE_CONTENT_TYPE_NOSNIFF = True
     X_FRAME_OPTIONS = "DENY"
+    # Once the site is on HTTPS, browsers refuse plain HTTP to it for this long. Sent only on
+    # HTTPS requests (behind a proxy: PLANBOARD_TRUSTED_PROXIES makes X-Forwarded-Proto count).
+    SECURE_HSTS_SECONDS = int(
+        os.environ.get("DJANGO_SECURE_HSTS_SECONDS")
+        or (365 * 24 * 3600 if SESSION_COOKIE_SECURE else 0)
+    )
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 
 LOGGING = {
     "version": 1,

@@ -30,7 +30,8 @@ def _fast_passwords(settings: Any) -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_throttle_counts() -> None:
-    """Rate-limit counters live in the cache; one test's requests must not limit the next."""
+    """Rate-limit counters live in the cache; one test's requests must not limit the next.
+    (Login lockouts, django-axes, live in the database and roll back with each test.)"""
     from django.core.cache import cache
 
     cache.clear()

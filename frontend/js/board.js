@@ -216,7 +216,7 @@ export class BoardView {
             "aria-valuenow": stats.done,
             "aria-label": t("progress"),
           },
-          h("span", { style: `width: ${percent}%` }),
+          h("span", { style: { width: `${percent}%` } }),
         ),
         h("span", {
           class: "progress-text",

@@ -2,7 +2,8 @@
 
 /**
  * h("button", {class: "x", "aria-label": "Start", onclick: fn}, "text", child)
- * `text` sets textContent; `dataset` fills data-*; on* props add listeners.
+ * `text` sets textContent; `dataset` fills data-*; `style` ({width: "5%"}) sets properties;
+ * on* props add listeners.
  */
 export function h(tag, props = {}, ...children) {
   const element = document.createElement(tag);
@@ -11,6 +12,8 @@ export function h(tag, props = {}, ...children) {
     if (key === "class") element.className = value;
     else if (key === "text") element.textContent = value;
     else if (key === "dataset") Object.assign(element.dataset, value);
+    // Through the CSSOM: a style attribute would be blocked by the Content-Security-Policy.
+    else if (key === "style") Object.assign(element.style, value);
     else if (key.startsWith("on") && typeof value === "function") {
       element.addEventListener(key.slice(2), value);
     } else if (key === "value") element.value = value;

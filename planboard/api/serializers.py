@@ -452,7 +452,8 @@ class StaleVersionSerializer(ErrorSerializer):
 
 class TokenRequestSerializer(serializers.Serializer):
     username = serializers.CharField()
-    password = serializers.CharField()
+    # Spaces at either end are part of a password.
+    password = serializers.CharField(trim_whitespace=False)
 
 
 class TokenSerializer(serializers.Serializer):

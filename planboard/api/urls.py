@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from csp.constants import SELF, UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.urls import path, re_path, register_converter
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 from planboard.api import views
 
@@ -51,8 +57,24 @@ urlpatterns = [
     ),
     path("plans/<api_id:plan_id>/events/", views.PlanEventsView.as_view(), name="api-plan-events"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # The split view loads its start-up script from a URL: the CSP allows no inline script.
+    path(
+        "docs/",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="api-schema", template_name="planboard/api_docs.html"
+        ),
+        name="api-docs",
+    ),
+    # Redoc injects <style> elements and searches in a blob: worker; only this page allows them.
+    path(
+        "redoc/",
+        csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:"]})(
+            SpectacularRedocView.as_view(
+                url_name="api-schema", template_name="planboard/api_redoc.html"
+            )
+        ),
+        name="api-redoc",
+    ),
     # Last: unknown addresses (and ids too long to exist) get a JSON 404, not an HTML page.
     re_path(r"^(?P<unmatched>.*)$", views.not_found, name="api-not-found"),
 ]

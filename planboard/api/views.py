@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import authenticate
+from django.contrib.auth.signals import user_logged_in
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.decorators import (
     api_view,
     authentication_classes,
@@ -22,7 +23,7 @@ from rest_framework.decorators import (
 )
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,6 +32,7 @@ from rest_framework.views import APIView
 
 from planboard import selectors, services
 from planboard.api import serializers as s
+from planboard.api.authentication import ExpiringTokenAuthentication, LockedOut
 from planboard.api.filters import ID_MAX, SEARCH_HELP, PlanFilter
 from planboard.api.permissions import (
     editable_plan,
@@ -94,7 +96,7 @@ def query_dict(request: Request) -> dict[str, str]:
 
 class ApiDefaults:
     # Token first so that an anonymous request gets 401 with `WWW-Authenticate: Token`.
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    authentication_classes = [ExpiringTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
     # JSON bodies only: the strict types of the serializers are JSON types.
     parser_classes = [JSONParser]
@@ -111,18 +113,79 @@ def plan_result(plan_id: int, **extra: Any) -> dict[str, Any]:
 # --- auth ---------------------------------------------------------------------------------
 
 
-@extend_schema(
-    tags=["auth"],
-    request=s.TokenRequestSerializer,
-    responses={200: s.TokenSerializer, 400: ERRORS[400]},
-    auth=[],
-    summary="Exchange a username and password for an API token.",
-)
-class TokenView(ObtainAuthToken):
-    authentication_classes: list[type] = []
-    permission_classes: list[type] = []
-    # Slows password guessing: a few attempts per minute per client address.
-    throttle_classes = [AnonRateThrottle]
+class TokenView(APIView):
+    # POST exchanges a password for the caller's token, DELETE revokes it. The password goes
+    # through `authenticate()` with the request, so the axes backend counts it like a web or
+    # admin login and refuses a locked-out client. (Not a docstring: those show in the API docs.)
+
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    def _exchanging(self) -> bool:
+        # The schema generator asks before any request exists.
+        return getattr(self.request, "method", None) == "POST"
+
+    def get_authenticators(self) -> list[Any]:
+        # Exchanging a password needs no other credentials (a stale token header must not
+        # get in the way); revoking needs the token itself or a session.
+        if self._exchanging():
+            return []
+        return [ExpiringTokenAuthentication(), SessionAuthentication()]
+
+    def get_permissions(self) -> list[Any]:
+        return [] if self._exchanging() else [IsAuthenticated()]
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # Slows password guessing: a few attempts per minute per client address.
+        return [AnonRateThrottle()] if self._exchanging() else []
+
+    @extend_schema(
+        tags=["auth"],
+        request=s.TokenRequestSerializer,
+        responses={
+            200: s.TokenSerializer,
+            400: ERRORS[400],
+            429: OpenApiResponse(
+                s.ErrorSerializer,
+                description="Too many requests, or this username is locked out for your "
+                "address after repeated wrong passwords (code `locked_out`).",
+            ),
+        },
+        auth=[],
+        summary="Exchange a username and password for an API token.",
+        description="Returns your token, a new one if you had none or yours expired. Tokens "
+        "work for PLANBOARD_TOKEN_TTL_HOURS after they were issued. Repeated wrong passwords "
+        "lock this username out for your address here and on the web and admin logins: 429 "
+        "with code `locked_out` and Retry-After.",
+    )
+    def post(self, request: Request) -> Response:
+        data = parse(s.TokenRequestSerializer, request.data)
+        user = authenticate(request=request, username=data["username"], password=data["password"])
+        if user is None:
+            # Set by axes on this request when the (username, address) pair is locked out.
+            if getattr(request, "axes_locked_out", False):
+                raise LockedOut()
+            raise serializers.ValidationError(
+                "Unable to log in with provided credentials.", code="authorization"
+            )
+        token = services.token_issue(user=user)
+        # A token exchange is a login: last_login moves and axes clears the failures.
+        user_logged_in.send(sender=type(user), request=request, user=user)
+        return Response({"token": token.key})
+
+    @extend_schema(
+        tags=["auth"],
+        request=None,
+        responses={
+            204: OpenApiResponse(description="The token was deleted."),
+            401: ERRORS[401],
+            403: ERRORS[403],
+        },
+        summary="Revoke your API token (the one sent, or your account's when using a session).",
+        description="The token stops working at once; POST a password again for a new one.",
+    )
+    def delete(self, request: Request) -> Response:
+        services.token_revoke(user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # --- sessions -------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from rest_framework.authtoken.models import Token
 
+from planboard import services
+
 Scope = dict[str, Any]
 
 
@@ -53,6 +55,9 @@ def token_user(key: str) -> Any | None:
         return None
     token = Token.objects.select_related("user").filter(key=key).first()
     if token is None or not token.user.is_active:
+        return None
+    # The REST API's lifetime rule (ExpiringTokenAuthentication): an expired token is deleted.
+    if services.token_expire_if_stale(token):
         return None
     return token.user
 

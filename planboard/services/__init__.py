@@ -16,6 +16,7 @@ nothing.
 | `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
 | `runs`      | `message_post`, `message_record_agent`, `run_*`                      |
+| `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
 """
 
 from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
@@ -52,6 +53,13 @@ from planboard.services.subtasks import (
     subtask_set_state,
     subtask_update,
 )
+from planboard.services.tokens import (
+    token_expire_if_stale,
+    token_is_expired,
+    token_issue,
+    token_revoke,
+    token_ttl,
+)
 
 __all__ = [
     "PLAN_TEXT_FIELDS",
@@ -84,4 +92,9 @@ __all__ = [
     "subtask_move",
     "subtask_set_state",
     "subtask_update",
+    "token_expire_if_stale",
+    "token_is_expired",
+    "token_issue",
+    "token_revoke",
+    "token_ttl",
 ]

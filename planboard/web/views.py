@@ -8,8 +8,10 @@ session from the list page.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from axes.helpers import get_cool_off
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
@@ -30,6 +32,18 @@ HISTORY_PAGE_SIZE = 25
 REVIEW_EVENTS = 200
 REVIEW_MESSAGES = 200
 SESSION_LIST_LIMIT = 100
+
+
+def login_locked_out(
+    request: HttpRequest, original_response: HttpResponse | None, credentials: dict[str, Any] | None
+) -> HttpResponse:
+    """What the web and admin logins answer once axes locks a (username, address) pair out.
+
+    Called by axes (AXES_LOCKOUT_CALLABLE) in place of the login form, with 429.
+    """
+    cool_off = get_cool_off(request)
+    minutes = math.ceil(cool_off.total_seconds() / 60) if cool_off else None
+    return render(request, "registration/locked_out.html", {"minutes": minutes}, status=429)
 
 
 def _me(user: AbstractBaseUser) -> dict[str, Any]:

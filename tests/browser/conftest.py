@@ -177,9 +177,17 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+CSP_PREFIX = "CSP violation:"
+CSP_REPORTER = (
+    "document.addEventListener('securitypolicyviolation', (e) => console.error("
+    f"'{CSP_PREFIX} ' + e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile))"
+)
+
+
 @dataclass
 class Browsing:
-    """Opens signed-in pages; collects JavaScript errors so that a test can assert none."""
+    """Opens signed-in pages; collects JavaScript errors and Content-Security-Policy
+    violations so that a test can assert none."""
 
     server: LiveServer
     browser: Any
@@ -194,8 +202,18 @@ class Browsing:
         context = self.browser.new_context(viewport=viewport or DESKTOP, locale=locale)
         context.set_default_timeout(EXPECT_TIMEOUT_MS)
         self.contexts.append(context)
+        # Content-Security-Policy violations count as errors: the pages must pass the policy.
+        context.add_init_script(CSP_REPORTER)
         page = context.new_page()
         page.on("pageerror", lambda error: self.errors.append(f"{username}: {error}"))
+        page.on(
+            "console",
+            lambda message: (
+                self.errors.append(f"{username}: {message.text}")
+                if message.text.startswith(CSP_PREFIX)
+                else None
+            ),
+        )
         page.goto(f"{self.server.url}/accounts/login/")
         page.fill("#id_username", username)
         page.fill("#id_password", self.server.password)

@@ -20,3 +20,14 @@ def test_token_requests_are_rate_limited(user: Any, monkeypatch: Any) -> None:
     refused = client.post("/api/auth/token/", {"username": "alice", "password": "pw-alice-123"})
     assert refused.status_code == 429
     assert refused.json()["error"]
+
+
+def test_spaces_around_a_password_are_part_of_it(db: Any) -> None:
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user("spacey", password="  pw with spaces  ")
+    client = APIClient()
+    good = client.post("/api/auth/token/", {"username": "spacey", "password": "  pw with spaces  "})
+    assert good.status_code == 200 and good.json()["token"]
+    trimmed = client.post("/api/auth/token/", {"username": "spacey", "password": "pw with spaces"})
+    assert trimmed.status_code == 400

@@ -130,6 +130,7 @@ def test_a_lead_sees_only_the_team_names_they_share(
     TeamMembership.objects.create(team=secret, user=user)
     plan, _ = services.plan_create(session_id=chat_session.pk, actor=actor, name="Trip")
     services.plan_finish(plan_id=plan.pk, actor=actor, state="done", outcome="ok")
+
     def team_cell(viewer: Any) -> str:
         html = client_for(viewer).get(reverse("web:history")).content.decode()
         match = re.search(r'<td data-label="Team">(.*?)</td>', html, re.S)

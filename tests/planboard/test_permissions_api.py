@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.http import HttpRequest
 from rest_framework.test import APIClient
 
 from planboard import selectors, services
@@ -176,7 +177,8 @@ def test_anonymous_cannot_create_sessions(db: Any) -> None:
 
 def test_session_cookie_writes_need_csrf(user: Any, plan: Plan) -> None:
     client = APIClient(enforce_csrf_checks=True)
-    client.login(username="alice", password="pw-alice-123")
+    # The login lockout (django-axes) counts attempts per request: it needs one.
+    client.login(request=HttpRequest(), username="alice", password="pw-alice-123")
     assert client.get(f"/api/plans/{plan.pk}/").status_code == 200  # reads need no token
     response = client.patch(f"/api/plans/{plan.pk}/", {"name": "Forged"}, "json")
     assert response.status_code == 403

@@ -12,6 +12,7 @@ import pytest
 from channels.layers import get_channel_layer
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.http import HttpRequest
 from django.test import Client
 
 from agents.tools import execute_tool_call
@@ -70,7 +71,8 @@ def agent_starts_first_subtask(plan: Plan) -> str:
 def second_browser_session_adds_subtask(plan: Plan) -> int:
     """Alice in another browser: cookie login and CSRF, exactly like the board's fetch."""
     browser = Client(enforce_csrf_checks=True)
-    browser.login(username="alice", password="pw-alice-123")
+    # The login lockout (django-axes) counts attempts per request: it needs one.
+    browser.login(request=HttpRequest(), username="alice", password="pw-alice-123")
     browser.get("/admin/login/")  # sets the CSRF cookie
     response = browser.post(
         f"/api/plans/{plan.pk}/subtasks/",

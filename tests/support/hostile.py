@@ -39,11 +39,13 @@ MARKERS = [f"pb-xss-{n}" for n in range(1, 6)]
 
 class TagAudit(HTMLParser):
     """Collects what a browser would execute: inline event handlers, javascript: URLs and
-    scripts that are neither external nor JSON data."""
+    scripts that are neither external nor JSON data; and, apart, inline styles (style
+    attributes and <style> elements), which the Content-Security-Policy blocks."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.problems: list[str] = []
+        self.inline_styles: list[str] = []
         self.json_blocks: dict[str, str] = {}
         self._in_script: dict[str, str] | None = None
         self._script_text: list[str] = []
@@ -61,6 +63,10 @@ class TagAudit(HTMLParser):
             marker in " ".join(attributes.values()) for marker in MARKERS
         ):
             self.problems.append(f"<{tag}> built from data")
+        if "style" in attributes:
+            self.inline_styles.append(f"<{tag} style={attributes['style']!r}>")
+        if tag == "style":
+            self.inline_styles.append("<style> element")
         if tag == "script":
             self._in_script = attributes
             self._script_text = []

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.env import settings_probe
+
 ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("migrate", "web", "worker")
 
@@ -114,6 +116,115 @@ def test_dockerfile_builds_a_non_root_image_with_static_files(dockerfile: str) -
     users = re.findall(r"^USER\s+(\S+)", dockerfile, re.M)
     assert users and users[-1] not in {"root", "0"}
     assert "daphne" in dockerfile.split("CMD", 1)[1]
+
+
+def test_daphne_leaves_forwarded_headers_to_django(
+    compose: dict[str, Any], dockerfile: str
+) -> None:
+    # daphne's --proxy-headers makes the client-written left end of X-Forwarded-For the client
+    # address; Django reads the header itself, through PLANBOARD_TRUSTED_PROXIES hops only.
+    assert "--proxy-headers" not in compose["services"]["web"]["command"]
+    assert "--proxy-headers" not in dockerfile.split("CMD", 1)[1]
+
+
+SIGN_IN_SETTINGS = (
+    "result = {'proxies': settings.REST_FRAMEWORK['NUM_PROXIES'], "
+    "'ssl_header': getattr(settings, 'SECURE_PROXY_SSL_HEADER', None), "
+    "'axes_ip': settings.AXES_CLIENT_IP_CALLABLE, "
+    "'limit': settings.AXES_FAILURE_LIMIT, "
+    "'cooloff': settings.AXES_COOLOFF_TIME and settings.AXES_COOLOFF_TIME.total_seconds(), "
+    "'lock_by': settings.AXES_LOCKOUT_PARAMETERS, "
+    "'token_ttl_hours': settings.PLANBOARD_TOKEN_TTL_HOURS, "
+    "'cache': settings.CACHES['default']['BACKEND']}"
+)
+
+
+def test_sign_in_settings_default_to_a_directly_reached_server() -> None:
+    assert settings_probe({}, SIGN_IN_SETTINGS) == {
+        "proxies": 0,
+        "ssl_header": None,
+        "axes_ip": "planboard.security.client_ip",
+        "limit": 5,
+        "cooloff": 15 * 60,
+        "lock_by": [["username", "ip_address"]],
+        "token_ttl_hours": 720,
+        "cache": "django.core.cache.backends.locmem.LocMemCache",
+    }
+
+
+def test_sign_in_settings_follow_the_environment() -> None:
+    env = {
+        "PLANBOARD_TRUSTED_PROXIES": "1",
+        "PLANBOARD_LOGIN_FAILURE_LIMIT": "8",
+        "PLANBOARD_LOGIN_COOLOFF_MINUTES": "0",
+        "PLANBOARD_TOKEN_TTL_HOURS": "0",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+    }
+    loaded = settings_probe(env, SIGN_IN_SETTINGS)
+    assert loaded["proxies"] == 1
+    assert loaded["ssl_header"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+    assert loaded["limit"] == 8
+    assert loaded["cooloff"] is None  # locked until an admin unlocks
+    assert loaded["token_ttl_hours"] == 0
+    # Throttle counters are shared by every web process.
+    assert loaded["cache"] == "django.core.cache.backends.redis.RedisCache"
+
+
+PRODUCTION = {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "test-only-secret-key-for-a-probe"}
+# The login page over HTTPS, over HTTP, and over HTTP with a proxy's X-Forwarded-Proto.
+HEADERS_PROBE = """
+from django.test import Client
+from django.test.utils import override_settings
+# No collectstatic in a test: plain file names instead of the hashed manifest.
+plain_files = {**settings.STORAGES, "staticfiles": {
+    "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+with override_settings(STORAGES=plain_files):
+    answers = {
+        "https": Client().get("/accounts/login/", secure=True),
+        "http": Client().get("/accounts/login/"),
+        "forwarded": Client().get("/accounts/login/", HTTP_X_FORWARDED_PROTO="https"),
+    }
+result = {name: {"status": r.status_code, **dict(r.headers)} for name, r in answers.items()}
+"""
+
+
+def test_production_pages_send_the_security_headers() -> None:
+    headers = settings_probe({**PRODUCTION, "DJANGO_SECURE_COOKIES": "1"}, HEADERS_PROBE)
+    https = headers["https"]
+    assert https["status"] == 200
+    assert https["Strict-Transport-Security"] == "max-age=31536000"  # a year by default
+    assert https["Referrer-Policy"] == "same-origin"
+    assert https["X-Frame-Options"] == "DENY"
+    assert https["X-Content-Type-Options"] == "nosniff"
+    rules = dict(part.strip().split(" ", 1) for part in https["Content-Security-Policy"].split(";"))
+    assert rules["default-src"] == "'self'"
+    assert rules["script-src"] == "'self'" and rules["style-src"] == "'self'"
+    assert rules["connect-src"] == "'self' ws://testserver wss://testserver"
+    assert rules["img-src"] == "'self' data:"
+    assert rules["object-src"] == "'none'" and rules["frame-ancestors"] == "'none'"
+    assert rules["base-uri"] == "'self'" and rules["form-action"] == "'self'"
+    # HSTS only over HTTPS, and X-Forwarded-Proto counts only from a trusted proxy.
+    assert "Strict-Transport-Security" not in headers["http"]
+    assert "Strict-Transport-Security" not in headers["forwarded"]
+    assert headers["http"]["Content-Security-Policy"] == https["Content-Security-Policy"]
+
+
+def test_hsts_follows_the_environment() -> None:
+    env = {
+        **PRODUCTION,
+        "DJANGO_SECURE_COOKIES": "1",
+        "DJANGO_SECURE_HSTS_SECONDS": "600",
+        "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+        "PLANBOARD_TRUSTED_PROXIES": "1",
+    }
+    headers = settings_probe(env, HEADERS_PROBE)
+    assert headers["forwarded"]["Strict-Transport-Security"] == "max-age=600; includeSubDomains"
+
+
+def test_no_hsts_while_the_site_is_not_on_https() -> None:
+    headers = settings_probe(PRODUCTION, HEADERS_PROBE)
+    assert "Strict-Transport-Security" not in headers["https"]
+    assert headers["https"]["Referrer-Policy"] == "same-origin"
 
 
 def test_dockerignore_keeps_secrets_and_local_state_out() -> None:

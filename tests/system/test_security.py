@@ -22,6 +22,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
+from django.http import HttpRequest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.throttling import ScopedRateThrottle
@@ -140,6 +141,105 @@ def test_api_json_is_never_sniffed_as_html(client: Client, user: Any, plan: Plan
     response = client.get(f"/api/plans/{plan.pk}/")
     assert response["Content-Type"].startswith("application/json")
     assert response["X-Content-Type-Options"] == "nosniff"
+
+
+# --- Content-Security-Policy ------------------------------------------------------------------
+# script-src and style-src allow only files from this site, so the markup may carry no inline
+# script, event handler, style attribute or <style> element.
+
+TEMPLATES = ROOT / "templates"
+
+
+def test_no_template_has_inline_script_handlers_or_styles() -> None:
+    templates = sorted(TEMPLATES.rglob("*.html"))
+    assert len(templates) > 10, "no templates found: has templates/ moved?"
+    found = []
+    for path in templates:
+        report = audit(path.read_text())
+        found += [f"{path.relative_to(ROOT)}: {p}" for p in report.problems + report.inline_styles]
+    assert found == []
+
+
+def test_the_template_audit_catches_inline_code() -> None:
+    report = audit(
+        '<button onclick="go()">x</button><script>go()</script><p style="color: red">'
+        "<style>p {}</style>"
+        '<script type="module" src="/static/js/base.js"></script>'
+        '<script id="d" type="application/json">{}</script>'
+    )
+    assert len(report.problems) == 2 and len(report.inline_styles) == 2
+
+
+def policy(response: Any) -> dict[str, list[str]]:
+    header = response["Content-Security-Policy"]
+    return {
+        name: values
+        for name, *values in (part.split() for part in header.split(";") if part.strip())
+    }
+
+
+@pytest.mark.django_db
+def test_every_page_sends_the_policy_and_passes_it(
+    client: Client, user: Any, hostile_data: dict[str, Any]
+) -> None:
+    anonymous = Client()
+    checked = [anonymous.get("/accounts/login/"), anonymous.get("/api/docs/")]
+    client.force_login(user)
+    checked += [client.get(url) for url in pages_of(hostile_data)]
+    for response in checked:
+        assert response.status_code == 200, response.request["PATH_INFO"]
+        rules = policy(response)
+        assert rules["default-src"] == ["'self'"]
+        assert rules["script-src"] == ["'self'"] and rules["style-src"] == ["'self'"]
+        assert rules["img-src"] == ["'self'", "data:"]
+        assert rules["object-src"] == ["'none'"] and rules["frame-ancestors"] == ["'none'"]
+        assert rules["base-uri"] == ["'self'"] and rules["form-action"] == ["'self'"]
+        # The live board's websocket, also for browsers that do not count ws: as 'self'.
+        assert rules["connect-src"] == ["'self'", "ws://testserver", "wss://testserver"]
+        report = audit(response.content.decode())
+        assert report.problems == [] and report.inline_styles == [], response.request["PATH_INFO"]
+
+
+@pytest.mark.django_db
+def test_admin_pages_pass_the_policy(admin_client: Client, hostile_data: dict[str, Any]) -> None:
+    plan = hostile_data["plan"]
+    for url in ("/admin/", "/admin/planboard/plan/", f"/admin/planboard/plan/{plan.pk}/change/"):
+        response = admin_client.get(url)
+        assert "'unsafe-inline'" not in response["Content-Security-Policy"], url
+        report = audit(response.content.decode())
+        assert report.problems == [] and report.inline_styles == [], url
+
+
+def test_the_websocket_origin_comes_only_from_an_allowed_host() -> None:
+    from django.http import HttpResponse
+    from django.test import RequestFactory
+
+    from planboard.security import ContentSecurityPolicyMiddleware
+
+    middleware = ContentSecurityPolicyMiddleware(lambda request: HttpResponse("ok"))
+    factory = RequestFactory()
+    good = middleware(factory.get("/", HTTP_HOST="localhost:8000"))
+    assert policy(good)["connect-src"] == ["'self'", "ws://localhost:8000", "wss://localhost:8000"]
+    bad = middleware(factory.get("/", HTTP_HOST="evil.example"))
+    assert policy(bad)["connect-src"] == ["'self'"]
+
+
+def test_api_docs_load_their_script_from_a_url(client: Client) -> None:
+    page = client.get("/api/docs/")
+    script_url = re.search(r'<script src="([^"]+script=[^"]*)"', page.content.decode())
+    assert script_url, "the Swagger UI start-up script is not loaded from a URL"
+    script = client.get(script_url.group(1).replace("&amp;", "&"))
+    assert script.status_code == 200 and b"SwaggerUIBundle" in script.content
+
+
+def test_only_redoc_may_inject_styles(client: Client) -> None:
+    # Redoc (styled-components) writes <style> elements; the policy relaxes for it alone.
+    response = client.get("/api/redoc/")
+    assert response.status_code == 200
+    rules = policy(response)
+    assert rules["style-src"] == ["'self'", "'unsafe-inline'"]
+    assert rules["script-src"] == ["'self'"]
+    assert audit(response.content.decode()).problems == []
 
 
 # --- XSS in a real browser: the board's scripts render the same data as text -------------
@@ -291,7 +391,8 @@ def test_payloads_render_as_text_in_the_browser(tmp_path: Path) -> None:
 @pytest.fixture
 def csrf_client(user: Any) -> Client:
     client = Client(enforce_csrf_checks=True)
-    assert client.login(username="alice", password="pw-alice-123")
+    # The login lockout (django-axes) counts attempts per request: it needs one.
+    assert client.login(request=HttpRequest(), username="alice", password="pw-alice-123")
     return client
 
 

@@ -35,7 +35,7 @@ lock:
 	.venv-lock/bin/pip install -q ".[dev]"
 	{ echo "# Runtime and development dependencies, pinned by \`make lock\` from pyproject.toml."; \
 	  .venv-lock/bin/pip freeze --exclude-editable | grep -v '^planboard[= @]'; } > requirements/dev.lock
-	rm -rf .venv-lock
+	rm -rf .venv-lock build
 
 deps: $(VENV)/.installed
 deps-dev: $(VENV)/.installed-dev

@@ -644,7 +644,7 @@ class _Turn:
         started = any(s.state == "done" for s in subtasks)
         if todo is not None:
             if not started and self.hint.asks_confirmation and not user_spoke_last:
-                lines = "\n".join(f"{s.index}. {s.name}" for s in subtasks if s.state == "todo")
+                lines = "\n".join(f"- #{s.index} {s.name}" for s in subtasks if s.state == "todo")
                 return self._say(self.t["confirm"].format(lines=lines))
             return self._call("update_subtask_state", subtask_idx=todo.index, state="in_progress")
         return self._finish_plan(subtasks)

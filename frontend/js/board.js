@@ -6,12 +6,22 @@
 import { STATES, isFinished, progress } from "./board-state.js";
 import { h, icon, replaceChildren } from "./dom.js";
 import { formatTime, t } from "./i18n.js";
+import { markdownElement } from "./markdown.js";
 
 export function stateLabel(state) {
   return t(`state_${state}`);
 }
 
 const FLASH_MS = 2400;
+// How long a card says "seen by the agent" after the agent received a person's edit.
+const SEEN_MS = 15000;
+
+/** "$0.0123 · 4,567 tokens" for a cost and token count; "" when nothing was spent. */
+export function formatCost(costUsd, tokens) {
+  if (!tokens && !costUsd) return "";
+  const dollars = costUsd >= 1 ? costUsd.toFixed(2) : costUsd.toFixed(4);
+  return t("cost", { cost: `$${dollars}`, tokens: Number(tokens || 0).toLocaleString() });
+}
 
 export class BoardView {
   /**
@@ -37,6 +47,9 @@ export class BoardView {
     this.dragId = null;
     // How often each card was highlighted: lets tests and debugging see who saw what change.
     this.highlighted = new Map();
+    this.usage = null; // {cost_usd, tokens, subtasks: {id: {cost_usd, tokens}}}
+    this.edits = new Map(); // subtask id (or "plan") -> "pending" | "seen": people's edits
+    this.seenTimers = new Map();
     this.build(emptyMessage);
   }
 
@@ -154,13 +167,13 @@ export class BoardView {
     if (plan.expected_outcome) {
       fields.append(
         h("dt", { text: t("expected_outcome") }),
-        h("dd", { class: "plan-expected", text: plan.expected_outcome }),
+        h("dd", {}, markdownElement(plan.expected_outcome, "plan-expected")),
       );
     }
     if (plan.outcome) {
       fields.append(
         h("dt", { text: t("outcome") }),
-        h("dd", { class: "plan-outcome", text: plan.outcome }),
+        h("dd", {}, markdownElement(plan.outcome, "plan-outcome")),
       );
     }
     const toolbar = editable
@@ -201,7 +214,7 @@ export class BoardView {
         h("h2", { class: "plan-name", text: plan.name }),
         h("span", { class: `pill pill-${plan.state} plan-state`, text: stateLabel(plan.state) }),
       ),
-      plan.description ? h("p", { class: "plan-desc", text: plan.description }) : null,
+      plan.description ? markdownElement(plan.description, "plan-desc") : null,
       fields.childElementCount ? fields : null,
       h(
         "div",
@@ -222,6 +235,13 @@ export class BoardView {
           class: "progress-text",
           text: t("progress_done", { done: stats.done, total: stats.total }),
         }),
+        this.usage && this.usage.plan_id === plan.id
+          ? h("span", {
+              class: "plan-cost",
+              text: formatCost(this.usage.cost_usd, this.usage.tokens),
+            })
+          : null,
+        this.editMark("plan"),
         h("span", {
           class: "plan-meta",
           text: t("plan_meta", { version: plan.version, owner: plan.owner?.username ?? "" }),
@@ -389,7 +409,13 @@ export class BoardView {
       if (badge) badge.textContent = `#${subtask.index}`;
       return card.el;
     }
-    const sig = JSON.stringify([subtask, context, editing]);
+    const sig = JSON.stringify([
+      subtask,
+      context,
+      editing,
+      this.costOf(subtask.id),
+      this.edits.get(subtask.id) || "",
+    ]);
     if (sig !== card.sig) {
       card.sig = sig;
       if (editing) this.fillEditForm(card.el, subtask);
@@ -408,25 +434,110 @@ export class BoardView {
         h("span", { class: "card-index", text: `#${subtask.index}` }),
         h("h4", { class: "card-name", text: subtask.name }),
       ),
-      subtask.description ? h("p", { class: "card-desc", text: subtask.description }) : null,
+      subtask.description ? markdownElement(subtask.description, "card-desc") : null,
       subtask.expected_outcome
         ? h(
-            "p",
+            "div",
             { class: "card-field card-expected" },
             h("span", { class: "field-tag", text: t("expected") }),
-            h("span", { class: "field-text", text: subtask.expected_outcome }),
+            markdownElement(subtask.expected_outcome, "field-text"),
           )
         : null,
       subtask.outcome
         ? h(
-            "p",
+            "div",
             { class: "card-field card-outcome" },
             h("span", { class: "field-tag", text: t("outcome") }),
-            h("span", { class: "field-text", text: subtask.outcome }),
+            markdownElement(subtask.outcome, "field-text"),
           )
         : null,
+      this.cardChips(subtask),
       actions,
     );
+  }
+
+  /** The profile that does the subtask, what it cost, and whether the agent saw an edit. */
+  cardChips(subtask) {
+    const cost = this.costOf(subtask.id);
+    const chips = [
+      subtask.agent
+        ? h("span", {
+            class: "chip chip-agent",
+            text: `@${subtask.agent}`,
+            title: t("agent_profile_chip", { name: subtask.agent }),
+          })
+        : null,
+      cost ? h("span", { class: "chip chip-cost", text: cost }) : null,
+      this.editMark(subtask.id),
+    ].filter(Boolean);
+    return chips.length ? h("div", { class: "card-chips" }, chips) : null;
+  }
+
+  editMark(key) {
+    const mark = this.edits.get(key);
+    if (!mark) return null;
+    return h("span", {
+      class: `chip chip-${mark}`,
+      dataset: { edit: mark },
+      text: t(mark === "pending" ? "edit_pending" : "edit_seen"),
+      title: t(mark === "pending" ? "edit_pending_help" : "edit_seen_help"),
+    });
+  }
+
+  costOf(subtaskId) {
+    const spent = this.usage && this.usage.subtasks && this.usage.subtasks[String(subtaskId)];
+    return spent ? formatCost(spent.cost_usd, spent.tokens) : "";
+  }
+
+  // --- what the agent spent and saw ----------------------------------------------------------
+
+  /** The agent profiles a card may name (offered as suggestions in the edit form). */
+  setProfiles(profiles) {
+    let list = document.getElementById("pb-profiles");
+    if (!list) {
+      list = h("datalist", { id: "pb-profiles" });
+      this.root.append(list);
+    }
+    replaceChildren(
+      list,
+      (profiles || []).map((profile) => h("option", { value: profile.name, text: profile.title })),
+    );
+  }
+
+  /** Costs of the plan and its subtasks (`plan.usage` events, snapshots). */
+  setUsage(usage) {
+    this.usage = usage || null;
+    if (this.plan) this.render(this.plan);
+  }
+
+  /** People's edits the agent has not received yet (snapshot `unseen_edits`). */
+  setUnseen(edits) {
+    for (const [key, mark] of [...this.edits]) if (mark === "pending") this.edits.delete(key);
+    for (const edit of edits || []) this.edits.set(edit.subtask_id ?? "plan", "pending");
+    if (this.plan) this.render(this.plan);
+  }
+
+  /** A person's change just committed: pending until a hint shows it to the agent. */
+  markPending(event) {
+    if (!event.actor || event.actor.kind !== "user" || event.seen) return;
+    this.edits.set(event.subtask_id ?? "plan", "pending");
+  }
+
+  /** The agent received these edits in a hint (`plan.seen`). */
+  markSeen(seen) {
+    for (const item of seen || []) {
+      const key = item.subtask_id ?? "plan";
+      this.edits.set(key, "seen");
+      clearTimeout(this.seenTimers.get(key));
+      this.seenTimers.set(
+        key,
+        setTimeout(() => {
+          if (this.edits.get(key) === "seen") this.edits.delete(key);
+          if (this.plan) this.render(this.plan);
+        }, SEEN_MS),
+      );
+    }
+    if (this.plan) this.render(this.plan);
   }
 
   cardActions(subtask, { first, last }) {
@@ -505,6 +616,14 @@ export class BoardView {
       ? h("textarea", { name: "outcome", rows: 2, maxlength: 4000 })
       : null;
     if (outcome) outcome.value = subtask.outcome;
+    // The agent profile that should do it ("" = the session's default).
+    const agent = h("input", {
+      name: "agent",
+      maxlength: 50,
+      value: subtask.agent || "",
+      list: "pb-profiles",
+      placeholder: t("agent_profile_default"),
+    });
     const close = () => this.closeCardEditor(subtask.id);
     const form = h(
       "form",
@@ -514,6 +633,7 @@ export class BoardView {
       labelled(t("description"), description),
       labelled(t("expected_outcome"), expected),
       outcome ? labelled(t("outcome"), outcome) : null,
+      labelled(t("agent_profile"), agent),
       formButtons(t("save"), close),
     );
     form.addEventListener("submit", async (event) => {
@@ -525,7 +645,8 @@ export class BoardView {
         expected_outcome: expected.value.trim(),
       };
       if (outcome) values.outcome = outcome.value.trim();
-      const changed = changedFields(current, values);
+      values.agent = agent.value.trim();
+      const changed = changedFields({ ...current, agent: current.agent || "" }, values);
       if (Object.keys(changed).length === 0) return close();
       if (await this.actions.edit(current, changed)) close();
     });

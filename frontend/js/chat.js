@@ -16,7 +16,8 @@ export class ChatView {
    *   editable: may this person talk to the agent;
    *   transcriptOnly: no run bar and no message box (history review);
    *   onSend(text) -> Promise<boolean>, onStop() -> Promise, onGoAhead() -> Promise<boolean>,
-   *   onKeepEditing().
+   *   onKeepEditing(), onPlanMode(on) -> Promise<boolean> (the composer's plan-mode switch);
+   *   planMode: whether the session plans (plan tools and hint) or just chats.
    */
   constructor(root, options = {}) {
     this.root = root;
@@ -115,7 +116,31 @@ export class ChatView {
       icon("send"),
       h("span", { class: "send-text", text: t("send") }),
     );
-    const form = h("form", { class: "composer" }, this.input, this.sendButton);
+    this.planModeBox = h("input", {
+      type: "checkbox",
+      name: "plan_mode",
+      checked: this.options.planMode !== false,
+    });
+    this.planModeBox.addEventListener("change", async () => {
+      const wanted = this.planModeBox.checked;
+      this.planModeBox.disabled = true;
+      const ok = this.options.onPlanMode ? await this.options.onPlanMode(wanted) : false;
+      this.planModeBox.disabled = false;
+      if (!ok) this.planModeBox.checked = !wanted;
+    });
+    const planMode = h(
+      "label",
+      { class: "plan-mode-switch", title: t("plan_mode_help") },
+      this.planModeBox,
+      h("span", { text: t("plan_mode") }),
+    );
+    const form = h(
+      "form",
+      { class: "composer" },
+      planMode,
+      this.input,
+      this.sendButton,
+    );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.send();
@@ -128,6 +153,11 @@ export class ChatView {
       }
     });
     return form;
+  }
+
+  /** The session's plan mode changed (here or elsewhere). */
+  setPlanMode(on) {
+    if (this.planModeBox) this.planModeBox.checked = Boolean(on);
   }
 
   async send() {
@@ -175,12 +205,18 @@ export class ChatView {
     } else if (run && status === "failed" && run.error) {
       detail = run.error;
     }
+    // Paused at a spending limit: say what was spent and what to do, not "start this plan?".
+    const budget = Boolean(run && status === "waiting_for_user" && run.pause_reason === "budget");
+    if (budget) {
+      this.runStatus.textContent = t("run_budget_paused");
+      detail = run.error || "";
+    }
     this.runDetail.textContent = detail;
     this.runDetail.title = detail;
     const canAct = this.editable && Boolean(run);
     this.stopButton.hidden = !(canAct && STOPPABLE_RUN.has(status));
     this.stopButton.disabled = stopping;
-    const waiting = canAct && status === "waiting_for_user";
+    const waiting = canAct && status === "waiting_for_user" && !budget;
     const dismissed = waiting && this.dismissedRuns.has(run.id);
     this.confirm.hidden = !waiting || dismissed;
     this.startButton.hidden = !dismissed;

@@ -53,8 +53,13 @@ class SessionPage {
       onStop: () => this.stopRun(),
       onGoAhead: () => this.sendMessage(t("go_ahead_message")),
       onKeepEditing: () => this.tabs.show("board"),
+      onPlanMode: (on) => this.setPlanMode(on),
+      planMode: this.session.plan_mode,
     });
+    this.board.setUsage(this.session.usage);
+    this.board.setUnseen(this.session.unseen_edits);
     this.board.render(this.plan);
+    if (this.editable) this.loadProfiles();
     this.chat.setMessages(page.messages);
     this.chat.setStreaming(page.session.streaming || null);
     if (page.earlier_messages) {
@@ -108,6 +113,12 @@ class SessionPage {
         this.chat.addMessage(message.message);
         this.tabs.notify("chat");
         break;
+      case "plan.usage":
+        this.board.setUsage(message);
+        break;
+      case "plan.seen":
+        if (this.plan && message.plan_id === this.plan.id) this.board.markSeen(message.seen);
+        break;
       case "message.delta":
         this.chat.streamDelta(message);
         break;
@@ -119,6 +130,7 @@ class SessionPage {
         break;
       case "session.updated":
         this.session = { ...this.session, ...message.session };
+        this.chat.setPlanMode(this.session.plan_mode);
         this.showTitle();
         break;
       default:
@@ -128,6 +140,9 @@ class SessionPage {
 
   onSessionSnapshot(session, messages) {
     this.session = session;
+    this.chat.setPlanMode(session.plan_mode);
+    this.board.setUsage(session.usage);
+    this.board.setUnseen(session.unseen_edits);
     this.showTitle();
     this.setRun(session.latest_run);
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
@@ -153,6 +168,7 @@ class SessionPage {
         if (error instanceof VersionGap) return this.resync();
         throw error;
       }
+      this.board.markPending(event);
       this.setPlan(next, this.highlightFor(event));
       this.tabs.notify("board");
     } else if (event.action === "plan_created" && event.version === 1) {
@@ -161,6 +177,26 @@ class SessionPage {
       this.tabs.notify("board");
     } else if (event.plan_id === this.session.current_plan_id) {
       this.resync();
+    }
+  }
+
+  async setPlanMode(on) {
+    try {
+      const session = await api("PATCH", this.sessionUrl(), { plan_mode: on });
+      this.session = { ...this.session, ...session };
+      toast(t(on ? "plan_mode_on" : "plan_mode_off"));
+      return true;
+    } catch (error) {
+      toastError(error);
+      return false;
+    }
+  }
+
+  async loadProfiles() {
+    try {
+      this.board.setProfiles(listOf(await api("GET", "/api/profiles/")));
+    } catch (error) {
+      console.error(error); // suggestions only: the field still takes any name
     }
   }
 

@@ -23,8 +23,21 @@ def seed() -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
     from planboard import services
+
+    # The demo agent profiles, as `make run` has them: the demo model assigns them to cards.
+    from planboard.management.commands.ensure_demo_user import DEMO_PROFILES
     from planboard.models import Team, TeamMembership
     from planboard.services import Actor
+
+    for name, title, description, instructions in DEMO_PROFILES:
+        services.profile_create(
+            name=name,
+            title=title,
+            description=description,
+            instructions=instructions,
+            model="planboard-demo/offline",
+            max_steps=20,
+        )
 
     users = get_user_model().objects
     alice = users.create_user("alice", password=PASSWORD)  # team member, owns the plans

@@ -9,6 +9,7 @@ plan-domain rows.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,3 +121,17 @@ def test_the_write_check_catches_a_write() -> None:
         "SubTask.objects.create",
         "subtask.save()",
     ]
+
+
+# A path in backticks that starts at one of the project's top-level folders.
+NAMED_PATH = re.compile(
+    r"`((?:planboard|agents|frontend|tests|requirements|bench|templates|docs)/[^`*<>{} ]*)`"
+)
+
+
+def test_every_path_the_architecture_page_names_exists() -> None:
+    page = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = {path.rstrip("/") for path in NAMED_PATH.findall(page)}
+    assert len(named) > 20
+    missing = sorted(path for path in named if not (ROOT / path).exists())
+    assert missing == []

@@ -501,7 +501,7 @@ def tool_call_answer(
             role=Message.Role.TOOL,
             content=content,
             tool_call_id=record.tool_call_id,
-            tool_name=record.tool_name,
+            tool_name=record.tool_name[:100],
         )
         fields = []
         if status is not None:

@@ -205,6 +205,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "ToolsetKindEnum": "planboard.models.Toolset.Kind",
+        "ToolCallStatusEnum": "planboard.models.ToolCall.Status",
+        "ToolPolicyEnum": "planboard.models.ToolsetTool.Policy",
+    },
 }
 
 # --- The agent -------------------------------------------------------------------------

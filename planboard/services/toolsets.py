@@ -154,7 +154,7 @@ def _clean_policies(value: Any) -> dict[str, str | None]:
     return cleaned
 
 
-def _clean_fields(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
+def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
     unknown = set(fields) - set(TOOLSET_FIELDS)
     if unknown:
         raise PlanError(f"Unknown toolset field(s): {', '.join(sorted(unknown))}.")
@@ -208,7 +208,7 @@ def _require_staff_for_programs(user: AbstractBaseUser | None, toolset: Toolset)
 
 
 def toolset_create(*, user: AbstractBaseUser | None, **fields: Any) -> Toolset:
-    cleaned = _clean_fields(fields, updating=False)
+    cleaned = clean_toolset(fields, updating=False)
     if "name" not in cleaned or "kind" not in cleaned:
         raise PlanError("'name' and 'kind' are required.")
     policies = cleaned.pop("tool_policies", None)
@@ -228,7 +228,7 @@ def toolset_update(*, toolset_id: int, user: AbstractBaseUser | None, **fields: 
     """Change a toolset. `env` and `headers` are merged: a name given a value is set, a name
     given null removes it, names left out keep their (unseen) secret values. `tool_policies`
     overrides tools' approval policies (null returns a tool to its default)."""
-    cleaned = _clean_fields(fields, updating=True)
+    cleaned = clean_toolset(fields, updating=True)
     with transaction.atomic():
         toolset = Toolset.objects.select_for_update().filter(pk=toolset_id).first()
         if toolset is None:

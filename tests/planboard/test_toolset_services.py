@@ -351,3 +351,16 @@ def test_a_read_only_call_found_running_may_be_retried(
     )  # fmt: skip
     assert services.tool_call_claim(record_id=record.pk) is not None
     assert services.tool_call_claim(record_id=record.pk, retry=True) is not None
+
+
+def test_calls_and_decisions_are_broadcast_to_the_session(
+    user: Any, chat_session: ChatSession, waiting_run: AgentRun, events: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        services.tool_call_decide(
+            session_id=chat_session.pk, tool_call_id="c1", user=user, decision="deny", note="n"
+        )
+    sent = [e for g, e in events.items if g == f"session.{chat_session.pk}"]
+    calls = [e["tool_call"] for e in sent if e["type"] == "session.tool_call"]
+    assert [(c["tool_call_id"], c["status"], c["note"]) for c in calls] == [("c1", "denied", "n")]

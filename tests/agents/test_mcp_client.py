@@ -172,3 +172,17 @@ def test_http_failures_are_clear_errors(staff: Any, mcp_http: HttpServer) -> Non
     remote = http_toolset(staff, mcp_http, name="remote")
     unknown = mcp_client.call_tool(remote, "nope", {})
     assert not unknown.ok and "toolset 'remote'" in unknown.text
+
+
+def test_only_the_mcp_client_imports_the_sdk() -> None:
+    root = Path(__file__).resolve().parents[2]
+    importers = sorted(
+        str(path.relative_to(root))
+        for package in ("agents", "planboard")
+        for path in (root / package).rglob("*.py")
+        if any(
+            line.startswith(("import mcp", "from mcp ", "from mcp."))
+            for line in path.read_text().splitlines()
+        )
+    )
+    assert importers == ["agents/mcp_client.py"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from agents import hints, llm, tools
+from agents import external_tools, hints, llm, tools
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
 from agents.profiles import Acting, acting_profile, in_progress_subtask, profiles_to_choose
@@ -66,7 +66,8 @@ class StepRequest:
 
 def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
     """The messages for the next LLM call: system prompt (plus the acting profile's
-    instructions), fitted transcript, and — in plan mode — the plan tools and a fresh hint."""
+    instructions), fitted transcript, the session's external tools, and — in plan mode — the
+    plan tools and a fresh hint (the one real hint block: the last message)."""
     session = ChatSession.objects.select_related("profile").get(pk=run.session_id)
     transcript = list(Message.objects.filter(session_id=session.pk).order_by("id"))
     language = _language(session, transcript)
@@ -80,6 +81,7 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
     changes: list[dict[str, Any]] = []
     nudge = False
     hint = ""
+    external = external_tools.offered_tools(session_id=session.pk)
     if session.plan_mode:
         changes = _changes_since_last_step(session=session, snapshot=snapshot)
         nudge = _should_nudge(run=run, snapshot=snapshot)
@@ -94,8 +96,11 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
             acting=acting.name if choices else "",
             missing_profile=acting.missing,
             profiles=choices,
+            approval_tools=[o.name for o in external if o.asks],
+            waiting_calls=external_tools.waiting_calls(session_id=session.pk),
         )
     offered = list(tools.TOOL_SCHEMAS) if session.plan_mode else []
+    offered += external_tools.schemas(external)
     prompt = SYSTEM_PROMPTS.get(language, SYSTEM_PROMPTS["en"])
     if not session.plan_mode:
         prompt = CHAT_PROMPTS.get(language, CHAT_PROMPTS["en"])
@@ -159,15 +164,21 @@ def _blocks(transcript: list[Message]) -> list[_Block]:
     A user message can be stored between an answer and its tool results (the user wrote while
     the tools ran); providers require results to follow their call, so they are regrouped.
     Calls with no stored result (a run stopped before executing them) get an explanatory one.
+    Nothing in the transcript may pose as the runtime's hint: tool output and people's words
+    are untrusted, so hint tags in them are neutralised.
     """
+    clean = hints.neutralize_hint_tags
     results = {m.tool_call_id: m for m in transcript if m.role == Message.Role.TOOL}
     blocks: list[_Block] = []
     for message in transcript:
         if message.role == Message.Role.USER:
-            blocks.append(_Block([{"role": "user", "content": message.content}], 1))
+            blocks.append(_Block([{"role": "user", "content": clean(message.content)}], 1))
         elif message.role == Message.Role.ASSISTANT:
             calls = message.tool_calls or []
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            entry: dict[str, Any] = {
+                "role": "assistant",
+                "content": clean(message.content) if message.content else None,
+            }
             if calls:
                 entry["tool_calls"] = calls
             group = [entry]
@@ -177,7 +188,7 @@ def _blocks(transcript: list[Message]) -> list[_Block]:
                     {
                         "role": "tool",
                         "tool_call_id": call.get("id", ""),
-                        "content": stored.content if stored else NOT_EXECUTED,
+                        "content": clean(stored.content) if stored else NOT_EXECUTED,
                     }
                 )
             blocks.append(_Block(group, 1 + sum(1 for c in calls if c.get("id") in results)))

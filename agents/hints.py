@@ -140,6 +140,16 @@ _TEXTS: dict[str, dict[str, str]] = {
         "field_expected_outcome": "expected outcome",
         "field_outcome": "outcome",
         "field_join": ", ",
+        # external tools
+        "approval_tools": (
+            "These tools run only after a person approves each call, and the run pauses until "
+            "they decide: {names}. A denied call answers 'Error: the person denied this call' "
+            "with their note; respect it instead of calling the same thing again."
+        ),
+        "approvals_waiting": (
+            "Waiting for a person's approval: {calls}. Their results come once the person "
+            "decides; do not call them again."
+        ),
     },
     "zh": {
         "label_description": "描述",
@@ -241,6 +251,14 @@ _TEXTS: dict[str, dict[str, str]] = {
         "field_expected_outcome": "预期结果",
         "field_outcome": "实际结果",
         "field_join": "、",
+        "approval_tools": (
+            "以下工具的每次调用都要经过人工批准才会执行，在对方做出决定之前运行会暂停：{names}。"
+            "被拒绝的调用会返回 'Error: the person denied this call' 以及对方的说明；"
+            "请尊重对方的决定，不要再次发起相同的调用。"
+        ),
+        "approvals_waiting": (
+            "正在等待人工批准的调用：{calls}。对方做出决定后才会有结果，请不要重复调用。"
+        ),
     },
 }
 
@@ -251,6 +269,11 @@ _CHECKBOX = {
     "abandoned": "- [ ] [Abandoned]",
 }
 _FINISHED = frozenset({"done", "abandoned"})
+# What could pass for the runtime's hint tags in text nobody vouches for (tool output, people's
+# messages, plan texts): `<system-hint`, `</ System_Hint`, full-width brackets, and so on.
+_HINT_TAG = re.compile(
+    r"[<\uff1c\ufe64\u2039\u3008]\s*(/?)\s*system\s*[-_\s]?\s*hint", re.IGNORECASE
+)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 
@@ -262,6 +285,12 @@ def _texts(language: str) -> dict[str, str]:
 def _one_line(text: str) -> str:
     # A newline inside a name would break the one-line-per-subtask format parsers rely on.
     return " ".join(str(text).split())
+
+
+def neutralize_hint_tags(text: str) -> str:
+    """Defuse anything that could pose as a `<system-hint>` tag: the bracket becomes `&lt;`,
+    so the words stay readable and only the runtime's own hint is a hint."""
+    return _HINT_TAG.sub(lambda m: "&lt;" + m.group(1) + "system-hint", text)
 
 
 # --- markdown ---------------------------------------------------------------------------------
@@ -519,11 +548,16 @@ def build_hint(
     acting: str = "",
     missing_profile: str = "",
     profiles: Sequence[Mapping[str, str]] = (),
+    approval_tools: Sequence[str] = (),
+    waiting_calls: Sequence[str] = (),
 ) -> str:
     """The whole hint for the next LLM call, wrapped in `<system-hint>` tags.
 
     `acting` names the agent profile answering this step, `missing_profile` one the subtask in
     progress names but that is unavailable, and `profiles` those the agent may assign.
+    `approval_tools` are external tools whose calls wait for a person's approval, and
+    `waiting_calls` the calls waiting for one right now. Text inside that could pass for a
+    hint tag (people write plans; the agent copies tool output into them) is neutralised.
     """
     t = _texts(language)
     parts: list[str] = []
@@ -566,4 +600,9 @@ def build_hint(
         parts.append(t["acting_missing"].format(name=missing_profile))
     if acting:
         parts.append(t["acting"].format(name=acting))
-    return "<system-hint>\n" + "\n\n".join(parts) + "\n</system-hint>"
+    if approval_tools:
+        parts.append(t["approval_tools"].format(names=", ".join(approval_tools)))
+    if waiting_calls:
+        parts.append(t["approvals_waiting"].format(calls=", ".join(waiting_calls)))
+    body = neutralize_hint_tags("\n\n".join(parts))
+    return "<system-hint>\n" + body + "\n</system-hint>"

@@ -25,6 +25,9 @@ Stop conditions, checked in this order:
   Neither happens while the user has written something the model has not seen yet: the loop
   takes another step instead (`run_finish(unless_user_message_after=...)` checks this under the
   session lock, so no message is ever left unread).
+- a call of an external tool needs a person's approval -> `waiting_for_approval`; deciding the
+  last waiting call re-queues this same run (`services.tool_call_decide`), which then runs the
+  approved calls once each and answers denied ones (`agents.external_tools`).
 - the step limit (`PLANBOARD_AGENT_MAX_STEPS` model calls per run) -> `failed`, with an error
   saying so; the plan keeps its progress and a new message continues the work.
 - the model cannot be reached after its retries, or refuses the request -> `failed` with the
@@ -45,7 +48,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import llm, tools
+from agents import external_tools, llm, tools
 from agents.context import StepRequest, build_request
 from agents.lease import LeaseKeeper, new_worker_id
 from agents.models import AgentStep
@@ -99,22 +102,11 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
         if run.cancel_requested:
             return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
 
-        last = _last_answer(run)
-        if last is not None and last.tool_calls:
-            if _unanswered_calls(last):
-                # A previous worker died between the answer and its tool results.
-                _execute_tool_calls(run=run, actor=actor, message=last)
-                continue
-        elif last is not None and not _user_wrote_after(run.session_id, seen_until(last)):
-            # The final answer is stored; only the status is left to settle.
-            finished = services.run_finish(
-                run_id=run.pk,
-                status=_status_after_answer(run.session_id),
-                unless_user_message_after=seen_until(last),
-            )
-            if finished.is_active:
-                continue  # the user wrote in the meantime: take another step
-            return finished
+        settled = _settle_stored_answer(run, actor)
+        if settled is _AGAIN:
+            continue
+        if isinstance(settled, AgentRun):
+            return settled
 
         request = build_request(run=run, budget_factor=budget_factor)
         stopped = _stop_before_step(run, request)
@@ -180,8 +172,37 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
         )
         answer.end()
         if message.tool_calls:
-            _execute_tool_calls(run=run, actor=actor, message=message, step=step)
+            paused = _execute_and_settle(run=run, actor=actor, message=message, step=step)
+            if paused is not None:
+                return paused
         # The next iteration settles a final answer or takes the next step.
+
+
+_AGAIN = object()  # `_settle_stored_answer`: look at the run again
+
+
+def _settle_stored_answer(run: AgentRun, actor: Actor) -> AgentRun | object | None:
+    """Finish what the last stored answer left: run its unanswered tool calls, or settle the
+    status after a final answer. Returns the stopped (or paused) run, `_AGAIN` to look at the
+    run again, or None when the next step is a new model call."""
+    last = _last_answer(run)
+    if last is not None and last.tool_calls:
+        if not _unanswered_calls(last):
+            return None
+        # Calls a person has just decided, or a previous worker died between the answer and
+        # its tool results.
+        paused = _execute_and_settle(run=run, actor=actor, message=last)
+        return paused if paused is not None else _AGAIN
+    if last is not None and not _user_wrote_after(run.session_id, seen_until(last)):
+        # The final answer is stored; only the status is left to settle.
+        finished = services.run_finish(
+            run_id=run.pk,
+            status=_status_after_answer(run.session_id),
+            unless_user_message_after=seen_until(last),
+        )
+        # Still active: the user wrote in the meantime, so take another step.
+        return _AGAIN if finished.is_active else finished
+    return None
 
 
 def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | None:
@@ -253,22 +274,43 @@ def _status_after_answer(session_id: int) -> str:
     return AgentRun.Status.WAITING_FOR_USER if presented else AgentRun.Status.SUCCEEDED
 
 
+def _execute_and_settle(
+    *, run: AgentRun, actor: Actor, message: Message, step: AgentStep | None = None
+) -> AgentRun | None:
+    """Run the answer's calls; when some wait for a person, pause the run and return it (None:
+    go on). A decision made meanwhile keeps the run going instead."""
+    if not _execute_tool_calls(run=run, actor=actor, message=message, step=step):
+        return None
+    paused = services.run_pause_for_approval(run_id=run.pk)
+    return None if paused.status == AgentRun.Status.RUNNING else paused
+
+
 def _execute_tool_calls(
     *, run: AgentRun, actor: Actor, message: Message, step: AgentStep | None = None
-) -> None:
-    """Run each unanswered call; its effect and its stored result commit together.
+) -> bool:
+    """Run each unanswered call; its effect and its stored result commit together. Returns
+    whether some call waits for a person's approval.
 
     Indices in the calls are resolved through the plan as the model saw it (the step's
-    `shown_plan`), which each result updates; the update commits with the result.
+    `shown_plan`), which each result updates; the update commits with the result. External
+    tools (`<toolset>__<tool>`) go through `agents.external_tools`; once a call waits for
+    approval, the calls after it wait too, so effects keep the order the model gave them.
     """
     started = time.monotonic()
     if step is None:
         step = AgentStep.objects.filter(assistant_message=message).first()
     shown = ShownPlan.from_json(step.shown_plan) if step is not None else None
+    waiting = False
     for call in _unanswered_calls(message):
         call_id = call.get("id", "")
         function = call.get("function") or {}
         name = str(function.get("name", ""))
+        if external_tools.is_external(name):
+            outcome = external_tools.handle_call(run=run, call=call, held=waiting)
+            waiting = waiting or outcome is external_tools.Outcome.WAITING
+            continue
+        if waiting:
+            continue
         try:
             with transaction.atomic():
                 result = tools.execute_tool_call(
@@ -320,3 +362,4 @@ def _execute_tool_calls(
         ]
         step.tools_ms += int((time.monotonic() - started) * 1000)
         step.save(update_fields=["tool_results", "tools_ms"])
+    return waiting

@@ -5,6 +5,7 @@ Plans are never deleted here (history stays readable forever); abandon them inst
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -27,9 +28,13 @@ from planboard.models import (
     SubTask,
     Team,
     TeamMembership,
+    ToolCall,
+    Toolset,
+    ToolsetTool,
 )
 from planboard.services import Actor
 from planboard.services.profiles import clean_profile
+from planboard.services.toolsets import clean_toolset
 
 
 class NewestRowsFormSet(BaseInlineFormSet):
@@ -413,3 +418,180 @@ class TeamAdmin(admin.ModelAdmin):
     list_display = ("name",)
     search_fields = ("name",)
     inlines = [MembershipInline]
+
+
+# --- toolsets (MCP servers) -------------------------------------------------------------------
+
+# Stands for a stored secret value on the form: left as is, the value is kept unseen.
+SECRET_MASK = "********"  # noqa: S105 - a placeholder, not a password
+_SECRET_HELP = (
+    'A JSON object of names and values, e.g. {"API_KEY": "..."}. Stored values show as '
+    f"{SECRET_MASK}: leave those as they are to keep them, replace one to change it, remove a "
+    "line to delete it."
+)
+
+
+class SecretsField(forms.CharField):
+    """Names and secret values as JSON; stored values are shown masked, never in clear."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, help_text=_SECRET_HELP, **kwargs)
+
+    def clean(self, value: Any) -> dict[str, Any]:
+        text = (super().clean(value) or "").strip()
+        if not text:
+            return {}
+        try:
+            parsed = json.loads(text)
+        except ValueError as error:
+            raise forms.ValidationError(f"Not valid JSON: {error}") from None
+        if not isinstance(parsed, dict):
+            raise forms.ValidationError("Give a JSON object of names and values.")
+        return parsed
+
+
+def _masked(secrets: dict[str, str] | None) -> str:
+    return json.dumps(dict.fromkeys(sorted(secrets or {}), SECRET_MASK), indent=1)
+
+
+def _secret_changes(submitted: dict[str, Any], stored: dict[str, str] | None) -> dict[str, Any]:
+    """What to send `toolset_update`: new values set, masked ones kept, missing ones removed."""
+    changes: dict[str, Any] = {
+        name: value for name, value in submitted.items() if value != SECRET_MASK
+    }
+    changes.update({name: None for name in stored or {} if name not in submitted})
+    return changes
+
+
+class ToolsetAdminForm(forms.ModelForm):
+    env = SecretsField(label="Environment (stdio)")
+    headers = SecretsField(label="HTTP headers")
+    args = forms.JSONField(required=False, initial=list, help_text='A JSON list, e.g. ["-m", "x"].')
+
+    class Meta:
+        model = Toolset
+        fields = ("name", "title", "kind", "command", "args", "env", "url", "headers", "enabled")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("env", "headers"):
+            self.initial[name] = _masked(getattr(self.instance, name, None))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        values = {
+            key: data.get(key)
+            for key in ("name", "title", "kind", "command", "args", "url", "enabled")
+            if key in data
+        }
+        values["args"] = values.get("args") or []
+        for key in ("env", "headers"):
+            values[key] = {k: v for k, v in (data.get(key) or {}).items() if v != SECRET_MASK}
+        try:
+            clean_toolset(values, updating=False)  # the services' own rules, shown on the form
+        except PlanError as error:
+            self.add_error(None, error.message)
+        return data
+
+
+class ToolsetToolInline(admin.TabularInline):
+    """The server's tools; staff set each one's approval policy (kept across refreshes)."""
+
+    model = ToolsetTool
+    extra = 0
+    can_delete = False
+    fields = ("name", "description", "read_only", "available", "policy", "policy_overridden")
+    readonly_fields = ("name", "description", "read_only", "available", "policy_overridden")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Toolset)
+class ToolsetAdmin(admin.ModelAdmin):
+    """Toolsets are written through the services; secret values never appear on a page."""
+
+    form = ToolsetAdminForm
+    list_display = ("name", "title", "kind", "enabled", "refreshed_at")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "title")
+    inlines = [ToolsetToolInline]
+    actions = ["refresh_tools"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("name", "refreshed_at") if obj else ()
+
+    def save_model(self, request: HttpRequest, obj: Toolset, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        values: dict[str, Any] = {
+            key: data[key] for key in ("title", "kind", "command", "url", "enabled") if key in data
+        }
+        values["args"] = data.get("args") or []
+        try:
+            if change:
+                stored = Toolset.objects.get(pk=obj.pk)
+                for key in ("env", "headers"):
+                    values[key] = _secret_changes(data.get(key) or {}, getattr(stored, key))
+                services.toolset_update(toolset_id=obj.pk, user=request.user, **values)
+            else:
+                for key in ("env", "headers"):
+                    values[key] = data.get(key) or {}
+                created = services.toolset_create(user=request.user, name=data["name"], **values)
+                obj.pk = created.pk
+        except PlanError as error:
+            self.message_user(request, f"Toolset not saved: {error.message}", messages.ERROR)
+        if obj.pk:
+            obj.refresh_from_db()
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+        policies = {
+            row.instance.name: row.cleaned_data["policy"]
+            for row in formset.forms
+            if row.instance.pk and "policy" in row.changed_data
+        }
+        if not policies:
+            return
+        try:
+            services.toolset_update(
+                toolset_id=form.instance.pk, user=request.user, tool_policies=policies
+            )
+        except PlanError as error:
+            self.message_user(request, f"Policies not saved: {error.message}", messages.ERROR)
+
+    def delete_model(self, request: HttpRequest, obj: Toolset) -> None:
+        services.toolset_delete(toolset_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for toolset in queryset:
+            services.toolset_delete(toolset_id=toolset.pk)
+
+    @admin.action(description="Refresh tools from the server")
+    def refresh_tools(self, request: HttpRequest, queryset: QuerySet[Toolset]) -> None:
+        for toolset in queryset:
+            try:
+                result = services.toolset_refresh_tools(toolset_id=toolset.pk)
+            except PlanError as error:
+                self.message_user(request, error.message, messages.ERROR)
+                continue
+            self.message_user(
+                request,
+                f"{toolset.name}: {len(result.added)} added, {len(result.removed)} gone, "
+                f"{len(result.skipped)} skipped.",
+                messages.SUCCESS,
+            )
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(admin.ModelAdmin):
+    list_display = ("tool_name", "session", "status", "decided_by", "duration_ms", "created_at")
+    list_filter = ("status", "created_at")
+    search_fields = ("tool_name", "tool_call_id", "session__title")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

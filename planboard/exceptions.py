@@ -20,6 +20,15 @@ class PlanError(Exception):
         self.code = code
 
 
+class Forbidden(PlanError):
+    """The caller may see the object but not do this to it (HTTP 403)."""
+
+    status_code = 403
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="forbidden")
+
+
 class StaleVersion(PlanError):
     """The caller edited an older version of the plan than the one stored."""
 

@@ -214,13 +214,18 @@ class AgentRun(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         WAITING_FOR_USER = "waiting_for_user", "Waiting for user"
+        # Tool calls of the last answer wait for a person's approve/deny (`ToolCall`).
+        WAITING_FOR_APPROVAL = "waiting_for_approval", "Waiting for approval"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
 
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+    # Paused, not finished: a person's answer or decision resumes the run.
+    WAITING_STATUSES = (Status.WAITING_FOR_USER, Status.WAITING_FOR_APPROVAL)
     PAUSE_CONFIRM = "confirm"
     PAUSE_BUDGET = "budget"
+    PAUSE_APPROVAL = "approval"
 
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
@@ -238,7 +243,8 @@ class AgentRun(models.Model):
     # worker handed the same run (a broker redelivery) leaves it alone while the lease is live
     # and takes over once it has expired (the first worker died).
     lease_owner = models.CharField(max_length=200, blank=True, default="")
-    # Why a run waits for the user: "confirm" (a plan to approve) or "budget" (limit reached).
+    # Why a run waits: "confirm" (a plan to approve), "budget" (limit reached) or "approval"
+    # (tool calls to decide).
     pause_reason = models.CharField(max_length=20, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
 
@@ -345,3 +351,147 @@ class PlanEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.plan_id} v{self.version} {self.action}"
+
+
+# --- external tools (MCP servers) -------------------------------------------------------------
+
+# A toolset's name prefixes its tools' names for the model (`<toolset>__<tool>`): it never
+# contains "__", so the first "__" of a namespaced name always ends the toolset's part.
+TOOLSET_NAME_MAX = 30
+# Model providers accept function names of at most 64 characters: [A-Za-z0-9_-].
+TOOL_NAME_MAX = 128
+
+
+class Toolset(models.Model):
+    """An MCP server the agent may call tools of: a program started over stdio (staff only)
+    or a streamable-HTTP endpoint. `env` and `headers` hold secret values: they are written,
+    never shown back (the API and admin show their names only)."""
+
+    class Kind(models.TextChoices):
+        STDIO = "stdio", "Program (stdio)"
+        HTTP = "http", "HTTP endpoint"
+
+    name = models.SlugField(max_length=TOOLSET_NAME_MAX, unique=True)
+    title = models.CharField(max_length=NAME_MAX, blank=True, default="")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    command = models.CharField(max_length=500, blank=True, default="")
+    args = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True)
+    url = models.CharField(max_length=500, blank=True, default="")
+    headers = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    # What the server answered to tools/list at the last refresh, as received.
+    tools_cache = models.JSONField(default=list, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.title or self.name
+
+
+class ToolsetTool(models.Model):
+    """One tool a toolset's server offers, and whether its calls need a person's approval."""
+
+    class Policy(models.TextChoices):
+        AUTO = "auto", "Run without asking"
+        ASK = "ask", "Ask a person each time"
+        NEVER = "never", "Never offer"
+
+    toolset = models.ForeignKey(Toolset, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=TOOL_NAME_MAX)
+    description = models.TextField(blank=True, default="")
+    input_schema = models.JSONField(default=dict, blank=True)
+    # The server's `readOnlyHint`: read-only tools run without asking by default.
+    read_only = models.BooleanField(default=False)
+    policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.ASK)
+    # Set by staff: a refresh keeps this policy instead of deriving it from `read_only`.
+    policy_overridden = models.BooleanField(default=False)
+    # False once the server stopped listing it (kept so a staff override survives).
+    available = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["toolset_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["toolset", "name"], name="unique_tool_per_toolset")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.toolset_id}:{self.name}"
+
+
+class SessionToolset(models.Model):
+    """A toolset a chat session lets its agent use (chosen by the session's owner)."""
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="toolsets")
+    toolset = models.ForeignKey(Toolset, on_delete=models.CASCADE, related_name="sessions")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session_id", "toolset_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "toolset"], name="unique_session_toolset")
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} uses toolset {self.toolset_id}"
+
+
+class ToolCall(models.Model):
+    """One call of an external tool the model asked for: the decision on it and its fate.
+
+    pending -> approved | denied (a person decides; `auto` tools start approved) ->
+    running (committed before the server is called) -> succeeded | failed, or interrupted
+    (found running after its worker died, and not safe to repeat).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for approval"
+        APPROVED = "approved", "Approved"
+        DENIED = "denied", "Denied"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        INTERRUPTED = "interrupted", "Interrupted"
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tool_calls")
+    run = models.ForeignKey(
+        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="tool_calls"
+    )
+    tool_call_id = models.CharField(max_length=100)
+    # The name the model used (`<toolset>__<tool>`), and its two parts.
+    tool_name = models.CharField(max_length=200)
+    toolset = models.ForeignKey(
+        Toolset, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls"
+    )
+    tool = models.CharField(max_length=TOOL_NAME_MAX)
+    arguments = models.JSONField(default=dict, blank=True)
+    # The tool's read-only hint when the call was made: only such calls are ever repeated.
+    read_only = models.BooleanField(default=False)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    note = models.TextField(blank=True, default="")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    # Approved with "always allow": later calls of this tool in this session need no approval.
+    always_allow = models.BooleanField(default=False)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "tool_call_id"], name="one_record_per_tool_call"
+            )
+        ]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.status})"

@@ -257,6 +257,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "ToolsetKindEnum": "planboard.models.Toolset.Kind",
+        "ToolCallStatusEnum": "planboard.models.ToolCall.Status",
+        "ToolPolicyEnum": "planboard.models.ToolsetTool.Policy",
+    },
 }
 
 # --- The agent -------------------------------------------------------------------------
@@ -284,6 +289,12 @@ PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0
 # offline demo model.
 PLANBOARD_LOCAL_MODELS = {"planboard-demo": "agents.demo_model.DemoModel"}
 PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.tasks.dispatch_run")
+# External tools (MCP servers): how long one call may take (seconds, server start included),
+# how much of its output the model gets (characters), and the function `planboard` calls to
+# ask a toolset's server for its tools (planboard never imports `agents`).
+PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
+PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
+PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
 
 # --- Security headers ------------------------------------------------------------------
 # Pages load scripts, styles and images only from this site: no inline script, style element

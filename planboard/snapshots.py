@@ -11,7 +11,17 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, SubTask
+from planboard.models import (
+    AgentRun,
+    ChatSession,
+    Message,
+    Plan,
+    PlanEvent,
+    SubTask,
+    ToolCall,
+    Toolset,
+    ToolsetTool,
+)
 
 Snapshot = dict[str, Any]
 
@@ -210,4 +220,68 @@ def serialize_session(session: ChatSession) -> dict[str, Any]:
         "current_plan_id": session.current_plan_id,
         "created_at": iso(session.created_at),
         "updated_at": iso(session.updated_at),
+    }
+
+
+def serialize_toolset_tool(tool: ToolsetTool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "read_only": tool.read_only,
+        "policy": tool.policy,
+        "policy_overridden": tool.policy_overridden,
+        "available": tool.available,
+    }
+
+
+def serialize_toolset(
+    toolset: Toolset, tools: list[ToolsetTool], *, configuration: bool
+) -> dict[str, Any]:
+    """A toolset as people see it. Secret values (`env`, `headers`) never leave: only their
+    names do. How the server is reached (`configuration`) is for staff only."""
+    data: dict[str, Any] = {
+        "id": toolset.pk,
+        "name": toolset.name,
+        "title": toolset.title,
+        "kind": toolset.kind,
+        "enabled": toolset.enabled,
+        "refreshed_at": iso(toolset.refreshed_at),
+        "tools": [serialize_toolset_tool(t) for t in tools],
+    }
+    if configuration:
+        data.update(
+            {
+                "command": toolset.command,
+                "args": list(toolset.args or []),
+                "env_names": sorted(toolset.env or {}),
+                "url": toolset.url,
+                "header_names": sorted(toolset.headers or {}),
+                "created_at": iso(toolset.created_at),
+                "updated_at": iso(toolset.updated_at),
+            }
+        )
+    return data
+
+
+def serialize_tool_call(record: ToolCall) -> dict[str, Any]:
+    return {
+        "id": record.pk,
+        "session_id": record.session_id,
+        "run_id": record.run_id,
+        "tool_call_id": record.tool_call_id,
+        "tool_name": record.tool_name,
+        "toolset_id": record.toolset_id,
+        "tool": record.tool,
+        "arguments": record.arguments,
+        "read_only": record.read_only,
+        "status": record.status,
+        "note": record.note,
+        "decided_by": record.decided_by.get_username() if record.decided_by_id else None,
+        "decided_at": iso(record.decided_at),
+        "always_allow": record.always_allow,
+        "started_at": iso(record.started_at),
+        "finished_at": iso(record.finished_at),
+        "duration_ms": record.duration_ms,
+        "created_at": iso(record.created_at),
     }

@@ -25,6 +25,9 @@ from planboard.models import (
     ChatSession,
     Message,
     State,
+    ToolCall,
+    Toolset,
+    ToolsetTool,
 )
 
 # Versions and indices beyond this are nonsense; bounding them keeps huge numbers out of SQL.
@@ -165,6 +168,12 @@ class SessionUpdateSerializer(InputSerializer):
     profile = profile_name_field()
     budget_usd = money_field()
     budget_tokens = tokens_field()
+    toolsets = serializers.ListField(
+        child=StrictIntegerField(min_value=1, max_value=NUMBER_MAX),
+        required=False,
+        max_length=50,
+        help_text="Ids of the toolsets the agent may use in this session (replaces the list).",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _require_one(attrs, tuple(self.fields))
@@ -351,7 +360,8 @@ class RunSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=AgentRun.Status.choices)
     error = serializers.CharField()
     pause_reason = serializers.CharField(
-        allow_null=True, help_text="Why a waiting run waits: 'confirm' or 'budget'."
+        allow_null=True,
+        help_text="Why a waiting run waits: 'confirm', 'budget' or 'approval'.",
     )
     model = serializers.CharField()
     cancel_requested = serializers.BooleanField()
@@ -402,9 +412,36 @@ class SessionListItemSerializer(SessionSerializer):
     latest_run = RunSerializer(allow_null=True)
 
 
+class ToolCallSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.IntegerField()
+    run_id = serializers.IntegerField(allow_null=True)
+    tool_call_id = serializers.CharField()
+    tool_name = serializers.CharField(help_text="As the model named it: <toolset>__<tool>.")
+    toolset_id = serializers.IntegerField(allow_null=True)
+    tool = serializers.CharField()
+    arguments = serializers.JSONField()
+    read_only = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=ToolCall.Status.choices)
+    note = serializers.CharField()
+    decided_by = serializers.CharField(allow_null=True)
+    decided_at = serializers.DateTimeField(allow_null=True)
+    always_allow = serializers.BooleanField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    duration_ms = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+
+
 class SessionSnapshotSerializer(SessionSerializer):
     current_plan = PlanSnapshotSerializer(allow_null=True)
     latest_run = RunSerializer(allow_null=True)
+    toolsets = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Toolsets the agent may use here."
+    )
+    pending_tool_calls = ToolCallSerializer(
+        many=True, help_text="Tool calls waiting for a person's decision."
+    )
 
 
 class MessagePostedSerializer(serializers.Serializer):
@@ -492,3 +529,95 @@ class ProfileWriteSerializer(InputSerializer):
     budget_usd = money_field()
     budget_tokens = tokens_field()
     enabled = StrictBooleanField(required=False)
+
+
+# --- toolsets and tool calls ------------------------------------------------------------------
+
+
+class ToolsetToolSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    input_schema = serializers.JSONField()
+    read_only = serializers.BooleanField(help_text="The server's readOnlyHint.")
+    policy = serializers.ChoiceField(choices=ToolsetTool.Policy.choices)
+    policy_overridden = serializers.BooleanField(help_text="Set by staff; kept by refreshes.")
+    available = serializers.BooleanField(help_text="False once the server stopped listing it.")
+
+
+class ToolsetSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    title = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Toolset.Kind.choices)
+    enabled = serializers.BooleanField()
+    refreshed_at = serializers.DateTimeField(allow_null=True)
+    tools = ToolsetToolSerializer(many=True)
+    # Staff only: how the server is reached. Secret values are never returned, only names.
+    command = serializers.CharField(required=False)
+    args = serializers.ListField(child=serializers.CharField(), required=False)
+    env_names = serializers.ListField(child=serializers.CharField(), required=False)
+    url = serializers.CharField(required=False)
+    header_names = serializers.ListField(child=serializers.CharField(), required=False)
+    created_at = serializers.DateTimeField(required=False, allow_null=True)
+    updated_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class ToolsetWriteSerializer(InputSerializer):
+    name = StrictCharField(max_length=50, required=False)
+    title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
+    kind = StrictChoiceField(choices=Toolset.Kind.choices, required=False)
+    command = StrictCharField(max_length=500, required=False, allow_blank=True)
+    args = serializers.ListField(
+        child=StrictCharField(max_length=TEXT_MAX, allow_blank=True), required=False, max_length=100
+    )
+    env = serializers.DictField(
+        child=StrictCharField(max_length=8000, allow_blank=True, allow_null=True),
+        required=False,
+        help_text="Environment of a stdio server: write-only secret values (null removes one).",
+    )
+    url = StrictCharField(max_length=500, required=False, allow_blank=True)
+    headers = serializers.DictField(
+        child=StrictCharField(max_length=8000, allow_blank=True, allow_null=True),
+        required=False,
+        help_text="HTTP headers sent to the server: write-only secret values (null removes one).",
+    )
+    enabled = StrictBooleanField(required=False)
+    tool_policies = serializers.DictField(
+        child=StrictChoiceField(choices=ToolsetTool.Policy.choices, allow_null=True),
+        required=False,
+        help_text="Tool name -> auto | ask | never; null returns a tool to its default.",
+    )
+
+
+class ToolsetRefreshedSerializer(serializers.Serializer):
+    toolset = ToolsetSerializer()
+    added = serializers.ListField(child=serializers.CharField())
+    removed = serializers.ListField(child=serializers.CharField())
+    skipped = serializers.ListField(
+        child=serializers.CharField(), help_text="Tools whose names no model could call."
+    )
+
+
+class ToolCallsQuerySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=ToolCall.Status.choices, required=False, help_text="Only calls in this status."
+    )
+
+
+class ToolCallsPageSerializer(serializers.Serializer):
+    results = ToolCallSerializer(many=True)
+
+
+class ToolCallDecisionSerializer(InputSerializer):
+    decision = StrictChoiceField(choices=[("approve", "Approve"), ("deny", "Deny")])
+    note = StrictCharField(max_length=TEXT_MAX, required=False, allow_blank=True, default="")
+    always_allow = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="With approve: later calls of this tool in this session run without asking.",
+    )
+
+
+class ToolCallDecidedSerializer(serializers.Serializer):
+    tool_call = ToolCallSerializer()
+    run = RunSerializer(allow_null=True)

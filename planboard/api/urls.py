@@ -41,6 +41,23 @@ urlpatterns = [
         views.SessionCancelView.as_view(),
         name="api-session-cancel",
     ),
+    path(
+        "sessions/<api_id:session_id>/tool-calls/",
+        views.SessionToolCallsView.as_view(),
+        name="api-session-tool-calls",
+    ),
+    path(
+        "sessions/<api_id:session_id>/tool-calls/<str:call_id>/decision/",
+        views.ToolCallDecisionView.as_view(),
+        name="api-tool-call-decision",
+    ),
+    path("toolsets/", views.ToolsetListView.as_view(), name="api-toolsets"),
+    path("toolsets/<api_id:toolset_id>/", views.ToolsetDetailView.as_view(), name="api-toolset"),
+    path(
+        "toolsets/<api_id:toolset_id>/refresh/",
+        views.ToolsetRefreshView.as_view(),
+        name="api-toolset-refresh",
+    ),
     path("profiles/", views.ProfileListView.as_view(), name="api-profiles"),
     path("profiles/<api_id:profile_id>/", views.ProfileDetailView.as_view(), name="api-profile"),
     path("plans/", views.PlanListView.as_view(), name="api-plans"),

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib.auth import authenticate
 from django.contrib.auth.signals import user_logged_in
+from django.db import transaction
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -40,7 +41,16 @@ from planboard.api.permissions import (
     visible_plan,
     visible_session,
 )
-from planboard.models import NAME_MAX, AgentProfile, AgentRun, ChatSession, Plan, State
+from planboard.models import (
+    NAME_MAX,
+    AgentProfile,
+    AgentRun,
+    ChatSession,
+    Plan,
+    State,
+    ToolCall,
+    Toolset,
+)
 from planboard.services import Actor
 from planboard.snapshots import (
     iso,
@@ -48,6 +58,7 @@ from planboard.snapshots import (
     serialize_profile,
     serialize_run,
     serialize_session,
+    serialize_tool_call,
 )
 
 # Path ids are at most 18 digits (see urls.py), so they always fit a 64-bit column.
@@ -255,7 +266,14 @@ class SessionDetailView(ApiView):
     def patch(self, request: Request, session_id: int) -> Response:
         editable_session(request.user, session_id)
         data = parse(s.SessionUpdateSerializer, request.data)
-        services.session_update(session_id=session_id, **data)
+        toolsets = data.pop("toolsets", None)
+        with transaction.atomic():  # settings and toolsets change together or not at all
+            if data:
+                services.session_update(session_id=session_id, **data)
+            if toolsets is not None:
+                services.session_set_toolsets(
+                    session_id=session_id, toolset_ids=toolsets, user=request.user
+                )
         return Response(selectors.session_snapshot(session_id=session_id))
 
 
@@ -600,3 +618,151 @@ class ProfileDetailView(ApiView):
         _staff_only(request)
         services.profile_delete(profile_id=profile_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- toolsets (MCP servers) and tool calls ----------------------------------------------------
+
+TOOLSET_ID = path_id("toolset_id", "Toolset")
+CALL_ID = OpenApiParameter(
+    "call_id",
+    {"type": "string", "maxLength": 100},
+    OpenApiParameter.PATH,
+    description="The tool call's id (`tool_call_id`).",
+)
+
+
+def _staff_only_toolsets(request: Request) -> None:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff configure toolsets.")
+
+
+def _toolset_for(request: Request, toolset_id: int) -> Toolset:
+    toolset = (
+        selectors.toolset_rows(selectors.toolsets_visible_to(request.user))
+        .filter(pk=toolset_id)
+        .first()
+    )
+    if toolset is None:
+        raise NotFound("No such toolset.")
+    return toolset
+
+
+def _toolset_body(request: Request, toolset_id: int) -> dict[str, Any]:
+    return selectors.toolset_data(_toolset_for(request, toolset_id), user=request.user)
+
+
+class ToolsetListView(ApiView):
+    @extend_schema(
+        tags=["toolsets"],
+        responses={200: s.ToolsetSerializer(many=True), **READ_ERRORS},
+        summary="Toolsets (MCP servers) you may use; staff see all and how they are reached.",
+    )
+    def get(self, request: Request) -> Response:
+        rows = selectors.toolset_rows(selectors.toolsets_visible_to(request.user))
+        return Response([selectors.toolset_data(t, user=request.user) for t in rows])
+
+    @extend_schema(
+        tags=["toolsets"],
+        request=s.ToolsetWriteSerializer,
+        responses={201: s.ToolsetSerializer, **ERRORS},
+        summary="Add a toolset (staff only); secret values are written, never read back.",
+    )
+    def post(self, request: Request) -> Response:
+        _staff_only_toolsets(request)
+        data = parse(s.ToolsetWriteSerializer, request.data)
+        toolset = services.toolset_create(user=request.user, **data)
+        return Response(_toolset_body(request, toolset.pk), status=status.HTTP_201_CREATED)
+
+
+class ToolsetDetailView(ApiView):
+    @extend_schema(
+        tags=["toolsets"],
+        parameters=[TOOLSET_ID],
+        responses={200: s.ToolsetSerializer, **READ_ERRORS},
+        summary="One toolset and its tools.",
+    )
+    def get(self, request: Request, toolset_id: int) -> Response:
+        return Response(_toolset_body(request, toolset_id))
+
+    @extend_schema(
+        tags=["toolsets"],
+        parameters=[TOOLSET_ID],
+        request=s.ToolsetWriteSerializer,
+        responses={200: s.ToolsetSerializer, **ERRORS},
+        summary="Change a toolset (staff only): env/headers merge; tool_policies override.",
+    )
+    def patch(self, request: Request, toolset_id: int) -> Response:
+        _toolset_for(request, toolset_id)
+        _staff_only_toolsets(request)
+        data = parse(s.ToolsetWriteSerializer, request.data)
+        services.toolset_update(toolset_id=toolset_id, user=request.user, **data)
+        return Response(_toolset_body(request, toolset_id))
+
+    @extend_schema(
+        tags=["toolsets"],
+        parameters=[TOOLSET_ID],
+        request=None,
+        responses={204: None, **ERRORS},
+        summary="Remove a toolset (staff only); sessions stop offering its tools.",
+    )
+    def delete(self, request: Request, toolset_id: int) -> Response:
+        _toolset_for(request, toolset_id)
+        _staff_only_toolsets(request)
+        services.toolset_delete(toolset_id=toolset_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ToolsetRefreshView(ApiView):
+    @extend_schema(
+        tags=["toolsets"],
+        parameters=[TOOLSET_ID],
+        request=None,
+        responses={200: s.ToolsetRefreshedSerializer, **ERRORS},
+        summary="Ask the toolset's server for its tools now (staff only).",
+    )
+    def post(self, request: Request, toolset_id: int) -> Response:
+        _toolset_for(request, toolset_id)
+        _staff_only_toolsets(request)
+        result = services.toolset_refresh_tools(toolset_id=toolset_id)
+        return Response(
+            {
+                "toolset": _toolset_body(request, toolset_id),
+                "added": result.added,
+                "removed": result.removed,
+                "skipped": result.skipped,
+            }
+        )
+
+
+class SessionToolCallsView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID, s.ToolCallsQuerySerializer],
+        responses={200: s.ToolCallsPageSerializer, 400: ERRORS[400], **READ_ERRORS},
+        summary="The session's external tool calls (waiting and past), oldest first.",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(request.user, session_id)
+        query = parse(s.ToolCallsQuerySerializer, query_dict(request))
+        calls = selectors.session_tool_calls(session_id=session_id, status=query.get("status"))
+        return Response({"results": calls})
+
+
+class ToolCallDecisionView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID, CALL_ID],
+        request=s.ToolCallDecisionSerializer,
+        responses={200: s.ToolCallDecidedSerializer, **ERRORS},
+        summary="Approve or deny a tool call waiting for a decision (owner or staff).",
+    )
+    def post(self, request: Request, session_id: int, call_id: str) -> Response:
+        editable_session(request.user, session_id)
+        if not ToolCall.objects.filter(session_id=session_id, tool_call_id=call_id).exists():
+            raise NotFound(f"This session has no tool call {call_id!r}.")
+        data = parse(s.ToolCallDecisionSerializer, request.data)
+        record = services.tool_call_decide(
+            session_id=session_id, tool_call_id=call_id, user=request.user, **data
+        )
+        run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
+        return Response({"tool_call": serialize_tool_call(record), "run": serialize_run(run)})

@@ -8,6 +8,7 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 | `access`   | `plans_visible_to`, `sessions_visible_to`, `can_edit`, filter choices    |
 | `plans`    | `plan_snapshot`, `plan_events_since`, history search (`plans_matching`)  |
 | `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
+| `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
 """
 
 from planboard.selectors.access import (
@@ -39,6 +40,17 @@ from planboard.selectors.sessions import (
     session_snapshot,
     sessions_for_list,
 )
+from planboard.selectors.toolsets import (
+    pending_tool_calls,
+    session_tool_calls,
+    session_tools,
+    session_toolset_ids,
+    tool_always_allowed,
+    toolset_data,
+    toolset_rows,
+    toolsets_usable_by,
+    toolsets_visible_to,
+)
 
 __all__ = [
     "STATE_FILTER_ALL",
@@ -50,6 +62,7 @@ __all__ = [
     "latest_run",
     "latest_runs_by_session",
     "owner_choices",
+    "pending_tool_calls",
     "plan_events_since",
     "plan_events_window",
     "plan_snapshot",
@@ -61,7 +74,15 @@ __all__ = [
     "plans_visible_to",
     "session_messages",
     "session_snapshot",
+    "session_tool_calls",
+    "session_tools",
+    "session_toolset_ids",
     "sessions_for_list",
     "sessions_visible_to",
     "team_choices",
+    "tool_always_allowed",
+    "toolset_data",
+    "toolset_rows",
+    "toolsets_usable_by",
+    "toolsets_visible_to",
 ]

@@ -11,7 +11,13 @@ from planboard import streams
 from planboard.models import AgentRun, ChatSession, Message, State
 from planboard.selectors.access import sessions_visible_to
 from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
-from planboard.snapshots import serialize_message, serialize_run, serialize_session
+from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
+from planboard.snapshots import (
+    serialize_message,
+    serialize_run,
+    serialize_session,
+    serialize_tool_call,
+)
 
 
 def latest_run(*, session_id: int) -> AgentRun | None:
@@ -32,6 +38,11 @@ def session_snapshot(*, session_id: int) -> dict[str, Any]:
     data["unseen_edits"] = (
         plan_unseen_edits(plan_id=session.current_plan_id) if session.current_plan_id else []
     )
+    # External tools: the toolsets the agent may use, and the calls waiting for a decision.
+    data["toolsets"] = session_toolset_ids(session_id=session_id)
+    data["pending_tool_calls"] = [
+        serialize_tool_call(r) for r in pending_tool_calls(session_id=session_id)
+    ]
     return data
 
 

@@ -17,6 +17,8 @@ nothing.
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
 | `runs`      | `message_post`, `message_record_agent`, `run_*`                      |
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
+| `toolsets`  | `toolset_create/update/delete/refresh_tools` (MCP servers),          |
+|             | `session_set_toolsets`, `tool_call_*` (records, approve/deny)        |
 """
 
 from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
@@ -60,11 +62,25 @@ from planboard.services.tokens import (
     token_revoke,
     token_ttl,
 )
+from planboard.services.toolsets import (
+    TOOLSET_FIELDS,
+    run_pause_for_approval,
+    session_set_toolsets,
+    tool_call_answer,
+    tool_call_claim,
+    tool_call_decide,
+    tool_call_open,
+    toolset_create,
+    toolset_delete,
+    toolset_refresh_tools,
+    toolset_update,
+)
 
 __all__ = [
     "PLAN_TEXT_FIELDS",
     "PROFILE_FIELDS",
     "SUBTASK_TEXT_FIELDS",
+    "TOOLSET_FIELDS",
     "Actor",
     "TextChanges",
     "message_post",
@@ -80,10 +96,12 @@ __all__ = [
     "profile_update",
     "run_cancel",
     "run_finish",
+    "run_pause_for_approval",
     "run_record_step",
     "run_renew_lease",
     "run_start",
     "session_create",
+    "session_set_toolsets",
     "session_update",
     "subtask_add",
     "subtask_change",
@@ -97,4 +115,12 @@ __all__ = [
     "token_issue",
     "token_revoke",
     "token_ttl",
+    "tool_call_answer",
+    "tool_call_claim",
+    "tool_call_decide",
+    "tool_call_open",
+    "toolset_create",
+    "toolset_delete",
+    "toolset_refresh_tools",
+    "toolset_update",
 ]

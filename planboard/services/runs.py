@@ -23,6 +23,7 @@ from planboard.models import (
     Message,
     Plan,
     SubTask,
+    ToolCall,
 )
 from planboard.services._core import (
     _clean_state,
@@ -33,7 +34,12 @@ from planboard.services._core import (
 from planboard.snapshots import (
     serialize_message,
     serialize_run,
+    serialize_tool_call,
 )
+
+# What a call still waiting for a decision is told when its run moves on without one.
+DENIED_BY_MESSAGE = "The person wrote a message instead of deciding; read it."
+DENIED_BY_STOP = "The run was stopped before anyone decided."
 
 
 def _dispatch_on_commit(run_id: int) -> None:
@@ -57,7 +63,9 @@ def message_post(
     """A person writes to the agent: store the message and make sure a run will read it.
 
     An active run sees the message at its next step; a run waiting for the user's go-ahead
-    resumes; otherwise a new run is queued.
+    resumes; a run waiting for approvals resumes too, its undecided calls denied (writing
+    instead of deciding says "not like this"; nothing is ever approved without a decision);
+    otherwise a new run is queued.
     """
     clean = _clean_text(content, field="content", required=True, limit=MESSAGE_MAX)
     with transaction.atomic():
@@ -67,6 +75,10 @@ def message_post(
             run = latest
         elif latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER:
             run = latest
+            _requeue(run)
+        elif latest is not None and latest.status == AgentRun.Status.WAITING_FOR_APPROVAL:
+            run = latest
+            _deny_pending_calls(run, note=DENIED_BY_MESSAGE)
             _requeue(run)
         else:
             run = AgentRun.objects.create(session=session, model=settings.PLANBOARD_LLM_MODEL)
@@ -176,9 +188,32 @@ def run_renew_lease(*, run_id: int, worker: str) -> bool:
     return bool(renewed)
 
 
+def _publish_tool_call(record: ToolCall) -> None:
+    _publish_session(
+        record.session_id, {"type": "session.tool_call", "tool_call": serialize_tool_call(record)}
+    )
+
+
+def _deny_pending_calls(run: AgentRun, *, note: str) -> None:
+    """Close the run's undecided tool calls as denied (the run goes on, or stops, without
+    them); the caller holds the run's lock."""
+    pending = list(
+        ToolCall.objects.select_for_update(no_key=True, of=("self",)).filter(
+            run=run, status=ToolCall.Status.PENDING
+        )
+    )
+    now = timezone.now()
+    for record in pending:
+        record.status = ToolCall.Status.DENIED
+        record.note = note
+        record.decided_at = now
+        record.save(update_fields=["status", "note", "decided_at"])
+        _publish_tool_call(record)
+
+
 def _requeue(run: AgentRun) -> None:
-    """A run waiting for the user goes back to the queue (the user answered, or the spending
-    limit that stopped it was raised)."""
+    """A waiting run goes back to the queue (the user answered, the spending limit that
+    stopped it was raised, or every tool call it waited on was decided)."""
     run.status = AgentRun.Status.QUEUED
     run.pause_reason = ""
     run.error = ""
@@ -205,12 +240,8 @@ def resume_budget_pause(*, session_id: int) -> AgentRun | None:
 def _run_set_status(run: AgentRun, status: str, error: str, *, pause_reason: str = "") -> AgentRun:
     run.status = status
     run.error = error[:TEXT_MAX]
-    run.pause_reason = pause_reason if status == AgentRun.Status.WAITING_FOR_USER else ""
-    if status not in (
-        AgentRun.Status.QUEUED,
-        AgentRun.Status.RUNNING,
-        AgentRun.Status.WAITING_FOR_USER,
-    ):
+    run.pause_reason = pause_reason if status in AgentRun.WAITING_STATUSES else ""
+    if status not in (AgentRun.Status.QUEUED, AgentRun.Status.RUNNING, *AgentRun.WAITING_STATUSES):
         run.finished_at = timezone.now()
     if status != AgentRun.Status.RUNNING:
         run.lease_owner, run.lease_expires_at = "", None
@@ -244,6 +275,7 @@ def run_finish(
     """
     allowed = [
         AgentRun.Status.WAITING_FOR_USER,
+        AgentRun.Status.WAITING_FOR_APPROVAL,
         AgentRun.Status.SUCCEEDED,
         AgentRun.Status.FAILED,
         AgentRun.Status.CANCELLED,
@@ -330,13 +362,14 @@ def run_cancel(*, session_id: int) -> AgentRun | None:
             AgentRun.objects.select_for_update(no_key=True)
             .filter(
                 session_id=session_id,
-                status__in=[*AgentRun.ACTIVE_STATUSES, AgentRun.Status.WAITING_FOR_USER],
+                status__in=[*AgentRun.ACTIVE_STATUSES, *AgentRun.WAITING_STATUSES],
             )
             .order_by("-id")
             .first()
         )
         if run is None:
             return None
+        _deny_pending_calls(run, note=DENIED_BY_STOP)
         if run.status == AgentRun.Status.RUNNING:
             run.cancel_requested = True
             run.save(update_fields=["cancel_requested"])

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from planboard import selectors
 from planboard.exceptions import PlanError
 from planboard.models import (
     NAME_MAX,
@@ -23,6 +24,7 @@ from planboard.services._core import (
     _publish_session,
 )
 from planboard.services.runs import resume_budget_pause
+from planboard.services.toolsets import set_session_toolsets
 from planboard.snapshots import (
     serialize_session,
 )
@@ -115,6 +117,7 @@ SESSION_SETTINGS = frozenset(
         "profile",
         "budget_usd",
         "budget_tokens",
+        "toolsets",
     }
 )
 
@@ -130,9 +133,12 @@ def session_update(*, session_id: int, **fields: Any) -> ChatSession:
         for name, value in _clean_session_settings(fields).items():
             setattr(session, name, value)
         session.save()
-        _publish_session(
-            session.pk, {"type": "session.updated", "session": serialize_session(session)}
-        )
+        payload = serialize_session(session)
+        if "toolsets" in fields:
+            # The caller checked who may change this session; any enabled toolset may be used.
+            set_session_toolsets(session.pk, fields["toolsets"], user=None)
+            payload["toolsets"] = selectors.session_toolset_ids(session_id=session.pk)
+        _publish_session(session.pk, {"type": "session.updated", "session": payload})
         if {"budget_usd", "budget_tokens"} & set(fields) and session_budget_left(session):
             resume_budget_pause(session_id=session.pk)
     return session

@@ -72,3 +72,58 @@ def test_concurrent_writers_lose_nothing(postgres: None, django_user_model: Any)
     for event in selectors.plan_events_since(plan_id=plan.pk, version=0):
         replay = apply_event(replay, event)
     assert replay == final
+
+
+def _together(*actions: Any) -> list[BaseException]:
+    """Run the actions in threads released at the same instant; the errors they raised."""
+    barrier = threading.Barrier(len(actions))
+    errors: list[BaseException] = []
+
+    def run(action: Any) -> None:
+        try:
+            barrier.wait()
+            action()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(action,)) for action in actions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return errors
+
+
+def test_a_decision_racing_the_pause_is_never_missed(
+    postgres: None, django_user_model: Any
+) -> None:
+    """The loop pauses for approval while the owner decides at the same moment: the run is
+    either still running (it saw the decision) or queued again, never waiting with nothing
+    left to decide."""
+    from planboard.models import AgentRun, ToolCall
+
+    owner = django_user_model.objects.create_user("decider")
+    staff = django_user_model.objects.create_user("staffer", is_staff=True)
+    toolset = services.toolset_create(user=staff, name="t", kind="http", url="http://t.test")
+    session = services.session_create(owner=owner)
+    for round_ in range(ROUNDS):
+        _, run = services.message_post(session_id=session.pk, author=owner, content="Go")
+        services.run_start(run_id=run.pk, worker="w")
+        call_id = f"c{round_}"
+        services.tool_call_open(
+            session_id=session.pk, run_id=run.pk, tool_call_id=call_id, tool_name="t__x",
+            toolset_id=toolset.pk, tool="x", arguments={}, read_only=False, status="pending",
+        )  # fmt: skip
+        errors = _together(
+            lambda run_id=run.pk: services.run_pause_for_approval(run_id=run_id),
+            lambda call_id=call_id: services.tool_call_decide(
+                session_id=session.pk, tool_call_id=call_id, user=owner, decision="approve"
+            ),
+        )
+        assert not errors, errors
+        run.refresh_from_db()
+        assert ToolCall.objects.get(tool_call_id=call_id).status == "approved"
+        assert run.status in (AgentRun.Status.RUNNING, AgentRun.Status.QUEUED), run.status
+        services.run_finish(run_id=run.pk, status="succeeded")

@@ -1,0 +1,231 @@
+"""External tools (MCP servers) in the agent loop: what the model is offered, and how each of
+its calls is approved, run once, and answered.
+
+The model sees a session's tools as `<toolset>__<tool>` (plan tool names have no `__`, so the
+two never collide) with the server's own input schema. A call is recorded (`ToolCall`) before
+anything happens:
+
+- policy `auto`, or "always allow" given in this session: recorded `approved`, run at once;
+- policy `ask`: recorded `pending`; the run pauses (`waiting_for_approval`) until a person
+  decides (`services.tool_call_decide` queues the run again). Nothing is approved by waiting.
+
+Running a call: mark it `running` (committed first, so a dead worker leaves evidence), call
+the server with no transaction open, then store the result and the final status together.
+A call whose result is stored is never run again (a result is unique per call id). A call
+found `running` when a run resumes lost its worker: a read-only tool is simply called again;
+anything else is answered `Error: interrupted, outcome unknown`, since it may have acted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from agents import hints, mcp_client
+from planboard import selectors, services
+from planboard.exceptions import PlanError
+from planboard.models import AgentRun, Message, ToolCall, ToolsetTool
+from planboard.services.toolsets import SEPARATOR, namespaced
+
+logger = logging.getLogger(__name__)
+
+# Tool descriptions come from servers: long ones are cut to keep requests small.
+DESCRIPTION_MAX = 1000
+ASKS_NOTE = " (Each call waits for a person's approval before it runs.)"
+DENIED = "Error: the person denied this call."
+INTERRUPTED = (
+    "Error: interrupted, outcome unknown. The worker running this call stopped before the "
+    "tool answered, so it may or may not have taken effect; check before calling it again."
+)
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def is_external(name: str) -> bool:
+    return SEPARATOR in name
+
+
+@dataclass(frozen=True)
+class Offered:
+    """A session's external tool as the model is offered it."""
+
+    name: str  # <toolset>__<tool>
+    tool: ToolsetTool
+    asks: bool  # each call waits for a person's approval
+
+
+def offered_tools(*, session_id: int) -> list[Offered]:
+    allowed = set(
+        ToolCall.objects.filter(session_id=session_id, always_allow=True).values_list(
+            "toolset_id", "tool"
+        )
+    )
+    return [
+        Offered(
+            name=namespaced(t.toolset.name, t.name),
+            tool=t,
+            asks=t.policy == ToolsetTool.Policy.ASK and (t.toolset_id, t.name) not in allowed,
+        )
+        for t in selectors.session_tools(session_id=session_id)
+    ]
+
+
+def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
+    """The offered tools in the format litellm takes as `tools=`."""
+    result = []
+    for item in offered:
+        description = hints.neutralize_hint_tags(item.tool.description or "")[:DESCRIPTION_MAX]
+        if item.asks:
+            description += ASKS_NOTE
+        schema = item.tool.input_schema
+        result.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": item.name,
+                    "description": description.strip() or item.name,
+                    "parameters": schema if isinstance(schema, dict) and schema else _EMPTY_SCHEMA,
+                },
+            }
+        )
+    return result
+
+
+# --- handling one call ------------------------------------------------------------------------
+
+
+class Outcome(Enum):
+    ANSWERED = "answered"  # a result is stored (or another worker stored it)
+    WAITING = "waiting"  # a person has to decide first
+    HELD = "held"  # decided, but an earlier call of the answer still waits
+
+
+def handle_call(*, run: AgentRun, call: dict[str, Any], held: bool) -> Outcome:
+    """Take one external call of the model's answer as far as it can go now. `held`: an
+    earlier call of the same answer waits for a person, so this one must not run yet (calls
+    take effect in the order the model gave them)."""
+    call_id = str(call.get("id", ""))
+    function = call.get("function") or {}
+    name = str(function.get("name", ""))
+    record = ToolCall.objects.filter(session_id=run.session_id, tool_call_id=call_id).first()
+    if record is None:
+        opened = _open(run=run, call_id=call_id, name=name, raw=function.get("arguments"))
+        if isinstance(opened, str):
+            return _answer_unrecorded(run=run, call_id=call_id, name=name, text=opened)
+        record = opened
+    if record.status == ToolCall.Status.PENDING:
+        return Outcome.WAITING
+    if held:
+        return Outcome.HELD
+    if record.status == ToolCall.Status.DENIED:
+        text = DENIED + (f" Their note: {record.note}" if record.note else "")
+        return _answer(record, text, status=None)
+    if record.status == ToolCall.Status.APPROVED:
+        return _run(run=run, record=record, retry=False)
+    if record.status == ToolCall.Status.RUNNING:
+        # Its worker died mid-call (we are the run's only driver now).
+        if record.read_only:
+            return _run(run=run, record=record, retry=True)
+        return _answer(record, INTERRUPTED, status=ToolCall.Status.INTERRUPTED)
+    # Finished, but the result did not reach the transcript (it commits with the status, so
+    # only a hand-edited record gets here): say so rather than run it again.
+    return _answer(record, INTERRUPTED, status=None)
+
+
+def _open(*, run: AgentRun, call_id: str, name: str, raw: Any) -> ToolCall | str:
+    """Record a new call (pending or approved), or say why it cannot be made."""
+    offered = {o.name: o for o in offered_tools(session_id=run.session_id)}
+    item = offered.get(name)
+    if item is None:
+        names = ", ".join(sorted(offered)) or "none"
+        return (
+            f"Error: there is no tool named {name!r} in this session. The external tools it "
+            f"offers are: {names}."
+        )
+    arguments = _parse(raw)
+    if isinstance(arguments, str):
+        return arguments
+    return services.tool_call_open(
+        session_id=run.session_id,
+        run_id=run.pk,
+        tool_call_id=call_id,
+        tool_name=name,
+        toolset_id=item.tool.toolset_id,
+        tool=item.tool.name,
+        arguments=arguments,
+        read_only=item.tool.read_only,
+        status=ToolCall.Status.PENDING if item.asks else ToolCall.Status.APPROVED,
+    )
+
+
+def _parse(raw: Any) -> dict[str, Any] | str:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        return f"Error: the arguments are not valid JSON ({exc}). Send one JSON object."
+    if not isinstance(value, dict):
+        return "Error: the arguments must be one JSON object of named values."
+    return value
+
+
+def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
+    claimed = services.tool_call_claim(record_id=record.pk, retry=retry)
+    if claimed is None:
+        return Outcome.ANSWERED  # another worker took it; its result is its own to store
+    still = {o.name: o for o in offered_tools(session_id=run.session_id)}.get(record.tool_name)
+    if still is None or claimed.toolset is None:
+        text = (
+            f"Error: the tool {record.tool_name!r} is no longer available in this session "
+            "(its toolset was disabled or removed, or staff stopped offering it); it was not run."
+        )
+        return _answer(claimed, text, status=ToolCall.Status.FAILED)
+    output = mcp_client.call_tool(claimed.toolset, claimed.tool, claimed.arguments or {})
+    status = ToolCall.Status.SUCCEEDED if output.ok else ToolCall.Status.FAILED
+    return _answer(claimed, output.text, status=status, duration_ms=output.duration_ms)
+
+
+def _answer(
+    record: ToolCall, text: str, *, status: str | None, duration_ms: int | None = None
+) -> Outcome:
+    try:
+        services.tool_call_answer(
+            record_id=record.pk, content=text, status=status, duration_ms=duration_ms
+        )
+    except PlanError as exc:
+        if exc.code != "duplicate_tool_call":
+            raise
+        # Answered by another worker meanwhile: its result stands.
+    return Outcome.ANSWERED
+
+
+def _answer_unrecorded(*, run: AgentRun, call_id: str, name: str, text: str) -> Outcome:
+    try:
+        services.message_record_agent(
+            session_id=run.session_id,
+            run_id=run.pk,
+            role=Message.Role.TOOL,
+            content=text,
+            tool_call_id=call_id,
+            tool_name=name[:100],
+        )
+    except PlanError as exc:
+        if exc.code != "duplicate_tool_call":
+            raise
+    return Outcome.ANSWERED
+
+
+# --- the hint ---------------------------------------------------------------------------------
+
+
+def waiting_calls(*, session_id: int) -> list[str]:
+    """The session's calls waiting for a person, as the hint lists them."""
+    return [
+        f"{r.tool_name} (call {r.tool_call_id})"
+        for r in selectors.pending_tool_calls(session_id=session_id)
+    ]

@@ -1,0 +1,87 @@
+"""Toolset reads: which toolsets people may use, what a session offers its agent, and the
+record of its external tool calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Prefetch, QuerySet
+
+from planboard.models import SessionToolset, ToolCall, Toolset, ToolsetTool
+from planboard.snapshots import serialize_tool_call, serialize_toolset
+
+# The newest calls a session's call list shows (older ones stay in the admin).
+TOOL_CALLS_SHOWN = 500
+
+
+def toolsets_usable_by(user: AbstractBaseUser) -> QuerySet[Toolset]:
+    """What a signed-in person may enable in their sessions: every enabled toolset."""
+    if not user.is_authenticated:
+        return Toolset.objects.none()
+    return Toolset.objects.filter(enabled=True)
+
+
+def toolsets_visible_to(user: AbstractBaseUser) -> QuerySet[Toolset]:
+    """Staff see (and configure) every toolset; everyone else those they may use."""
+    if user.is_authenticated and user.is_staff:
+        return Toolset.objects.all()
+    return toolsets_usable_by(user)
+
+
+def toolset_rows(queryset: QuerySet[Toolset]) -> QuerySet[Toolset]:
+    """The toolsets with their tools, in two queries."""
+    return queryset.order_by("name").prefetch_related(
+        Prefetch("tools", queryset=ToolsetTool.objects.order_by("name"))
+    )
+
+
+def toolset_data(toolset: Toolset, *, user: AbstractBaseUser) -> dict[str, Any]:
+    return serialize_toolset(toolset, list(toolset.tools.all()), configuration=bool(user.is_staff))
+
+
+def session_toolset_ids(*, session_id: int) -> list[int]:
+    return list(
+        SessionToolset.objects.filter(session_id=session_id)
+        .order_by("toolset_id")
+        .values_list("toolset_id", flat=True)
+    )
+
+
+def session_tools(*, session_id: int) -> list[ToolsetTool]:
+    """The external tools a session's agent is offered: tools its server still lists, of
+    enabled toolsets the session enables, that staff have not set to `never`."""
+    return list(
+        ToolsetTool.objects.filter(
+            toolset__sessions__session_id=session_id,
+            toolset__enabled=True,
+            available=True,
+        )
+        .exclude(policy=ToolsetTool.Policy.NEVER)
+        .select_related("toolset")
+        .order_by("toolset__name", "name")
+    )
+
+
+def tool_always_allowed(*, session_id: int, toolset_id: int, tool: str) -> bool:
+    """Someone approved a call of this tool in this session with "always allow"."""
+    return ToolCall.objects.filter(
+        session_id=session_id, toolset_id=toolset_id, tool=tool, always_allow=True
+    ).exists()
+
+
+def session_tool_calls(*, session_id: int, status: str | None = None) -> list[dict[str, Any]]:
+    """The session's external tool calls, oldest first (the newest `TOOL_CALLS_SHOWN`)."""
+    queryset = ToolCall.objects.filter(session_id=session_id).select_related("decided_by")
+    if status:
+        queryset = queryset.filter(status=status)
+    newest = list(queryset.order_by("-id")[:TOOL_CALLS_SHOWN])
+    return [serialize_tool_call(r) for r in reversed(newest)]
+
+
+def pending_tool_calls(*, session_id: int) -> list[ToolCall]:
+    return list(
+        ToolCall.objects.filter(session_id=session_id, status=ToolCall.Status.PENDING).order_by(
+            "id"
+        )
+    )

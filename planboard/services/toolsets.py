@@ -1,0 +1,615 @@
+"""External tools: toolsets (MCP servers) staff configure, the ones a session enables, and
+the record of every call the agent makes of them, with people's approve/deny decisions.
+
+Lock order (after `_core`'s): session, run, then tool-call rows. No transaction is held
+while a server is asked anything: discovery happens before the transaction that stores it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from planboard import selectors
+from planboard.exceptions import Forbidden, PlanError
+from planboard.models import (
+    NAME_MAX,
+    TEXT_MAX,
+    TOOL_NAME_MAX,
+    TOOLSET_NAME_MAX,
+    AgentRun,
+    Message,
+    SessionToolset,
+    ToolCall,
+    Toolset,
+    ToolsetTool,
+)
+from planboard.services._core import _clean_text, _lock_session, _publish_session
+from planboard.services.runs import (
+    DENIED_BY_STOP,
+    _deny_pending_calls,
+    _load_run,
+    _publish_tool_call,
+    _requeue,
+    _run_set_status,
+    message_record_agent,
+)
+from planboard.snapshots import serialize_session
+
+TOOLSET_FIELDS = (
+    "name",
+    "title",
+    "kind",
+    "command",
+    "args",
+    "env",
+    "url",
+    "headers",
+    "enabled",
+    "tool_policies",
+)
+# Model providers take function names of 1-64 characters from [A-Za-z0-9_-]; the model sees
+# `<toolset>__<tool>`, so a tool whose full name breaks this is not offered.
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SEPARATOR = "__"
+_TOOLSET_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_))*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_MAX_ARGS = 100
+_MAX_SECRETS = 50
+_SECRET_MAX = 8000
+_MAX_SESSION_TOOLSETS = 50
+
+
+def default_policy(read_only: bool) -> str:
+    """Read-only tools run without asking; anything that may change the world asks first."""
+    return ToolsetTool.Policy.AUTO if read_only else ToolsetTool.Policy.ASK
+
+
+def namespaced(toolset_name: str, tool: str) -> str:
+    return f"{toolset_name}{SEPARATOR}{tool}"
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _clean_name(value: Any) -> str:
+    name = _clean_text(value, field="name", required=True, limit=TOOLSET_NAME_MAX)
+    if not _TOOLSET_NAME.match(name) or name.endswith("_"):
+        raise PlanError(
+            "'name' may use only lowercase letters, digits, '-' and single '_' (the agent sees "
+            "tools as <name>__<tool>), and must start with a letter or digit."
+        )
+    return name
+
+
+def _clean_args(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise PlanError("'args' must be a list of strings.")
+    if len(value) > _MAX_ARGS:
+        raise PlanError(f"'args' may hold at most {_MAX_ARGS} arguments.")
+    for arg in value:
+        if "\x00" in arg or len(arg) > TEXT_MAX:
+            raise PlanError(f"Each of 'args' must be text of at most {TEXT_MAX} characters.")
+    return list(value)
+
+
+def _clean_secrets(
+    value: Any, *, field: str, pattern: re.Pattern[str], allow_removal: bool
+) -> dict[str, str | None]:
+    """Names and secret values (`None` removes a name when updating)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise PlanError(f"'{field}' must be an object of names and text values.")
+    if len(value) > _MAX_SECRETS:
+        raise PlanError(f"'{field}' may hold at most {_MAX_SECRETS} entries.")
+    cleaned: dict[str, str | None] = {}
+    for key, secret in value.items():
+        if not isinstance(key, str) or not pattern.match(key):
+            raise PlanError(f"'{field}' has a name that is not allowed: {str(key)[:50]!r}.")
+        if secret is None and allow_removal:
+            cleaned[key] = None
+            continue
+        if not isinstance(secret, str) or len(secret) > _SECRET_MAX:
+            raise PlanError(f"'{field}.{key}' must be text of at most {_SECRET_MAX} characters.")
+        if any(c in secret for c in "\x00\r\n"):
+            raise PlanError(f"'{field}.{key}' must be one line of text.")
+        cleaned[key] = secret
+    return cleaned
+
+
+def _clean_url(value: Any) -> str:
+    url = _clean_text(value, field="url", limit=500)
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PlanError("'url' must be an http(s) URL, like https://tools.example.com/mcp.")
+    return url
+
+
+def _clean_policies(value: Any) -> dict[str, str | None]:
+    if not isinstance(value, Mapping):
+        raise PlanError("'tool_policies' must be an object of tool names and policies.")
+    cleaned: dict[str, str | None] = {}
+    for tool, policy in value.items():
+        if policy is not None and policy not in ToolsetTool.Policy.values:
+            raise PlanError(
+                f"Unknown policy {policy!r} for tool {str(tool)[:60]!r}; use one of: "
+                f"{', '.join(ToolsetTool.Policy.values)} (or null for the default)."
+            )
+        cleaned[str(tool)] = policy
+    return cleaned
+
+
+def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
+    unknown = set(fields) - set(TOOLSET_FIELDS)
+    if unknown:
+        raise PlanError(f"Unknown toolset field(s): {', '.join(sorted(unknown))}.")
+    cleaned: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "name":
+            cleaned[key] = _clean_name(value)
+        elif key == "title":
+            cleaned[key] = _clean_text(value, field=key, limit=NAME_MAX)
+        elif key == "kind":
+            if value not in Toolset.Kind.values:
+                raise PlanError(f"'kind' must be one of: {', '.join(Toolset.Kind.values)}.")
+            cleaned[key] = value
+        elif key == "command":
+            cleaned[key] = _clean_text(value, field=key, limit=500)
+        elif key == "args":
+            cleaned[key] = _clean_args(value)
+        elif key == "env":
+            cleaned[key] = _clean_secrets(
+                value, field=key, pattern=_ENV_NAME, allow_removal=updating
+            )
+        elif key == "headers":
+            cleaned[key] = _clean_secrets(
+                value, field=key, pattern=_HEADER_NAME, allow_removal=updating
+            )
+        elif key == "url":
+            cleaned[key] = _clean_url(value)
+        elif key == "enabled":
+            if not isinstance(value, bool):
+                raise PlanError("'enabled' must be true or false.")
+            cleaned[key] = value
+        elif key == "tool_policies":
+            cleaned[key] = _clean_policies(value)
+    return cleaned
+
+
+def _check_complete(toolset: Toolset) -> None:
+    if toolset.kind == Toolset.Kind.STDIO and not toolset.command:
+        raise PlanError("A stdio toolset needs the 'command' that starts its server.")
+    if toolset.kind == Toolset.Kind.HTTP and not toolset.url:
+        raise PlanError("An http toolset needs the 'url' of its server.")
+
+
+def _require_staff_for_programs(user: AbstractBaseUser | None, toolset: Toolset) -> None:
+    # A stdio toolset runs a program on our machines: only staff may say which one.
+    if toolset.kind == Toolset.Kind.STDIO and not (user is not None and user.is_staff):
+        raise Forbidden("Only staff may set up toolsets that start a program (stdio).")
+
+
+# --- toolsets ---------------------------------------------------------------------------------
+
+
+def toolset_create(*, user: AbstractBaseUser | None, **fields: Any) -> Toolset:
+    cleaned = clean_toolset(fields, updating=False)
+    if "name" not in cleaned or "kind" not in cleaned:
+        raise PlanError("'name' and 'kind' are required.")
+    policies = cleaned.pop("tool_policies", None)
+    if policies:
+        raise PlanError("Tool policies are set once the toolset's tools are known (refresh).")
+    toolset = Toolset(**cleaned)
+    _check_complete(toolset)
+    _require_staff_for_programs(user, toolset)
+    with transaction.atomic():
+        if Toolset.objects.filter(name=toolset.name).exists():
+            raise PlanError(f"A toolset named {toolset.name!r} exists already.")
+        toolset.save()
+    return toolset
+
+
+def toolset_update(*, toolset_id: int, user: AbstractBaseUser | None, **fields: Any) -> Toolset:
+    """Change a toolset. `env` and `headers` are merged: a name given a value is set, a name
+    given null removes it, names left out keep their (unseen) secret values. `tool_policies`
+    overrides tools' approval policies (null returns a tool to its default)."""
+    cleaned = clean_toolset(fields, updating=True)
+    with transaction.atomic():
+        toolset = Toolset.objects.select_for_update().filter(pk=toolset_id).first()
+        if toolset is None:
+            raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
+        if "name" in cleaned and cleaned["name"] != toolset.name:
+            # Stored calls and always-allow decisions name the toolset's tools by it.
+            raise PlanError("A toolset's name cannot change; create a new toolset instead.")
+        policies = cleaned.pop("tool_policies", None)
+        for key, value in cleaned.items():
+            if key in ("env", "headers"):
+                merged = dict(getattr(toolset, key) or {})
+                for name, secret in value.items():
+                    if secret is None:
+                        merged.pop(name, None)
+                    else:
+                        merged[name] = secret
+                value = merged
+            setattr(toolset, key, value)
+        _check_complete(toolset)
+        if {"kind", "command", "args", "env"} & set(cleaned):
+            _require_staff_for_programs(user, toolset)
+        toolset.save()
+        if policies:
+            _set_policies(toolset, policies)
+    return toolset
+
+
+def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
+    tools = {t.name: t for t in ToolsetTool.objects.select_for_update().filter(toolset=toolset)}
+    unknown = sorted(set(policies) - set(tools))
+    if unknown:
+        raise PlanError(
+            f"Toolset {toolset.name!r} has no tool named {', '.join(map(repr, unknown))}; "
+            "refresh its tools first."
+        )
+    for name, policy in policies.items():
+        tool = tools[name]
+        tool.policy = policy or default_policy(tool.read_only)
+        tool.policy_overridden = policy is not None
+        tool.save(update_fields=["policy", "policy_overridden"])
+
+
+def toolset_delete(*, toolset_id: int) -> None:
+    """Remove a toolset; sessions stop offering its tools, past call records keep its name."""
+    with transaction.atomic():
+        deleted, _ = Toolset.objects.filter(pk=toolset_id).delete()
+        if not deleted:
+            raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
+
+
+@dataclass
+class Refreshed:
+    toolset: Toolset
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    # Tools whose `<toolset>__<tool>` name no model provider would accept.
+    skipped: list[str] = field(default_factory=list)
+
+
+def _clean_discovered(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    name = item.get("name")
+    if not isinstance(name, str) or not name or len(name) > TOOL_NAME_MAX:
+        return None
+    schema = item.get("input_schema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        schema = {"type": "object", "properties": {}}
+    description = item.get("description")
+    return {
+        "name": name,
+        "description": (description if isinstance(description, str) else "")[:TEXT_MAX],
+        "input_schema": schema,
+        "read_only": item.get("read_only") is True,
+    }
+
+
+def toolset_refresh_tools(
+    *, toolset_id: int, tools: Iterable[Mapping[str, Any]] | None = None
+) -> Refreshed:
+    """Store the tools a toolset's server lists now (asked through
+    `settings.PLANBOARD_TOOL_DISCOVERER` unless `tools` are given). A tool the server no
+    longer lists is kept, unavailable, so a staff override survives its return; policies
+    staff set are kept, the others follow the tool's read-only hint."""
+    toolset = Toolset.objects.filter(pk=toolset_id).first()
+    if toolset is None:
+        raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
+    if tools is None:
+        discover = import_string(settings.PLANBOARD_TOOL_DISCOVERER)
+        tools = discover(toolset)  # outside any transaction: a server may be slow
+    listed = [dict(item) for item in tools]
+    result = Refreshed(toolset=toolset)
+    found: dict[str, dict[str, Any]] = {}
+    for item in listed:
+        clean = _clean_discovered(item)
+        if clean is None:
+            continue
+        if not FUNCTION_NAME.match(namespaced(toolset.name, clean["name"])):
+            result.skipped.append(clean["name"])
+            continue
+        found[clean["name"]] = clean
+    with transaction.atomic():
+        toolset = Toolset.objects.select_for_update().get(pk=toolset_id)
+        result.toolset = toolset
+        existing = {t.name: t for t in ToolsetTool.objects.filter(toolset=toolset)}
+        for name, clean in found.items():
+            tool = existing.get(name)
+            if tool is None:
+                ToolsetTool.objects.create(
+                    toolset=toolset, policy=default_policy(clean["read_only"]), **clean
+                )
+                result.added.append(name)
+                continue
+            for key, value in clean.items():
+                setattr(tool, key, value)
+            tool.available = True
+            if not tool.policy_overridden:
+                tool.policy = default_policy(tool.read_only)
+            tool.save()
+        for name, tool in existing.items():
+            if name not in found and tool.available:
+                tool.available = False
+                tool.save(update_fields=["available"])
+                result.removed.append(name)
+        toolset.tools_cache = listed
+        toolset.refreshed_at = timezone.now()
+        toolset.save(update_fields=["tools_cache", "refreshed_at", "updated_at"])
+    return result
+
+
+# --- sessions ---------------------------------------------------------------------------------
+
+
+def _clean_toolset_ids(value: Any) -> list[int]:
+    if not isinstance(value, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in value
+    ):
+        raise PlanError("'toolsets' must be a list of toolset ids.")
+    if len(value) > _MAX_SESSION_TOOLSETS:
+        raise PlanError(f"A session may enable at most {_MAX_SESSION_TOOLSETS} toolsets.")
+    return sorted(set(value))
+
+
+def set_session_toolsets(session_id: int, value: Any, *, user: AbstractBaseUser | None) -> None:
+    """Within the caller's transaction, holding the session's lock."""
+    wanted = _clean_toolset_ids(value)
+    usable = (
+        selectors.toolsets_usable_by(user)
+        if user is not None
+        else Toolset.objects.filter(enabled=True)
+    )
+    known = set(usable.filter(pk__in=wanted).values_list("pk", flat=True))
+    missing = [i for i in wanted if i not in known]
+    if missing:
+        raise PlanError(
+            f"No toolset you may use has the id {', '.join(map(str, missing))}.",
+            code="unknown_toolset",
+        )
+    SessionToolset.objects.filter(session_id=session_id).exclude(toolset_id__in=wanted).delete()
+    have = set(
+        SessionToolset.objects.filter(session_id=session_id).values_list("toolset_id", flat=True)
+    )
+    SessionToolset.objects.bulk_create(
+        [SessionToolset(session_id=session_id, toolset_id=i) for i in wanted if i not in have]
+    )
+
+
+def session_set_toolsets(
+    *, session_id: int, toolset_ids: list[int], user: AbstractBaseUser | None = None
+) -> list[int]:
+    """The toolsets a session's agent may use, replacing the previous choice; `user` (when
+    given) must own the session or be staff, and may pick only toolsets they may use."""
+    with transaction.atomic():
+        session = _lock_session(session_id)
+        if user is not None and not selectors.can_edit(user, session.owner_id):
+            raise Forbidden("Only the session's owner or an admin chooses its toolsets.")
+        set_session_toolsets(session_id, toolset_ids, user=user)
+        ids = selectors.session_toolset_ids(session_id=session_id)
+        _publish_session(
+            session_id,
+            {"type": "session.updated", "session": {**serialize_session(session), "toolsets": ids}},
+        )
+    return ids
+
+
+# --- tool calls -------------------------------------------------------------------------------
+
+
+def tool_call_open(
+    *,
+    session_id: int,
+    run_id: int,
+    tool_call_id: str,
+    tool_name: str,
+    toolset_id: int | None,
+    tool: str,
+    arguments: dict[str, Any],
+    read_only: bool,
+    status: str,
+) -> ToolCall:
+    """Record a call the model made: `pending` (a person decides) or `approved` (it may run).
+    The record of a call id is made once; asking again returns the stored one."""
+    if status not in (ToolCall.Status.PENDING, ToolCall.Status.APPROVED):
+        raise PlanError(f"A tool call starts pending or approved, not {status!r}.")
+    try:
+        with transaction.atomic():
+            record = ToolCall.objects.create(
+                session_id=session_id,
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name[:200],
+                toolset_id=toolset_id,
+                tool=tool[:TOOL_NAME_MAX],
+                arguments=_json_safe(arguments),
+                read_only=read_only,
+                status=status,
+            )
+            _publish_tool_call(record)
+            return record
+    except IntegrityError:
+        return ToolCall.objects.get(session_id=session_id, tool_call_id=tool_call_id)
+
+
+def _json_safe(value: Any) -> Any:
+    """Model-made JSON may carry NUL, which PostgreSQL's jsonb refuses."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {_json_safe(k): _json_safe(v) for k, v in value.items()}
+    return value
+
+
+def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:
+    """Mark an approved call `running`, committed before its server is called, so a worker
+    that dies mid-call leaves evidence. Only one caller wins; others get None. `retry`
+    claims a call found running after its worker died (read-only calls only)."""
+    statuses = [ToolCall.Status.APPROVED]
+    if retry:
+        statuses.append(ToolCall.Status.RUNNING)
+    with transaction.atomic():
+        record = (
+            ToolCall.objects.select_for_update(no_key=True)
+            .filter(pk=record_id, status__in=statuses)
+            .first()
+        )
+        if record is None or (record.status == ToolCall.Status.RUNNING and not record.read_only):
+            return None
+        record.status = ToolCall.Status.RUNNING
+        record.started_at = timezone.now()
+        record.save(update_fields=["status", "started_at"])
+        _publish_tool_call(record)
+    return record
+
+
+def tool_call_answer(
+    *,
+    record_id: int,
+    content: str,
+    status: str | None = None,
+    duration_ms: int | None = None,
+) -> Message:
+    """Store a call's result for the model and the call's final status, together (a result
+    is stored once per call id: a second answer raises `PlanError(code=duplicate_tool_call)`
+    and changes nothing)."""
+    with transaction.atomic():
+        record = ToolCall.objects.select_for_update(no_key=True).get(pk=record_id)
+        message = message_record_agent(
+            session_id=record.session_id,
+            run_id=record.run_id,
+            role=Message.Role.TOOL,
+            content=content,
+            tool_call_id=record.tool_call_id,
+            tool_name=record.tool_name[:100],
+        )
+        fields = []
+        if status is not None:
+            record.status = status
+            fields.append("status")
+        if duration_ms is not None:
+            record.duration_ms = max(0, int(duration_ms))
+            fields.append("duration_ms")
+        if status in (
+            ToolCall.Status.SUCCEEDED,
+            ToolCall.Status.FAILED,
+            ToolCall.Status.INTERRUPTED,
+        ):
+            record.finished_at = timezone.now()
+            fields.append("finished_at")
+        if fields:
+            record.save(update_fields=fields)
+            _publish_tool_call(record)
+    return message
+
+
+DECISIONS = ("approve", "deny")
+
+
+def tool_call_decide(
+    *,
+    session_id: int,
+    tool_call_id: str,
+    user: AbstractBaseUser,
+    decision: str,
+    note: str = "",
+    always_allow: bool = False,
+) -> ToolCall:
+    """A person approves or denies a call waiting for them. `always_allow` (with approve)
+    lets later calls of the same tool in this session run without asking, and approves the
+    ones already waiting. Once no call of the run waits any more, the run is queued again."""
+    if decision not in DECISIONS:
+        raise PlanError("'decision' must be 'approve' or 'deny'.")
+    if not isinstance(always_allow, bool):
+        raise PlanError("'always_allow' must be true or false.")
+    if always_allow and decision != "approve":
+        raise PlanError("'always_allow' goes with 'approve' only.")
+    clean_note = _clean_text(note, field="note", limit=TEXT_MAX)
+    with transaction.atomic():
+        session = _lock_session(session_id)
+        if not selectors.can_edit(user, session.owner_id):
+            raise Forbidden("Only the session's owner or an admin decides its tool calls.")
+        found = ToolCall.objects.filter(session_id=session_id, tool_call_id=tool_call_id).first()
+        if found is None:
+            raise PlanError(f"This session has no tool call {tool_call_id!r}.", code="not_found")
+        run = (
+            AgentRun.objects.select_for_update(no_key=True).filter(pk=found.run_id).first()
+            if found.run_id
+            else None
+        )
+        record = ToolCall.objects.select_for_update(no_key=True).get(pk=found.pk)
+        if record.status != ToolCall.Status.PENDING:
+            raise PlanError(
+                f"This call is no longer waiting for a decision (it is {record.status}).",
+                code="already_decided",
+            )
+        now = timezone.now()
+        record.status = (
+            ToolCall.Status.APPROVED if decision == "approve" else ToolCall.Status.DENIED
+        )
+        record.note = clean_note
+        record.decided_by = user
+        record.decided_at = now
+        record.always_allow = always_allow
+        record.save(update_fields=["status", "note", "decided_by", "decided_at", "always_allow"])
+        _publish_tool_call(record)
+        if always_allow:
+            for other in ToolCall.objects.select_for_update(no_key=True).filter(
+                session_id=session_id,
+                toolset_id=record.toolset_id,
+                tool=record.tool,
+                status=ToolCall.Status.PENDING,
+            ):
+                other.status = ToolCall.Status.APPROVED
+                other.decided_by = user
+                other.decided_at = now
+                other.save(update_fields=["status", "decided_by", "decided_at"])
+                _publish_tool_call(other)
+        if (
+            run is not None
+            and run.status == AgentRun.Status.WAITING_FOR_APPROVAL
+            and not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists()
+        ):
+            _requeue(run)
+    return record
+
+
+def run_pause_for_approval(*, run_id: int) -> AgentRun:
+    """Pause a running run until people decide its pending calls. Under the same locks as
+    `tool_call_decide`, so a decision made meanwhile is never missed: with nothing left
+    pending the run stays running (the caller goes on). A cancel requested meanwhile wins."""
+    with transaction.atomic():
+        session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True)
+        if session_id:
+            _lock_session(session_id[0])
+        run = _load_run(run_id)
+        if not run.is_active:
+            return run
+        if run.cancel_requested:
+            _deny_pending_calls(run, note=DENIED_BY_STOP)
+            return _run_set_status(run, AgentRun.Status.CANCELLED, "")
+        if not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists():
+            return run
+        return _run_set_status(
+            run, AgentRun.Status.WAITING_FOR_APPROVAL, "", pause_reason=AgentRun.PAUSE_APPROVAL
+        )

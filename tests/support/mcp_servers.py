@@ -1,0 +1,113 @@
+"""Real MCP servers for tests: the test server over stdio (a child process started by the
+client under test) and over streamable HTTP (served by uvicorn in a thread on a free port).
+
+    toolset = stdio_toolset(staff, notes=tmp_path / "notes.txt")
+    toolset = http_toolset(staff, mcp_http)   # with the `mcp_http` fixture
+
+Import the fixtures you use into the test module (like `scripted_model`).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from planboard import services
+from planboard.models import Toolset
+from tests.support.mcp_test_server import build_server
+
+SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
+API_KEY = "test-key-5f2c9e"
+
+
+def stdio_toolset(
+    staff: Any,
+    *,
+    notes: Path | None = None,
+    name: str = "local",
+    env: dict[str, str] | None = None,
+    refresh: bool = True,
+) -> Toolset:
+    """A toolset that starts the test server with this Python (stdio)."""
+    toolset = services.toolset_create(
+        user=staff,
+        name=name,
+        kind="stdio",
+        command=sys.executable,
+        args=[str(SERVER_SCRIPT)],
+        env={**({"NOTES_FILE": str(notes)} if notes else {}), **(env or {})},
+    )
+    if refresh:
+        services.toolset_refresh_tools(toolset_id=toolset.pk)
+        toolset.refresh_from_db()
+    return toolset
+
+
+def notes_written(notes: Path) -> list[str]:
+    return notes.read_text().splitlines() if notes.exists() else []
+
+
+@dataclass
+class HttpServer:
+    url: str
+    notes: Path
+    # The `x-api-key` header of every request the server received.
+    seen_keys: list[str | None] = field(default_factory=list)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
+    """The test server over streamable HTTP; it refuses requests without the API key."""
+    notes = tmp_path / "http-notes.txt"
+    app = build_server(str(notes)).streamable_http_app()
+    port = _free_port()
+    server = HttpServer(url=f"http://127.0.0.1:{port}/mcp", notes=notes)
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            key = headers.get(b"x-api-key")
+            server.seen_keys.append(key.decode() if key else None)
+            if key != API_KEY.encode():
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"missing key"})
+                return
+        await app(scope, receive, send)
+
+    runner = uvicorn.Server(
+        uvicorn.Config(guarded, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=runner.run, name="mcp-http-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not runner.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test MCP server did not start")
+        time.sleep(0.02)
+    yield server
+    runner.should_exit = True
+    thread.join(10)
+
+
+def http_toolset(staff: Any, server: HttpServer, *, name: str = "remote") -> Toolset:
+    toolset = services.toolset_create(
+        user=staff, name=name, kind="http", url=server.url, headers={"X-Api-Key": API_KEY}
+    )
+    services.toolset_refresh_tools(toolset_id=toolset.pk)
+    toolset.refresh_from_db()
+    return toolset

@@ -6,7 +6,7 @@ import { formatTime, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
 const ACTIVE_RUN = new Set(["queued", "running"]);
-const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user"]);
+const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user", "waiting_for_approval"]);
 const RESULT_PREVIEW = 140;
 
 export class ChatView {
@@ -17,6 +17,7 @@ export class ChatView {
    *   transcriptOnly: no run bar and no message box (history review);
    *   onSend(text) -> Promise<boolean>, onStop() -> Promise, onGoAhead() -> Promise<boolean>,
    *   onKeepEditing(), onPlanMode(on) -> Promise<boolean> (the composer's plan-mode switch);
+   *   onDecide(callId, {decision, note, always_allow}) -> Promise<boolean> (tool approval);
    *   planMode: whether the session plans (plan tools and hint) or just chats.
    */
   constructor(root, options = {}) {
@@ -26,6 +27,7 @@ export class ChatView {
     this.messages = new Map(); // message id -> element
     this.streams = new Map(); // answer id -> {element, text, seq}: answers being written
     this.callRows = new Map(); // tool call id -> <details> row
+    this.approvals = new Map(); // tool call id -> approval card (calls waiting for a person)
     this.run = null;
     this.dismissedRuns = new Set();
     this.build();
@@ -265,6 +267,106 @@ export class ChatView {
     for (const message of messages) this.addMessage(message, { scroll: false });
     this.renderEarlierOffer();
     this.scrollToEnd(true);
+  }
+
+  // --- external tool calls waiting for a person's decision ----------------------------------
+
+  /** All calls waiting for approval (snapshot `pending_tool_calls`). */
+  setToolCalls(records) {
+    const pending = new Set((records || []).map((record) => record.tool_call_id));
+    for (const callId of [...this.approvals.keys()]) {
+      if (!pending.has(callId)) this.dropApproval(callId);
+    }
+    for (const record of records || []) this.updateToolCall(record);
+  }
+
+  /** One call changed (`session.tool_call`): show, or take down, its approval card. */
+  updateToolCall(record) {
+    const row = this.callRows.get(record.tool_call_id);
+    if (row) {
+      row.dataset.callStatus = record.status;
+      const chip = row.querySelector(".tool-status");
+      const label = t(`tool_status_${record.status}`);
+      const detail = record.duration_ms ? ` · ${record.duration_ms} ms` : "";
+      if (chip) chip.textContent = label + detail;
+      else row.querySelector("summary").append(h("span", { class: "tool-status", text: label }));
+    }
+    if (record.status !== "pending") {
+      this.dropApproval(record.tool_call_id);
+      return;
+    }
+    if (this.approvals.has(record.tool_call_id)) return;
+    const card = this.approvalCard(record);
+    this.approvals.set(record.tool_call_id, card);
+    const stick = this.isNearEnd();
+    if (row) row.after(card);
+    else this.list.append(h("li", { class: "msg msg-tool" }, card));
+    this.scrollToEnd(stick);
+  }
+
+  dropApproval(callId) {
+    const card = this.approvals.get(callId);
+    if (!card) return;
+    const item = card.parentElement;
+    card.remove();
+    if (item && item.tagName === "LI" && item.childElementCount === 0) item.remove();
+    this.approvals.delete(callId);
+  }
+
+  approvalCard(record) {
+    const args = JSON.stringify(record.arguments ?? {}, null, 2);
+    const card = h(
+      "div",
+      { class: "approval", role: "group", dataset: { callId: record.tool_call_id } },
+      h("p", { class: "approval-title", text: t("approval_title") }),
+      h("code", { class: "approval-tool", text: record.tool_name }),
+      h("pre", { class: "tool-pre approval-args", text: args }),
+    );
+    if (!this.editable) {
+      card.append(h("p", { class: "approval-readonly", text: t("approval_read_only") }));
+      return card;
+    }
+    const note = h("input", {
+      name: "note",
+      maxlength: 2000,
+      placeholder: t("approval_note"),
+      "aria-label": t("approval_note"),
+    });
+    const always = h("input", { type: "checkbox", name: "always_allow" });
+    const decide = async (decision) => {
+      for (const control of card.querySelectorAll("button, input")) control.disabled = true;
+      const ok = this.options.onDecide
+        ? await this.options.onDecide(record.tool_call_id, {
+            decision,
+            note: note.value.trim(),
+            always_allow: decision === "approve" && always.checked,
+          })
+        : false;
+      if (!ok) for (const control of card.querySelectorAll("button, input")) control.disabled = false;
+    };
+    card.append(
+      note,
+      h("label", { class: "approval-always" }, always, h("span", { text: t("approval_always") })),
+      h(
+        "div",
+        { class: "form-buttons" },
+        h("button", {
+          type: "button",
+          class: "btn btn-primary btn-small",
+          dataset: { action: "approve" },
+          text: t("approve"),
+          onclick: () => decide("approve"),
+        }),
+        h("button", {
+          type: "button",
+          class: "btn btn-small",
+          dataset: { action: "deny" },
+          text: t("deny"),
+          onclick: () => decide("deny"),
+        }),
+      ),
+    );
+    return card;
   }
 
   // --- answers being written (streamed) -----------------------------------------------------

@@ -54,6 +54,7 @@ class SessionPage {
       onGoAhead: () => this.sendMessage(t("go_ahead_message")),
       onKeepEditing: () => this.tabs.show("board"),
       onPlanMode: (on) => this.setPlanMode(on),
+      onDecide: (callId, decision) => this.decideToolCall(callId, decision),
       planMode: this.session.plan_mode,
     });
     this.board.setUsage(this.session.usage);
@@ -66,6 +67,7 @@ class SessionPage {
       this.chat.offerEarlier((firstId) => messagesBefore(this.session.id, firstId));
     }
     this.chat.setRun(this.run);
+    this.chat.setToolCalls(this.session.pending_tool_calls);
 
     this.live = new LiveSocket(`/ws/sessions/${this.session.id}/`, {
       onMessage: (message) => this.onMessage(message),
@@ -113,6 +115,9 @@ class SessionPage {
         this.chat.addMessage(message.message);
         this.tabs.notify("chat");
         break;
+      case "session.tool_call":
+        this.chat.updateToolCall(message.tool_call);
+        break;
       case "plan.usage":
         this.board.setUsage(message);
         break;
@@ -147,6 +152,7 @@ class SessionPage {
     this.setRun(session.latest_run);
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
     this.chat.setStreaming(session.streaming || null);
+    this.chat.setToolCalls(session.pending_tool_calls);
     this.chat.scrollToEnd(true);
     if (session.current_plan) {
       this.showSnapshot(session.current_plan);
@@ -185,6 +191,19 @@ class SessionPage {
       const session = await api("PATCH", this.sessionUrl(), { plan_mode: on });
       this.session = { ...this.session, ...session };
       toast(t(on ? "plan_mode_on" : "plan_mode_off"));
+      return true;
+    } catch (error) {
+      toastError(error);
+      return false;
+    }
+  }
+
+  async decideToolCall(callId, decision) {
+    try {
+      const url = this.sessionUrl(`tool-calls/${encodeURIComponent(callId)}/decision/`);
+      const answer = await api("POST", url, decision);
+      if (answer && answer.tool_call) this.chat.updateToolCall(answer.tool_call);
+      if (answer && answer.run) this.setRun(answer.run);
       return true;
     } catch (error) {
       toastError(error);

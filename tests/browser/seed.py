@@ -125,14 +125,68 @@ def seed() -> dict[str, Any]:
     services.plan_create(session_id=offsite_session.pk, actor=me, name="Smaller offsite")
     services.plan_recover(session_id=offsite_session.pk, actor=me, plan_id=offsite.pk)
 
+    approval_session = seed_pending_approval(alice, users.get(username="sam"))
+
     return {
         "password": PASSWORD,
+        "approval_session": approval_session,
         "board_session": board_session.pk,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,
         "review_plan": review_plan.pk,
         "review_versions": review_plan.version,
     }
+
+
+def seed_pending_approval(alice: Any, admin: Any) -> int:
+    """A session whose run waits for alice to approve one external tool call (the test MCP
+    server's `write_note`, which changes things, so its policy is `ask`)."""
+    import sys
+    from pathlib import Path
+
+    from planboard import services
+
+    server = Path(__file__).resolve().parents[1] / "support" / "mcp_test_server.py"
+    toolset = services.toolset_create(
+        user=admin,
+        name="notes",
+        title="Notes",
+        kind="stdio",
+        command=sys.executable,
+        args=[str(server)],
+    )
+    services.toolset_refresh_tools(toolset_id=toolset.pk)
+    session = services.session_create(owner=alice, title="Approve a tool call")
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk], user=alice)
+    _, run = services.message_post(session_id=session.pk, author=alice, content="Note the JR pass")
+    services.run_start(run_id=run.pk, worker="seed")
+    arguments = {"text": "Buy the JR pass before the trip"}
+    services.message_record_agent(
+        session_id=session.pk,
+        run_id=run.pk,
+        role="assistant",
+        content="I will write that down.",
+        tool_calls=[
+            {
+                "id": "call_seed_note",
+                "type": "function",
+                "function": {"name": "notes__write_note", "arguments": json.dumps(arguments)},
+            }
+        ],
+    )
+    services.tool_call_open(
+        session_id=session.pk,
+        run_id=run.pk,
+        tool_call_id="call_seed_note",
+        tool_name="notes__write_note",
+        toolset_id=toolset.pk,
+        tool="write_note",
+        arguments=arguments,
+        read_only=False,
+        status="pending",
+    )
+    services.run_pause_for_approval(run_id=run.pk)
+    return int(session.pk)
 
 
 def main() -> None:

@@ -1,0 +1,52 @@
+"""A risky external tool call waits for a person: the owner approves it in the chat and sees
+its result; a lead sees the same call read-only (issue 11)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import Browsing
+from tests.browser.helpers import open_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RUN_TIMEOUT_MS = 120_000
+
+
+def test_owner_approves_a_tool_call_and_the_lead_watches(
+    browsing: Browsing, screenshot: Any
+) -> None:
+    if not browsing.server.embedded:
+        pytest.skip("needs `manage.py runembedded` (web + in-process worker)")
+    session_id = browsing.server.data["approval_session"]
+    owner = browsing.new_page("alice")
+    open_session(owner, browsing.server.url, session_id)
+    lead = browsing.new_page("lena")
+    open_session(lead, browsing.server.url, session_id)
+
+    card = owner.locator('.approval[data-call-id="call_seed_note"]')
+    expect(card).to_be_visible()
+    expect(card.locator(".approval-tool")).to_have_text("notes__write_note")
+    expect(card.locator(".approval-args")).to_contain_text("Buy the JR pass before the trip")
+    expect(owner.locator(".run-status")).to_have_text("Waiting for a tool call to be approved")
+    # The lead sees the call, read-only: no buttons.
+    lead_card = lead.locator('.approval[data-call-id="call_seed_note"]')
+    expect(lead_card.locator(".approval-readonly")).to_be_visible()
+    expect(lead_card.locator("button")).to_have_count(0)
+    screenshot(owner, "tool-approval-card")
+
+    card.locator('[data-action="approve"]').click()
+    # The call runs once and its result reaches both screens; the cards go away.
+    row = owner.locator(".tool-row", has=owner.locator(".tool-name", has_text="notes__write_note"))
+    expect(row.locator(".tool-result")).not_to_have_text("", timeout=RUN_TIMEOUT_MS)
+    expect(row).to_have_class(re.compile(r"tool-ok"), timeout=RUN_TIMEOUT_MS)
+    expect(card).to_have_count(0)
+    expect(lead_card).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    expect(row.locator(".tool-status")).to_have_text(
+        re.compile(r"^(done|approved|running)"), timeout=RUN_TIMEOUT_MS
+    )
+    screenshot(owner, "tool-approval-done")

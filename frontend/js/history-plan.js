@@ -10,13 +10,14 @@ import { ChatView } from "./chat.js";
 import { h, icon, replaceChildren } from "./dom.js";
 import { formatTime, loadStrings, t } from "./i18n.js";
 import { initTabs } from "./tabs.js";
-import { actorLabel, describeEvent, eventDetail } from "./timeline.js";
+import { actorLabel, describeEvent, eventDetail, seenDetail } from "./timeline.js";
 
 const PLAY_STEP_MS = 1100;
 
 class PlanReview {
   constructor(page) {
     this.finalPlan = page.plan;
+    this.usage = page.usage || null;
     this.setHistory(page.events, page.events_base, page.earlier_events || 0);
     this.timer = null;
 
@@ -25,6 +26,8 @@ class PlanReview {
       editable: false,
       emptyMessage: t("replay_empty"),
     });
+    // What each subtask's work cost (the final totals, shown at every replay step).
+    this.board.setUsage(this.usage);
     const chat = new ChatView(document.getElementById("transcript"), { transcriptOnly: true });
     chat.setMessages(page.messages);
     if (page.earlier_messages && page.session_id) {
@@ -155,6 +158,7 @@ class PlanReview {
           kind: event.actor ? event.actor.kind : "system",
           text: before && after ? describeEvent(event, before, after) : event.action,
           detail: eventDetail(event),
+          seen: seenDetail(event),
           when: event.created_at,
         }),
       );
@@ -162,7 +166,7 @@ class PlanReview {
     replaceChildren(this.list, items);
   }
 
-  timelineItem(step, { version, who, kind, text, detail = "", when }) {
+  timelineItem(step, { version, who, kind, text, detail = "", seen = "", when }) {
     const itemButton = h(
       "button",
       { type: "button", class: "tl-button", dataset: { step } },
@@ -177,6 +181,7 @@ class PlanReview {
           h("span", { class: "tl-text", text }),
         ),
         detail ? h("span", { class: "tl-detail", text: detail }) : null,
+        seen ? h("span", { class: "tl-seen", text: seen }) : null,
       ),
       when ? h("time", { class: "tl-time", datetime: when, text: formatTime(when) }) : null,
     );

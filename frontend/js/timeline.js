@@ -73,3 +73,14 @@ export function eventDetail(event) {
   if (event.action === "subtask_state_changed" && data.state === "done") return data.outcome || "";
   return "";
 }
+
+/**
+ * For a change a person made: whether, and how soon, the agent received it in a hint
+ * ("" for the agent's own changes and system events).
+ */
+export function seenDetail(event) {
+  if (!event.actor || event.actor.kind !== "user") return "";
+  if (!event.seen) return t("ev_not_seen");
+  const waited = event.seen.after_steps || 0;
+  return waited ? t("ev_seen_after", { steps: waited }) : t("ev_seen");
+}

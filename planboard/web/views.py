@@ -183,6 +183,7 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
         "plan": snapshot,
         "events": events,
         "events_base": base,
+        "usage": selectors.plan_usage(plan_id=plan.pk),
         "earlier_events": earlier_events,
         "messages": messages,
         "earlier_messages": earlier_messages,

@@ -46,6 +46,10 @@ def test_lead_reviews_and_replays_a_members_plan(browsing: Any, screenshot: Any)
         f"created the plan “Quarterly budget {XSS}” with 3 subtasks"
     )
     expect(lead.locator("#timeline .tl-item").last).to_contain_text("finished the plan as Done")
+    # People made these changes with no agent running: none was received in a hint.
+    expect(lead.locator("#timeline .tl-item").last.locator(".tl-seen")).to_have_text(
+        "not yet seen by the agent"
+    )
     expect(lead.locator("#board .card-actions")).to_have_count(0)
     screenshot(lead, "history-plan-1280")
 

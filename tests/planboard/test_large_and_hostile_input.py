@@ -88,6 +88,8 @@ def test_the_review_page_embeds_the_newest_changes_and_the_board_before_them(
 
 def test_a_short_history_is_embedded_whole(user: Any, plan: Plan) -> None:
     data = page_data(client_for(user).get(reverse("web:history_plan", args=[plan.pk])))
+    # The review shows what each subtask's work cost.
+    assert data["usage"] == selectors.plan_usage(plan_id=plan.pk)
     assert data["earlier_events"] == 0 and data["events_base"] is None
     assert [e["version"] for e in data["events"]] == [1]
 

@@ -81,7 +81,7 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
     changes: list[dict[str, Any]] = []
     nudge = False
     hint = ""
-    external = external_tools.offered_tools(session_id=session.pk)
+    external = external_tools.offered_tools(session_id=session.pk, within=acting.toolset_ids)
     if session.plan_mode:
         changes = _changes_since_last_step(session=session, snapshot=snapshot)
         nudge = _should_nudge(run=run, snapshot=snapshot)

@@ -25,6 +25,8 @@ from enum import Enum
 from typing import Any
 
 from agents import hints, mcp_client
+from agents.models import AgentStep
+from agents.profiles import profile_toolsets
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, ToolCall, ToolsetTool
@@ -56,7 +58,9 @@ class Offered:
     asks: bool  # each call waits for a person's approval
 
 
-def offered_tools(*, session_id: int) -> list[Offered]:
+def offered_tools(*, session_id: int, within: frozenset[int] | None = None) -> list[Offered]:
+    """The session's enabled tools, limited to the toolsets `within` when the acting profile
+    names some."""
     allowed = set(
         ToolCall.objects.filter(session_id=session_id, always_allow=True).values_list(
             "toolset_id", "tool"
@@ -69,6 +73,7 @@ def offered_tools(*, session_id: int) -> list[Offered]:
             asks=t.policy == ToolsetTool.Policy.ASK and (t.toolset_id, t.name) not in allowed,
         )
         for t in selectors.session_tools(session_id=session_id)
+        if within is None or t.toolset_id in within
     ]
 
 
@@ -136,7 +141,10 @@ def handle_call(*, run: AgentRun, call: dict[str, Any], held: bool) -> Outcome:
 
 def _open(*, run: AgentRun, call_id: str, name: str, raw: Any) -> ToolCall | str:
     """Record a new call (pending or approved), or say why it cannot be made."""
-    offered = {o.name: o for o in offered_tools(session_id=run.session_id)}
+    # The tools the model was offered at this step: its acting profile may narrow them.
+    step = AgentStep.objects.filter(run=run).order_by("-number").only("profile").first()
+    within = profile_toolsets(step.profile) if step is not None else None
+    offered = {o.name: o for o in offered_tools(session_id=run.session_id, within=within)}
     item = offered.get(name)
     if item is None:
         names = ", ".join(sorted(offered)) or "none"

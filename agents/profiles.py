@@ -32,6 +32,8 @@ class Acting:
     budget_usd: Decimal | None = None
     budget_tokens: int | None = None
     missing: str = ""  # a profile the subtask names that no longer exists or is disabled
+    # The toolsets this profile may use (None: whatever the session enables).
+    toolset_ids: frozenset[int] | None = None
 
 
 def in_progress_subtask(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -66,7 +68,20 @@ def _from_profile(profile: AgentProfile, default_model: str = "") -> Acting:
         max_steps=profile.max_steps or default.max_steps,
         budget_usd=profile.budget_usd,
         budget_tokens=profile.budget_tokens,
+        toolset_ids=profile_toolsets(profile.name),
     )
+
+
+def profile_toolsets(name: str) -> frozenset[int] | None:
+    """The toolsets the profile `name` is limited to, or None when it is not limited."""
+    if not name:
+        return None
+    ids = frozenset(
+        AgentProfile.toolsets.through.objects.filter(agentprofile__name=name).values_list(
+            "toolset_id", flat=True
+        )
+    )
+    return ids or None
 
 
 def acting_profile(

@@ -88,6 +88,13 @@ class AgentProfile(models.Model):
     budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     budget_tokens = models.PositiveIntegerField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
+    # The external toolsets this profile may use; none chosen = the session's toolsets.
+    toolsets = models.ManyToManyField(
+        "Toolset",
+        blank=True,
+        related_name="profiles",
+        help_text="Leave empty to use whatever toolsets the session enables.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -188,6 +188,7 @@ def serialize_profile(profile: Any) -> dict[str, Any]:
         "budget_usd": _money(profile.budget_usd),
         "budget_tokens": profile.budget_tokens,
         "enabled": profile.enabled,
+        "toolsets": sorted(t.pk for t in profile.toolsets.all()),
     }
 
 

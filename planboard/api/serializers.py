@@ -515,6 +515,10 @@ class ProfileSerializer(serializers.Serializer):
     budget_usd = serializers.FloatField(allow_null=True)
     budget_tokens = serializers.IntegerField(allow_null=True)
     enabled = serializers.BooleanField()
+    toolsets = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="The toolsets this profile may use; empty = the session's toolsets.",
+    )
 
 
 class ProfileWriteSerializer(InputSerializer):
@@ -529,6 +533,7 @@ class ProfileWriteSerializer(InputSerializer):
     budget_usd = money_field()
     budget_tokens = tokens_field()
     enabled = StrictBooleanField(required=False)
+    toolsets = serializers.ListField(child=StrictIntegerField(), required=False, max_length=100)
 
 
 # --- toolsets and tool calls ------------------------------------------------------------------

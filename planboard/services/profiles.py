@@ -23,6 +23,7 @@ PROFILE_FIELDS = (
     "budget_usd",
     "budget_tokens",
     "enabled",
+    "toolsets",
 )
 
 
@@ -46,6 +47,8 @@ def clean_profile(fields: dict[str, Any]) -> dict[str, Any]:
             cleaned[key] = base
         elif key in ("description", "instructions"):
             cleaned[key] = _clean_text(value, field=key, limit=TEXT_MAX)
+        elif key == "toolsets":
+            cleaned[key] = _clean_toolset_ids(value)
         elif key == "enabled":
             if not isinstance(value, bool):
                 raise PlanError("'enabled' must be true or false.")
@@ -55,6 +58,28 @@ def clean_profile(fields: dict[str, Any]) -> dict[str, Any]:
     if cleaned.get("api_key_env") and not cleaned["api_key_env"].replace("_", "").isalnum():
         raise PlanError("'api_key_env' is the NAME of an environment variable, like OPENAI_KEY.")
     return cleaned
+
+
+def _clean_toolset_ids(value: Any) -> list[int]:
+    from planboard.models import Toolset
+
+    if value is None:
+        return []
+    if hasattr(value, "model"):  # the admin form's queryset of chosen toolsets
+        value = [toolset.pk for toolset in value]
+    if not isinstance(value, list | tuple) or any(
+        isinstance(item, bool) or not isinstance(item, int) for item in value
+    ):
+        # The admin's form hands over Toolset objects.
+        if isinstance(value, list | tuple) and all(isinstance(i, Toolset) for i in value):
+            return [i.pk for i in value]
+        raise PlanError("'toolsets' must be a list of toolset ids.")
+    ids = sorted(set(value))
+    known = set(Toolset.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise PlanError(f"No toolset with id(s) {', '.join(map(str, unknown))}.")
+    return ids
 
 
 def _clean_number(value: Any, *, field: str, money: bool) -> Any:
@@ -73,7 +98,11 @@ def profile_create(**fields: Any) -> AgentProfile:
     with transaction.atomic():
         if AgentProfile.objects.filter(name=cleaned["name"]).exists():
             raise PlanError(f"A profile named {cleaned['name']!r} exists already.")
-        return AgentProfile.objects.create(**cleaned)
+        toolsets = cleaned.pop("toolsets", None)
+        profile = AgentProfile.objects.create(**cleaned)
+        if toolsets:
+            profile.toolsets.set(toolsets)
+        return profile
 
 
 def profile_update(*, profile_id: int, **fields: Any) -> AgentProfile:
@@ -85,9 +114,12 @@ def profile_update(*, profile_id: int, **fields: Any) -> AgentProfile:
         if "name" in cleaned and cleaned["name"] != profile.name:
             # Plans name profiles; a rename would silently orphan their subtasks.
             raise PlanError("A profile's name cannot change; create a new profile instead.")
+        toolsets = cleaned.pop("toolsets", None)
         for key, value in cleaned.items():
             setattr(profile, key, value)
         profile.save()
+        if toolsets is not None:
+            profile.toolsets.set(toolsets)
     return profile
 
 

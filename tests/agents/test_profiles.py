@@ -11,6 +11,7 @@ import pytest
 from agents import loop, tools
 from agents.models import AgentStep
 from planboard import selectors, services
+from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask
 from planboard.services import Actor
 from tests.support import local_models
@@ -309,3 +310,43 @@ def test_the_demo_prices_its_tokens_so_cards_show_costs(
     run.refresh_from_db()
     assert plan.cost_usd <= run.cost_usd and sum(s.cost_usd for s in subtasks) < plan.cost_usd
     assert run.cost_usd > Decimal(0)
+
+
+def test_a_profile_limited_to_some_toolsets_is_offered_only_those(
+    session: ChatSession,
+    user: Any,
+    staff: Any,
+    researcher: Any,
+    scripted_model: ScriptedModel,
+    second: ScriptedModel,
+) -> None:
+    """While the researcher's subtask is in progress, its steps see only its toolsets; a call
+    to a tool outside them is refused, even though the session enables it."""
+    maps = services.toolset_create(user=staff, name="maps", kind="http", url="http://maps.test")
+    mail = services.toolset_create(user=staff, name="mail", kind="http", url="http://mail.test")
+    services.toolset_refresh_tools(toolset_id=maps.pk, tools=[{"name": "route"}])
+    services.toolset_refresh_tools(toolset_id=mail.pk, tools=[{"name": "send"}])
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[maps.pk, mail.pk])
+    services.profile_update(profile_id=researcher.pk, toolsets=[maps.pk])
+    assert services.profile_update(profile_id=researcher.pk).toolsets.count() == 1
+
+    scripted_model.script.append(
+        tool_calls(plan_call({"name": "Find trains", "agent": "researcher"}))
+    )
+    scripted_model.script.append(
+        tool_calls(call("update_subtask_state", subtask_idx=0, state="in_progress"))
+    )
+    second.script.append(tool_calls(call("mail__send", call_id="call_mail")))
+    second.script.append(say("Could not send mail."))
+    start(session, user)
+
+    assert {"maps__route", "mail__send"} <= tool_names(scripted_model.tools[0])
+    offered = tool_names(second.tools[0])
+    assert "maps__route" in offered and "mail__send" not in offered
+    refused = Message.objects.get(session=session, role="tool", tool_call_id="call_mail")
+    assert refused.content.startswith("Error: there is no tool named 'mail__send'")
+
+
+def test_profile_toolsets_must_exist(db: Any) -> None:
+    with pytest.raises(PlanError, match="No toolset with id"):
+        services.profile_create(name="lost", toolsets=[987654])

@@ -124,3 +124,32 @@ def test_a_cards_profile_is_set_and_cleared_over_the_api(
     )
     assert added.status_code == 201, added.json()
     assert SubTask.objects.get(pk=added.json()["subtask_id"]).agent == "researcher"
+
+
+def test_staff_limit_a_profile_to_toolsets_over_the_api_and_in_admin(staff: Any) -> None:
+    from django.test import Client
+
+    maps = services.toolset_create(user=staff, name="maps", kind="http", url="http://maps.test")
+    client = Client()
+    client.force_login(staff)
+    created = client.post(
+        "/api/profiles/",
+        {"name": "scout", "toolsets": [maps.pk]},
+        content_type="application/json",
+    )
+    assert created.status_code == 201, created.json()
+    assert created.json()["toolsets"] == [maps.pk]
+    refused = client.post(
+        "/api/profiles/", {"name": "ghost", "toolsets": [4242]}, content_type="application/json"
+    )
+    assert refused.status_code == 400 and "No toolset with id" in refused.json()["error"]
+
+    staff.is_superuser = True
+    staff.save()
+    profile = AgentProfile.objects.get(name="scout")
+    page = client.post(
+        f"/admin/planboard/agentprofile/{profile.pk}/change/",
+        {"name": "scout", "title": "Scout", "model": "", "enabled": "on", "toolsets": []},
+    )
+    assert page.status_code == 302, page.content.decode()[:2000]
+    assert list(AgentProfile.objects.get(name="scout").toolsets.all()) == []

@@ -44,6 +44,7 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 
 // Simple line icons drawn for Planboard on a 24×24 grid.
 const ICONS = {
+  download: "M12 4v11 M7 10.5l5 5l5-5 M5 19.5h14",
   play: "M8 5.5v13l10.5-6.5z",
   check: "M5 12.5l4.5 4.5L19 7.5",
   abandon: "M12 3.5a8.5 8.5 0 1 0 0 17a8.5 8.5 0 1 0 0-17z M6 6l12 12",

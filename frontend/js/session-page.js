@@ -6,6 +6,7 @@ import { ApiError, api, listOf, messagesBefore } from "./api.js";
 import { VersionGap, applyEvent, emptyPlan, isFinished, isPlanSnapshot } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { ChatView } from "./chat.js";
+import { FilesView } from "./files.js";
 import { askText } from "./dialog.js";
 import { loadStrings, t } from "./i18n.js";
 import { LiveSocket } from "./live.js";
@@ -61,6 +62,8 @@ class SessionPage {
     this.board.setUnseen(this.session.unseen_edits);
     this.board.render(this.plan);
     if (this.editable) this.loadProfiles();
+    this.files = new FilesView(document.getElementById("files"));
+    this.files.render(this.session.files);
     this.chat.setMessages(page.messages);
     this.chat.setStreaming(page.session.streaming || null);
     if (page.earlier_messages) {
@@ -115,6 +118,9 @@ class SessionPage {
         this.chat.addMessage(message.message);
         this.tabs.notify("chat");
         break;
+      case "session.files":
+        this.files.render(message.files);
+        break;
       case "session.tool_call":
         this.chat.updateToolCall(message.tool_call);
         break;
@@ -153,6 +159,7 @@ class SessionPage {
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
     this.chat.setStreaming(session.streaming || null);
     this.chat.setToolCalls(session.pending_tool_calls);
+    this.files.render(session.files);
     this.chat.scrollToEnd(true);
     if (session.current_plan) {
       this.showSnapshot(session.current_plan);

@@ -30,6 +30,7 @@ from planboard.services._core import (
     _clean_text,
     _lock_session,
     _publish_session,
+    _without_nul,
 )
 from planboard.snapshots import (
     serialize_message,
@@ -128,17 +129,6 @@ def message_record_agent(
             ) from None
         _publish_message(message)
     return message
-
-
-def _without_nul(value: Any) -> Any:
-    """JSON from a model may carry NUL, which PostgreSQL's jsonb refuses; drop it."""
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, list):
-        return [_without_nul(item) for item in value]
-    if isinstance(value, dict):
-        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
-    return value
 
 
 def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:

@@ -33,7 +33,7 @@ from planboard.models import (
     Toolset,
     ToolsetTool,
 )
-from planboard.services._core import _clean_text, _lock_session, _publish_session
+from planboard.services._core import _clean_text, _lock_session, _publish_session, _without_nul
 from planboard.services.runs import (
     DENIED_BY_STOP,
     _deny_pending_calls,
@@ -440,7 +440,7 @@ def tool_call_open(
                 tool_name=tool_name[:200],
                 toolset_id=toolset_id,
                 tool=tool[:TOOL_NAME_MAX],
-                arguments=_json_safe(arguments),
+                arguments=_without_nul(arguments),
                 read_only=read_only,
                 status=status,
             )
@@ -448,17 +448,6 @@ def tool_call_open(
             return record
     except IntegrityError:
         return ToolCall.objects.get(session_id=session_id, tool_call_id=tool_call_id)
-
-
-def _json_safe(value: Any) -> Any:
-    """Model-made JSON may carry NUL, which PostgreSQL's jsonb refuses."""
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, dict):
-        return {_json_safe(k): _json_safe(v) for k, v in value.items()}
-    return value
 
 
 def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:

@@ -193,7 +193,17 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
             "(its toolset was disabled or removed, or staff stopped offering it); it was not run."
         )
         return _answer(claimed, text, status=ToolCall.Status.FAILED)
-    output = mcp_client.call_tool(claimed.toolset, claimed.tool, claimed.arguments or {})
+    try:
+        output = mcp_client.call_tool(claimed.toolset, claimed.tool, claimed.arguments or {})
+    except Exception as exc:
+        # The client turns every failure it knows into an Error result; anything else is a
+        # bug there, and still must not take the run down (found by tests/system fuzzing).
+        logger.exception("tool %s failed unexpectedly in run %s", record.tool_name, run.pk)
+        output = mcp_client.ToolOutput(
+            f"Error: toolset '{claimed.toolset.name}': the call failed unexpectedly "
+            f"({type(exc).__name__}); its outcome is unknown.",
+            ok=False,
+        )
     status = ToolCall.Status.SUCCEEDED if output.ok else ToolCall.Status.FAILED
     return _answer(claimed, output.text, status=status, duration_ms=output.duration_ms)
 

@@ -588,7 +588,11 @@ class ToolsetSerializer(serializers.Serializer):
 class ToolsetWriteSerializer(InputSerializer):
     name = StrictCharField(max_length=50, required=False)
     title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
-    kind = StrictChoiceField(choices=Toolset.Kind.choices, required=False)
+    # Built-in toolsets ship with Planboard: nobody makes one.
+    kind = StrictChoiceField(
+        choices=[(k, label) for k, label in Toolset.Kind.choices if k != Toolset.Kind.BUILTIN],
+        required=False,
+    )
     command = StrictCharField(max_length=500, required=False, allow_blank=True)
     args = serializers.ListField(
         child=StrictCharField(max_length=TEXT_MAX, allow_blank=True), required=False, max_length=100

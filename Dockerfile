@@ -34,8 +34,8 @@ RUN pip install --no-deps . \
     # A home of its own: libraries may keep caches under ~ (the code in /app stays read-only).
     && useradd --system --uid 10001 --create-home --home-dir /home/planboard \
        --shell /usr/sbin/nologin planboard \
-    && mkdir -p /app/var \
-    && chown planboard /app/var
+    && mkdir -p /app/var/media \
+    && chown planboard /app/var /app/var/media
 
 USER planboard
 EXPOSE 8000

@@ -17,7 +17,10 @@ Its behaviour, step by step:
   is taken as the go-ahead and the first `todo` subtask is started;
 - a subtask in progress -> `finish_subtask` with a concrete outcome (which starts the next);
 - none in progress but some left -> start the first `todo` one;
-- every subtask finished -> `finish_plan`, then a short summary as the final answer.
+- every subtask finished -> `finish_plan`; a finished trip (the Kyoto walk-through) then
+  writes its itinerary as markdown to the session's files (`workspace__write_file`, when the
+  session offers it: `kyoto-itinerary.md`, built from the subtasks' outcomes); then a short
+  summary as the final answer, saying where the file is.
 Each answer waits `PLANBOARD_DEMO_STEP_DELAY` seconds first, so people can watch the board move.
 """
 
@@ -49,6 +52,12 @@ _NUMBER_WORDS = {
     "eight": 8, "nine": 9, "ten": 10, "a": 1, "an": 1,
 }  # fmt: skip
 _DEFAULT_LIMIT = 5
+_TRIP_WORDS = re.compile(r"\b(trip|travel|vacation|holiday|journey|visit|itinerary)\b", re.I)
+WRITE_FILE = "workspace__write_file"
+# "Subtask 2 ('Choose where to stay') is done." / "Plan 7 ('3-day trip to Kyoto') is finished"
+_DONE_RESULT = re.compile(r"^Subtask \d+ \('(?P<name>.*)'\) is done", re.M)
+_FINISHED_RESULT = re.compile(r"^Plan \d+ \('(?P<name>.*)'\) is finished as done")
+_DAY = re.compile(r"\bday (\d+): ([^;]+?)(?=;|\.?$)", re.I)
 
 # A few destinations get real highlights; any other place gets a generic itinerary.
 _HIGHLIGHTS = {
@@ -444,7 +453,7 @@ def plan_for(request: str, *, language: str) -> tuple[dict[str, str], list[dict[
     if language == "zh":
         return _chinese_plan(request)
     lowered = request.lower()
-    if re.search(r"\b(trip|travel|vacation|holiday|journey|visit|itinerary)\b", lowered):
+    if _TRIP_WORDS.search(lowered):
         return _trip_plan(request)
     if re.search(r"\b(write|draft|report|essay|article|blog|post|paper)\b", lowered):
         return _writing_plan(request)
@@ -482,6 +491,10 @@ _TEXTS = {
         "all_abandoned": "Every subtask was abandoned; the expected outcome was not reached.",
         "done_outcome": "Completed {done} of {total} subtasks for '{name}'.",
         "nothing": "There is nothing left to do on the current plan.",
+        "file_note": "\n\nThe itinerary is in the session's files: {path}.",
+        "itinerary_days": "Day by day",
+        "itinerary_arrangements": "Arrangements",
+        "itinerary_footer": "Written by Planboard's offline demo agent from the plan's outcomes.",
     },
     "zh": {
         "greeting": (
@@ -504,6 +517,10 @@ _TEXTS = {
         "all_abandoned": "所有子任务都已放弃，未达到预期结果。",
         "done_outcome": "“{name}”的 {total} 个子任务中完成了 {done} 个。",
         "nothing": "当前计划已没有需要做的事情。",
+        "file_note": "\n\n行程已保存在会话文件中：{path}。",
+        "itinerary_days": "每日安排",
+        "itinerary_arrangements": "准备事项",
+        "itinerary_footer": "由 Planboard 离线演示智能体根据计划结果整理。",
     },
 }
 
@@ -525,14 +542,14 @@ class DemoModel:
     ) -> ProviderReply:
         if _step_delay() > 0:
             time.sleep(_step_delay())  # "thinking", so people can watch each change land
-        return self._answer(messages)
+        return self._answer(messages, tools)
 
     def stream(
         self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> Iterator[ProviderReply]:
         """The same answer, its text written word by word over the step delay (like a hosted
         model streams); tool calls and usage come in the last piece."""
-        reply = self._answer(messages)
+        reply = self._answer(messages, tools)
         words = re.findall(r"\S+\s*", reply.content)
         pause = _step_delay() / max(1, len(words))
         for word in words:
@@ -547,8 +564,10 @@ class DemoModel:
             completion_tokens=reply.completion_tokens,
         )
 
-    def _answer(self, messages: list[dict[str, Any]]) -> ProviderReply:
-        reply = _Turn(messages).decide()
+    def _answer(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> ProviderReply:
+        reply = _Turn(messages, tools).decide()
         reply.prompt_tokens = sum(len(_text(m)) for m in messages) // 4 + 1
         reply.completion_tokens = (
             len(reply.content) + len(json.dumps(reply.tool_calls, ensure_ascii=False))
@@ -559,8 +578,11 @@ class DemoModel:
 class _Turn:
     """One decision, derived only from the request's messages."""
 
-    def __init__(self, messages: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> None:
         self.messages = messages
+        self.tool_names = {str((t.get("function") or {}).get("name", "")) for t in tools or []}
         hint = next((_text(m) for m in reversed(messages) if _is_hint(m)), "")
         self.hint = _parse_hint(hint)
         self.conversation = [m for m in messages if m.get("role") != "system" and not _is_hint(m)]
@@ -653,7 +675,16 @@ class _Turn:
         last_call = self._last_call_name()
         results = self._recent_tool_results()
         if last_call == "finish_plan" and results and not results[-1].startswith("Error:"):
+            itinerary = self._itinerary(results[-1])
+            if itinerary is not None:
+                path, content = itinerary
+                return self._call(WRITE_FILE, path=path, content=content)
             return self._say(self._summary())
+        if last_call == WRITE_FILE and results:
+            written = not results[-1].startswith("Error:")
+            path = next((a.get("path", "") for n, a in reversed(self._calls()) if n == WRITE_FILE))
+            note = self.t["file_note"].format(path=path) if written else ""
+            return self._say(self._summary() + note)
         if not self.request:
             return self._say(self.t["greeting"])
         words = self.request.split()
@@ -708,6 +739,64 @@ class _Turn:
             done=done, total=len(subtasks), name=_shorten(self.hint.plan_name, 80)
         )
         return self._call("finish_plan", state="done", outcome=outcome)
+
+    def _calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return _tool_calls_in(self.conversation)
+
+    def _finished_subtasks(self) -> list[tuple[str, str]]:
+        """(name, outcome) of each subtask finished since the latest plan was made; the name
+        comes from the tool's result (people may have renamed it on the board)."""
+        results = {
+            str(m.get("tool_call_id", "")): _text(m)
+            for m in self.conversation
+            if m.get("role") == "tool"
+        }
+        finished: list[tuple[str, str]] = []
+        for message in self.conversation:
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                name = function.get("name")
+                if name == "create_plan":
+                    finished = []
+                if name != "finish_subtask":
+                    continue
+                found = _DONE_RESULT.search(results.get(str(call.get("id", "")), ""))
+                if found is None:
+                    continue  # refused: nothing was finished
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except (TypeError, ValueError):
+                    arguments = {}
+                finished.append((found.group("name"), str(arguments.get("subtask_outcome", ""))))
+        return finished
+
+    def _itinerary(self, finish_result: str) -> tuple[str, str] | None:
+        """(path, markdown) of a trip plan just finished as done, when the session offers its
+        files; None otherwise."""
+        plan = _FINISHED_RESULT.search(finish_result)
+        request = self._original_request()
+        if WRITE_FILE not in self.tool_names or plan is None or self.language != "en":
+            return None
+        if not _TRIP_WORDS.search(request):
+            return None
+        place = _destination(request)
+        slug = re.sub(r"[^a-z0-9]+", "-", place.lower()).strip("-")
+        slug = "trip" if place == "the destination" or not slug else slug[:60]
+        days: list[str] = []
+        other: list[str] = []
+        for name, outcome in self._finished_subtasks():
+            found = _DAY.findall(outcome)
+            if found:
+                days += [f"- **Day {n}:** {what.strip()}" for n, what in found]
+            else:
+                other.append(f"- **{name}:** {outcome}")
+        lines = [f"# {plan.group('name')}", ""]
+        if days:
+            lines += [f"## {self.t['itinerary_days']}", "", *days, ""]
+        if other:
+            lines += [f"## {self.t['itinerary_arrangements']}", "", *other, ""]
+        lines.append(f"_{self.t['itinerary_footer']}_")
+        return f"{slug}-itinerary.md", "\n".join(lines) + "\n"
 
     def _summary(self) -> str:
         calls = _tool_calls_in(self.conversation)

@@ -14,6 +14,10 @@ the server with no transaction open, then store the result and the final status 
 A call whose result is stored is never run again (a result is unique per call id). A call
 found `running` when a run resumes lost its worker: a read-only tool is simply called again;
 anything else is answered `Error: interrupted, outcome unknown`, since it may have acted.
+
+Built-in toolsets (the session workspace, `agents.workspace`) go through the same offers,
+policies and records, but run in-process: their effect and result commit together, so one
+found `running` had no effect and is simply run again.
 """
 
 from __future__ import annotations
@@ -24,13 +28,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import hints, mcp_client
+from agents import hints, mcp_client, workspace
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
 from planboard import selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import AgentRun, Message, ToolCall, ToolsetTool
-from planboard.services.toolsets import SEPARATOR, namespaced
+from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
+from planboard.services.toolsets import SEPARATOR, namespaced, repeatable
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +135,7 @@ def handle_call(*, run: AgentRun, call: dict[str, Any], held: bool) -> Outcome:
         return _run(run=run, record=record, retry=False)
     if record.status == ToolCall.Status.RUNNING:
         # Its worker died mid-call (we are the run's only driver now).
-        if record.read_only:
+        if repeatable(record):
             return _run(run=run, record=record, retry=True)
         return _answer(record, INTERRUPTED, status=ToolCall.Status.INTERRUPTED)
     # Finished, but the result did not reach the transcript (it commits with the status, so
@@ -193,6 +197,13 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
             "(its toolset was disabled or removed, or staff stopped offering it); it was not run."
         )
         return _answer(claimed, text, status=ToolCall.Status.FAILED)
+    if claimed.toolset.kind == Toolset.Kind.BUILTIN:
+        try:
+            workspace.run_call(run=run, record=claimed)
+        except PlanError as exc:
+            if exc.code != "duplicate_tool_call":
+                raise
+        return Outcome.ANSWERED
     try:
         output = mcp_client.call_tool(claimed.toolset, claimed.tool, claimed.arguments or {})
     except Exception as exc:

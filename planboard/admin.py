@@ -521,7 +521,15 @@ class ToolsetAdmin(admin.ModelAdmin):
     actions = ["refresh_tools"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
+            return ("name", "kind", "refreshed_at")
         return ("name", "refreshed_at") if obj else ()
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A built-in toolset runs inside Planboard: nothing says how to reach it.
+        if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
+            return ("name", "title", "kind", "enabled", "refreshed_at")
+        return super().get_fields(request, obj)
 
     def save_model(self, request: HttpRequest, obj: Toolset, form: Any, change: bool) -> None:
         data = form.cleaned_data
@@ -530,7 +538,13 @@ class ToolsetAdmin(admin.ModelAdmin):
         }
         values["args"] = data.get("args") or []
         try:
-            if change:
+            if change and obj.kind == Toolset.Kind.BUILTIN:
+                services.toolset_update(
+                    toolset_id=obj.pk,
+                    user=request.user,
+                    **{k: v for k, v in values.items() if k in ("title", "enabled")},
+                )
+            elif change:
                 stored = Toolset.objects.get(pk=obj.pk)
                 for key in ("env", "headers"):
                     values[key] = _secret_changes(data.get(key) or {}, getattr(stored, key))

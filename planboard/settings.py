@@ -295,6 +295,12 @@ PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.ta
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# The session workspace (the built-in `workspace` toolset): files are kept in the default
+# storage (local MEDIA_ROOT unless STORAGES says otherwise); the bytes one file may hold and
+# the files one session may hold.
+MEDIA_ROOT = Path(os.environ.get("PLANBOARD_MEDIA_ROOT", str(BASE_DIR / "var" / "media")))
+PLANBOARD_WORKSPACE_FILE_LIMIT = int(os.environ.get("PLANBOARD_WORKSPACE_FILE_LIMIT", "1000000"))
+PLANBOARD_WORKSPACE_MAX_FILES = int(os.environ.get("PLANBOARD_WORKSPACE_MAX_FILES", "100"))
 
 # --- Security headers ------------------------------------------------------------------
 # Pages load scripts, styles and images only from this site: no inline script, style element

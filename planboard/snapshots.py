@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from planboard.models import (
     AgentRun,
@@ -21,6 +22,7 @@ from planboard.models import (
     ToolCall,
     Toolset,
     ToolsetTool,
+    WorkspaceFile,
 )
 
 Snapshot = dict[str, Any]
@@ -285,4 +287,18 @@ def serialize_tool_call(record: ToolCall) -> dict[str, Any]:
         "finished_at": iso(record.finished_at),
         "duration_ms": record.duration_ms,
         "created_at": iso(record.created_at),
+    }
+
+
+def serialize_workspace_file(file: WorkspaceFile) -> dict[str, Any]:
+    """A workspace file as people see it; `url` downloads it (same access as the session)."""
+    return {
+        "id": file.pk,
+        "path": file.path,
+        "size": file.size,
+        "produced_by_run_id": file.produced_by_id,
+        "created_at": iso(file.created_at),
+        "updated_at": iso(file.updated_at),
+        "url": f"/api/sessions/{file.session_id}/files/{quote(file.path)}",
+        "download_url": f"/sessions/{file.session_id}/files/{quote(file.path)}",
     }

@@ -24,6 +24,12 @@ def _no_dispatch(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _media_root(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Workspace files a test writes go to a temporary folder, never to var/media."""
+    settings.MEDIA_ROOT = str(tmp_path_factory.mktemp("media"))
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -433,6 +433,23 @@ class ToolCallSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(allow_null=True)
 
 
+class WorkspaceFileSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    path = serializers.CharField(help_text="Relative path, like 'notes/day-1.md'.")
+    size = serializers.IntegerField(help_text="Bytes.")
+    produced_by_run_id = serializers.IntegerField(
+        allow_null=True, help_text="The run whose agent last wrote it."
+    )
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    url = serializers.CharField(help_text="Downloads it (GET, same access as the session).")
+    download_url = serializers.CharField(help_text="The same download for the web pages.")
+
+
+class WorkspaceFilesSerializer(serializers.Serializer):
+    results = WorkspaceFileSerializer(many=True)
+
+
 class SessionSnapshotSerializer(SessionSerializer):
     current_plan = PlanSnapshotSerializer(allow_null=True)
     latest_run = RunSerializer(allow_null=True)
@@ -442,6 +459,7 @@ class SessionSnapshotSerializer(SessionSerializer):
     pending_tool_calls = ToolCallSerializer(
         many=True, help_text="Tool calls waiting for a person's decision."
     )
+    files = WorkspaceFileSerializer(many=True, help_text="Files the agent wrote here.")
 
 
 class MessagePostedSerializer(serializers.Serializer):
@@ -570,7 +588,11 @@ class ToolsetSerializer(serializers.Serializer):
 class ToolsetWriteSerializer(InputSerializer):
     name = StrictCharField(max_length=50, required=False)
     title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
-    kind = StrictChoiceField(choices=Toolset.Kind.choices, required=False)
+    # Built-in toolsets ship with Planboard: nobody makes one.
+    kind = StrictChoiceField(
+        choices=[(k, label) for k, label in Toolset.Kind.choices if k != Toolset.Kind.BUILTIN],
+        required=False,
+    )
     command = StrictCharField(max_length=500, required=False, allow_blank=True)
     args = serializers.ListField(
         child=StrictCharField(max_length=TEXT_MAX, allow_blank=True), required=False, max_length=100

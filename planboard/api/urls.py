@@ -51,6 +51,16 @@ urlpatterns = [
         views.ToolCallDecisionView.as_view(),
         name="api-tool-call-decision",
     ),
+    path(
+        "sessions/<api_id:session_id>/files/",
+        views.SessionFilesView.as_view(),
+        name="api-session-files",
+    ),
+    path(
+        "sessions/<api_id:session_id>/files/<path:file_path>",
+        views.SessionFileView.as_view(),
+        name="api-session-file",
+    ),
     path("toolsets/", views.ToolsetListView.as_view(), name="api-toolsets"),
     path("toolsets/<api_id:toolset_id>/", views.ToolsetDetailView.as_view(), name="api-toolset"),
     path(

@@ -13,6 +13,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.signals import user_logged_in
 from django.db import transaction
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.http import HttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
@@ -31,7 +32,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
-from planboard import selectors, services
+from planboard import selectors, services, workspace
 from planboard.api import serializers as s
 from planboard.api.authentication import ExpiringTokenAuthentication, LockedOut
 from planboard.api.filters import ID_MAX, SEARCH_HELP, PlanFilter
@@ -766,3 +767,47 @@ class ToolCallDecisionView(ApiView):
         )
         run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
         return Response({"tool_call": serialize_tool_call(record), "run": serialize_run(run)})
+
+
+# --- workspace files --------------------------------------------------------------------------
+
+FILE_PATH = OpenApiParameter(
+    "file_path",
+    {"type": "string"},
+    OpenApiParameter.PATH,
+    description="The file's path in the workspace, like 'notes/day-1.md'.",
+)
+
+
+class SessionFilesView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        operation_id="sessions_files_list",
+        responses={200: s.WorkspaceFilesSerializer, **READ_ERRORS},
+        summary="The files the agent wrote in this session (its workspace), by path.",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(request.user, session_id)
+        return Response({"results": selectors.session_files(session_id=session_id)})
+
+
+class SessionFileView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID, FILE_PATH],
+        operation_id="sessions_file_download",
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(
+                description="The file, as an attachment (text/plain for text)."
+            ),
+            **READ_ERRORS,
+        },
+        summary="Download one file of the session's workspace.",
+    )
+    def get(self, request: Request, session_id: int, file_path: str) -> HttpResponse:
+        visible_session(request.user, session_id)
+        file = selectors.workspace_file(session_id=session_id, path=file_path)
+        if file is None:
+            raise NotFound("This session has no such file.")
+        return workspace.file_response(file, selectors.workspace_file_bytes(file))

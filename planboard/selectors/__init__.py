@@ -9,6 +9,7 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 | `plans`    | `plan_snapshot`, `plan_events_since`, history search (`plans_matching`)  |
 | `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
 | `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
+| `workspace` | a session's files (`session_files`) and one file's bytes                |
 """
 
 from planboard.selectors.access import (
@@ -51,6 +52,7 @@ from planboard.selectors.toolsets import (
     toolsets_usable_by,
     toolsets_visible_to,
 )
+from planboard.selectors.workspace import session_files, workspace_file, workspace_file_bytes
 
 __all__ = [
     "STATE_FILTER_ALL",
@@ -72,6 +74,7 @@ __all__ = [
     "plans_matching",
     "plans_of_team",
     "plans_visible_to",
+    "session_files",
     "session_messages",
     "session_snapshot",
     "session_tool_calls",
@@ -85,4 +88,6 @@ __all__ = [
     "toolset_rows",
     "toolsets_usable_by",
     "toolsets_visible_to",
+    "workspace_file",
+    "workspace_file_bytes",
 ]

@@ -12,6 +12,7 @@ from planboard.models import AgentRun, ChatSession, Message, State
 from planboard.selectors.access import sessions_visible_to
 from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
 from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
+from planboard.selectors.workspace import session_files
 from planboard.snapshots import (
     serialize_message,
     serialize_run,
@@ -43,6 +44,8 @@ def session_snapshot(*, session_id: int) -> dict[str, Any]:
     data["pending_tool_calls"] = [
         serialize_tool_call(r) for r in pending_tool_calls(session_id=session_id)
     ]
+    # The files its agent wrote (the `workspace` toolset); `url` downloads one.
+    data["files"] = session_files(session_id=session_id)
     return data
 
 

@@ -19,6 +19,7 @@ nothing.
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
 | `toolsets`  | `toolset_create/update/delete/refresh_tools` (MCP servers),          |
 |             | `session_set_toolsets`, `tool_call_*` (records, approve/deny)        |
+| `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
 """
 
 from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
@@ -75,6 +76,11 @@ from planboard.services.toolsets import (
     toolset_refresh_tools,
     toolset_update,
 )
+from planboard.services.workspace import (
+    toolset_ensure_workspace,
+    workspace_file_delete,
+    workspace_file_write,
+)
 
 __all__ = [
     "PLAN_TEXT_FIELDS",
@@ -121,6 +127,9 @@ __all__ = [
     "tool_call_open",
     "toolset_create",
     "toolset_delete",
+    "toolset_ensure_workspace",
     "toolset_refresh_tools",
     "toolset_update",
+    "workspace_file_delete",
+    "workspace_file_write",
 ]

@@ -25,6 +25,7 @@ from planboard.services._core import (
 )
 from planboard.services.runs import resume_budget_pause
 from planboard.services.toolsets import set_session_toolsets
+from planboard.services.workspace import enable_workspace
 from planboard.snapshots import (
     serialize_session,
 )
@@ -104,7 +105,10 @@ def session_create(
             "budget_tokens": budget_tokens,
         }
     )
-    return ChatSession.objects.create(owner=owner, **cleaned)
+    with transaction.atomic():
+        session = ChatSession.objects.create(owner=owner, **cleaned)
+        enable_workspace(session.pk)
+    return session
 
 
 SESSION_SETTINGS = frozenset(

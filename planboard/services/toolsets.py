@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from planboard import selectors
+from planboard import selectors, workspace
 from planboard.exceptions import Forbidden, PlanError
 from planboard.models import (
     NAME_MAX,
@@ -68,11 +68,20 @@ _MAX_ARGS = 100
 _MAX_SECRETS = 50
 _SECRET_MAX = 8000
 _MAX_SESSION_TOOLSETS = 50
+# What staff may change on a built-in toolset.
+_BUILTIN_CHANGES = {"name", "title", "enabled", "tool_policies"}
 
 
 def default_policy(read_only: bool) -> str:
     """Read-only tools run without asking; anything that may change the world asks first."""
     return ToolsetTool.Policy.AUTO if read_only else ToolsetTool.Policy.ASK
+
+
+def _default_policy_of(toolset: Toolset, tool: str, read_only: bool) -> str:
+    """Built-in tools carry their own defaults (the workspace writes without asking)."""
+    if toolset.kind == Toolset.Kind.BUILTIN:
+        return workspace.default_policy(tool) or default_policy(read_only)
+    return default_policy(read_only)
 
 
 def namespaced(toolset_name: str, tool: str) -> str:
@@ -165,8 +174,10 @@ def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
         elif key == "title":
             cleaned[key] = _clean_text(value, field=key, limit=NAME_MAX)
         elif key == "kind":
-            if value not in Toolset.Kind.values:
-                raise PlanError(f"'kind' must be one of: {', '.join(Toolset.Kind.values)}.")
+            # Built-in toolsets ship with Planboard; nobody makes or converts one.
+            kinds = [Toolset.Kind.STDIO, Toolset.Kind.HTTP]
+            if value not in kinds:
+                raise PlanError(f"'kind' must be one of: {', '.join(kinds)}.")
             cleaned[key] = value
         elif key == "command":
             cleaned[key] = _clean_text(value, field=key, limit=500)
@@ -211,6 +222,8 @@ def toolset_create(*, user: AbstractBaseUser | None, **fields: Any) -> Toolset:
     cleaned = clean_toolset(fields, updating=False)
     if "name" not in cleaned or "kind" not in cleaned:
         raise PlanError("'name' and 'kind' are required.")
+    if cleaned["name"] == workspace.TOOLSET_NAME:
+        raise PlanError(f"The name {workspace.TOOLSET_NAME!r} belongs to the built-in toolset.")
     policies = cleaned.pop("tool_policies", None)
     if policies:
         raise PlanError("Tool policies are set once the toolset's tools are known (refresh).")
@@ -236,6 +249,11 @@ def toolset_update(*, toolset_id: int, user: AbstractBaseUser | None, **fields: 
         if "name" in cleaned and cleaned["name"] != toolset.name:
             # Stored calls and always-allow decisions name the toolset's tools by it.
             raise PlanError("A toolset's name cannot change; create a new toolset instead.")
+        if toolset.kind == Toolset.Kind.BUILTIN and set(cleaned) - _BUILTIN_CHANGES:
+            raise PlanError(
+                "A built-in toolset runs inside Planboard: only its title, whether it is "
+                "enabled and its tools' policies can change."
+            )
         policies = cleaned.pop("tool_policies", None)
         for key, value in cleaned.items():
             if key in ("env", "headers"):
@@ -266,7 +284,7 @@ def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
         )
     for name, policy in policies.items():
         tool = tools[name]
-        tool.policy = policy or default_policy(tool.read_only)
+        tool.policy = policy or _default_policy_of(toolset, tool.name, tool.read_only)
         tool.policy_overridden = policy is not None
         tool.save(update_fields=["policy", "policy_overridden"])
 
@@ -274,6 +292,8 @@ def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
 def toolset_delete(*, toolset_id: int) -> None:
     """Remove a toolset; sessions stop offering its tools, past call records keep its name."""
     with transaction.atomic():
+        if Toolset.objects.filter(pk=toolset_id, kind=Toolset.Kind.BUILTIN).exists():
+            raise PlanError("A built-in toolset cannot be removed; disable it instead.")
         deleted, _ = Toolset.objects.filter(pk=toolset_id).delete()
         if not deleted:
             raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
@@ -308,12 +328,15 @@ def toolset_refresh_tools(
     *, toolset_id: int, tools: Iterable[Mapping[str, Any]] | None = None
 ) -> Refreshed:
     """Store the tools a toolset's server lists now (asked through
-    `settings.PLANBOARD_TOOL_DISCOVERER` unless `tools` are given). A tool the server no
+    `settings.PLANBOARD_TOOL_DISCOVERER` unless `tools` are given; a built-in toolset lists
+    what this version of Planboard ships). A tool the server no
     longer lists is kept, unavailable, so a staff override survives its return; policies
     staff set are kept, the others follow the tool's read-only hint."""
     toolset = Toolset.objects.filter(pk=toolset_id).first()
     if toolset is None:
         raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
+    if tools is None and toolset.kind == Toolset.Kind.BUILTIN:
+        tools = workspace.TOOLS
     if tools is None:
         discover = import_string(settings.PLANBOARD_TOOL_DISCOVERER)
         tools = discover(toolset)  # outside any transaction: a server may be slow
@@ -336,7 +359,9 @@ def toolset_refresh_tools(
             tool = existing.get(name)
             if tool is None:
                 ToolsetTool.objects.create(
-                    toolset=toolset, policy=default_policy(clean["read_only"]), **clean
+                    toolset=toolset,
+                    policy=_default_policy_of(toolset, name, clean["read_only"]),
+                    **clean,
                 )
                 result.added.append(name)
                 continue
@@ -344,7 +369,7 @@ def toolset_refresh_tools(
                 setattr(tool, key, value)
             tool.available = True
             if not tool.policy_overridden:
-                tool.policy = default_policy(tool.read_only)
+                tool.policy = _default_policy_of(toolset, name, tool.read_only)
             tool.save()
         for name, tool in existing.items():
             if name not in found and tool.available:
@@ -450,20 +475,28 @@ def tool_call_open(
         return ToolCall.objects.get(session_id=session_id, tool_call_id=tool_call_id)
 
 
+def repeatable(record: ToolCall) -> bool:
+    """Whether a call found `running` after its worker died may simply run again."""
+    builtin = record.toolset is not None and record.toolset.kind == Toolset.Kind.BUILTIN
+    return record.read_only or builtin
+
+
 def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:
     """Mark an approved call `running`, committed before its server is called, so a worker
     that dies mid-call leaves evidence. Only one caller wins; others get None. `retry`
-    claims a call found running after its worker died (read-only calls only)."""
+    claims a call found running after its worker died: read-only calls, and calls of
+    built-in tools (their effect commits with their result, so an unanswered one had none)."""
     statuses = [ToolCall.Status.APPROVED]
     if retry:
         statuses.append(ToolCall.Status.RUNNING)
     with transaction.atomic():
         record = (
-            ToolCall.objects.select_for_update(no_key=True)
+            ToolCall.objects.select_for_update(no_key=True, of=("self",))
+            .select_related("toolset")
             .filter(pk=record_id, status__in=statuses)
             .first()
         )
-        if record is None or (record.status == ToolCall.Status.RUNNING and not record.read_only):
+        if record is None or (record.status == ToolCall.Status.RUNNING and not repeatable(record)):
             return None
         record.status = ToolCall.Status.RUNNING
         record.started_at = timezone.now()

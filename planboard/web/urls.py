@@ -7,6 +7,11 @@ app_name = "web"
 urlpatterns = [
     path("", views.session_list, name="sessions"),
     path("sessions/<int:session_id>/", views.session_page, name="session"),
+    path(
+        "sessions/<int:session_id>/files/<path:file_path>",
+        views.session_file,
+        name="session_file",
+    ),
     path("history/", views.history_list, name="history"),
     path("history/plans/<int:plan_id>/", views.history_plan, name="history_plan"),
 ]

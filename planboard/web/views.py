@@ -15,13 +15,13 @@ from axes.helpers import get_cool_off
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_http_methods
 
-from planboard import selectors, services
+from planboard import selectors, services, workspace
 from planboard.exceptions import PlanError
 from planboard.models import ChatSession, Plan
 from planboard.web.forms import HistoryFilterForm, SessionCreateForm
@@ -78,6 +78,17 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 def _visible_session(request: HttpRequest, session_id: int) -> ChatSession:
     return get_object_or_404(selectors.sessions_visible_to(request.user), pk=session_id)
+
+
+@login_required
+@require_http_methods(["GET"])
+def session_file(request: HttpRequest, session_id: int, file_path: str) -> HttpResponse:
+    """A workspace file's download link on the session page (same access as the page)."""
+    session = _visible_session(request, session_id)
+    file = selectors.workspace_file(session_id=session.pk, path=file_path)
+    if file is None:
+        raise Http404("No such file.")
+    return workspace.file_response(file, selectors.workspace_file_bytes(file))
 
 
 @login_required

@@ -12,7 +12,7 @@ from agents import demo_model, loop
 from agents.demo_model import DemoModel
 from agents.llm import ProviderReply
 from planboard import selectors, services
-from planboard.models import AgentRun, ChatSession, Message, Plan, State
+from planboard.models import AgentRun, ChatSession, Message, Plan, State, Toolset, WorkspaceFile
 from planboard.services import Actor
 from tests.support import local_models
 
@@ -100,7 +100,12 @@ def test_kyoto_is_planned_confirmed_and_executed(user):
         "finish_subtask",
         "finish_subtask",
         "finish_plan",
+        "workspace__write_file",
     ]
+    # The itinerary is left in the session's files, and the summary says so.
+    (file,) = selectors.session_files(session_id=session.pk)
+    assert file["path"] == "kyoto-itinerary.md" and file["produced_by_run_id"] == run.pk
+    assert summary.content.endswith("The itinerary is in the session's files: kyoto-itinerary.md.")
 
 
 def test_without_confirmation_it_runs_straight_through(user):
@@ -273,6 +278,111 @@ def test_the_demo_is_deterministic(user, other_user):
             ]
         )
     assert transcripts[0] == transcripts[1]
+
+
+# --- the itinerary file ----------------------------------------------------------------------
+
+
+def itinerary(session: ChatSession) -> str:
+    file = WorkspaceFile.objects.get(session=session, path="kyoto-itinerary.md")
+    return selectors.workspace_file_bytes(file).decode()
+
+
+def test_the_kyoto_itinerary_is_written_from_the_outcomes(user):
+    session = services.session_create(owner=user, need_user_confirm=False)
+    run = say(session, user, "Plan a three-day trip to Kyoto")
+    assert run.status == AgentRun.Status.SUCCEEDED
+    plan = last_plan(user)
+    outcomes = [s.outcome for s in plan.subtasks.order_by("position")]
+    text = itinerary(session)
+    assert text.startswith("# 3-day trip to Kyoto\n\n## Day by day\n\n")
+    assert "- **Day 1:** Fushimi Inari at sunrise, then Gion and Pontocho in the evening\n" in text
+    assert (
+        "- **Day 3:** Kiyomizu-dera and the Higashiyama lanes, Nishiki Market for lunch\n" in text
+    )
+    assert "Day 4" not in text
+    assert "## Arrangements" in text
+    for step, outcome in zip(plan.subtasks.order_by("position")[:3], outcomes[:3], strict=True):
+        assert f"- **{step.name}:** {outcome}" in text
+    # Written once, without asking anyone, after the plan was finished.
+    calls = [name for name, _ in agent_calls(session)]
+    assert calls[-2:] == ["finish_plan", "workspace__write_file"]
+    assert session.tool_calls.get().status == "succeeded"
+    assert tool_errors(session) == []
+
+
+def test_the_itinerary_follows_the_board(user):
+    session = services.session_create(owner=user)
+    say(session, user, "Plan a three-day trip to Kyoto")
+    plan = current(session)
+    alice = Actor.person(user)
+    services.subtask_update(
+        plan_id=plan["id"], actor=alice, subtask_id=plan["subtasks"][2]["id"], name="Find a ryokan"
+    )
+    services.subtask_add(plan_id=plan["id"], actor=alice, name="Buy a travel adapter")
+    say(session, user, "go")
+    text = itinerary(session)
+    assert "- **Find a ryokan:** Find a ryokan: completed" in text
+    assert "- **Buy a travel adapter:** Buy a travel adapter: completed" in text
+    assert "Choose where to stay" not in text
+
+
+def test_without_the_workspace_the_demo_just_summarises(user):
+    session = services.session_create(owner=user, need_user_confirm=False)
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[], user=user)
+    run = say(session, user, "Plan a three-day trip to Kyoto")
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert "workspace__write_file" not in [name for name, _ in agent_calls(session)]
+    summary = Message.objects.filter(session=session).order_by("id").last()
+    assert summary.content.startswith("All done") and "files" not in summary.content
+    assert not WorkspaceFile.objects.exists()
+
+
+def test_a_refused_write_still_ends_with_the_summary(user, settings):
+    settings.PLANBOARD_WORKSPACE_FILE_LIMIT = 20
+    session = services.session_create(owner=user, need_user_confirm=False)
+    run = say(session, user, "Plan a three-day trip to Kyoto")
+    assert run.status == AgentRun.Status.SUCCEEDED
+    (error,) = tool_errors(session)
+    assert error.startswith("Error: 'content' is")
+    summary = Message.objects.filter(session=session).order_by("id").last()
+    assert summary.content.startswith("All done") and "files" not in summary.content
+
+
+def test_other_plans_write_no_file(user):
+    session = services.session_create(owner=user, need_user_confirm=False)
+    say(session, user, "Write a blog post about home composting")
+    assert not WorkspaceFile.objects.exists()
+    assert "workspace__write_file" not in [name for name, _ in agent_calls(session)]
+
+
+def test_an_abandoned_trip_writes_no_file(user):
+    session = services.session_create(owner=user)
+    say(session, user, "Plan a three-day trip to Kyoto")
+    say(session, user, "stop")
+    assert not WorkspaceFile.objects.exists()
+
+
+def test_a_trip_elsewhere_gets_a_file_named_for_the_place(user):
+    session = services.session_create(owner=user, need_user_confirm=False)
+    say(session, user, "Plan a two-day trip to Paris")
+    (file,) = selectors.session_files(session_id=session.pk)
+    assert file["path"] == "paris-itinerary.md"
+
+
+def test_staff_asking_for_writes_make_the_demo_wait(user, staff):
+    toolset = Toolset.objects.get(name="workspace")
+    services.toolset_update(toolset_id=toolset.pk, user=staff, tool_policies={"write_file": "ask"})
+    session = services.session_create(owner=user, need_user_confirm=False)
+    run = say(session, user, "Plan a three-day trip to Kyoto")
+    assert run.status == AgentRun.Status.WAITING_FOR_APPROVAL
+    (waiting,) = selectors.pending_tool_calls(session_id=session.pk)
+    services.tool_call_decide(
+        session_id=session.pk, tool_call_id=waiting.tool_call_id, user=user, decision="approve"
+    )
+    run = loop.execute_run(run_id=run.pk)
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert itinerary(session).startswith("# 3-day trip to Kyoto")
 
 
 # --- the model on its own ----------------------------------------------------------------------

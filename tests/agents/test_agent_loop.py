@@ -89,8 +89,13 @@ def test_full_run_plans_executes_and_finishes(session, user, scripted_model: Scr
     final = Message.objects.filter(session=session).order_by("id").last()
     assert final.content == "Your Kyoto trip is ready." and final.run_id == run.pk
     assert not any(r.content.startswith("Error:") for r in tool_results(session))
-    # Every request offers the ten plan tools; the hint is the last, ephemeral message.
-    assert all(len(t or []) == len(tools.TOOL_SCHEMAS) for t in scripted_model.tools)
+    # Every request offers the ten plan tools (and the session's workspace); the hint is the
+    # last, ephemeral message.
+    plan_tools = {t["function"]["name"] for t in tools.TOOL_SCHEMAS}
+    for offered in scripted_model.tools:
+        names = {t["function"]["name"] for t in offered or []}
+        assert names >= plan_tools
+        assert all(n.startswith("workspace__") for n in names - plan_tools)
     assert all(r[0]["role"] == "system" for r in scripted_model.requests)
     assert all(r[-1]["content"].startswith("<system-hint>") for r in scripted_model.requests)
     assert not Message.objects.filter(content__contains="<system-hint>").exists()

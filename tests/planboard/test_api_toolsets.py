@@ -65,7 +65,7 @@ def test_people_list_usable_toolsets_staff_see_configuration_never_secrets(
 ) -> None:
     response = client_for(user).get("/api/toolsets/")
     assert response.status_code == 200
-    (only,) = response.json()
+    (only,) = [t for t in response.json() if t["kind"] != "builtin"]  # besides the workspace
     assert (only["name"], only["kind"], only["enabled"]) == ("files", "http", True)
     assert [(t["name"], t["policy"]) for t in only["tools"]] == [
         ("search", "auto"),
@@ -77,7 +77,7 @@ def test_people_list_usable_toolsets_staff_see_configuration_never_secrets(
     response = client_for(staff).get("/api/toolsets/")
     body = response.content.decode()
     rows = {t["name"]: t for t in response.json()}
-    assert set(rows) == {"files", "shell"}
+    assert set(rows) == {"files", "shell", "workspace"}
     assert rows["files"]["header_names"] == ["Authorization"]
     assert rows["shell"]["env_names"] == ["SHELL_TOKEN"]
     assert rows["shell"]["command"] == "/usr/bin/mcp-shell"

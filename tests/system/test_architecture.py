@@ -16,7 +16,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_PACKAGES = ("planboard", "agents")
 # The plan domain: only planboard/services may create, change or delete these rows.
-PLAN_MODELS = {"ChatSession", "Plan", "SubTask", "PlanEvent", "Message", "AgentRun", "AgentProfile"}
+PLAN_MODELS = {
+    "ChatSession",
+    "Plan",
+    "SubTask",
+    "PlanEvent",
+    "Message",
+    "AgentRun",
+    "AgentProfile",
+    "WorkspaceFile",
+}
 QUERYSET_WRITES = {
     "create",
     "update",

@@ -76,6 +76,13 @@ def test_demo_run_from_chat_to_finished_plan(browsing: Any, screenshot: Any) -> 
     # A finished plan is history: no more edit buttons.
     expect(page.locator("#board .card-actions")).to_have_count(0)
     expect(page.locator(".flash")).to_have_count(0)  # the highlight fades after a moment
+    # The itinerary the agent wrote is in the session's files, and it opens.
+    link = page.locator("#files .file-link", has_text="kyoto-itinerary.md")
+    expect(link).to_be_visible()
+    download = page.request.get(f"{server.url}{link.get_attribute('href')}")
+    assert download.status == 200
+    assert "attachment" in download.headers["content-disposition"]
+    assert "Kyoto" in download.text()
     screenshot(page, "session-1280")
 
     # The same session on a phone: chat and board stack, switched by tabs.

@@ -6,6 +6,11 @@ again) goes through `agents.tools.execute_tool_call` on SQLite and on PostgreSQL
 AgentScope's Toolkit + PlanNotebook in .venv-bench. Each call is timed alone; the ratio says
 what durability, history, locking and live broadcast cost per call.
 
+With the Redis channel layer, each call is followed by one "durable-change floor": the least a
+durable, broadcast change can cost here (one transaction: plan row lock, version update, event
+insert, commit; then one Redis PUBLISH of the event), timed alone in the same process and
+moment, so that mutating calls can be compared with it whatever the machine's load.
+
     bash bench/setup_bench_venv.sh           # once: AgentScope in its own venv
     .venv/bin/python bench/tool_overhead.py [--rounds 100]
 """
@@ -17,6 +22,7 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +39,73 @@ CONFIGS = [
 ]
 
 
-def run_planboard(rounds: int, *, count_queries: bool = False) -> list[tuple[str, float, str]]:
+# Calls that change the plan (the others only read it).
+MUTATING = frozenset(
+    {
+        "create_plan",
+        "revise_current_plan",
+        "update_subtask_state",
+        "finish_subtask",
+        "finish_plan",
+        "recover_historical_plan",
+    }
+)
+FLOOR = "durable-change floor"
+
+
+def durable_change_floor() -> Callable[[], None]:
+    """One minimal durable, broadcast change, as raw SQL and one PUBLISH (see the docstring)."""
+    import redis
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+
+    from planboard import selectors, services
+    from planboard.services import Actor
+
+    user = get_user_model().objects.create_user(f"bench-floor-{time.monotonic_ns()}")
+    session = services.session_create(owner=user, need_user_confirm=False)
+    plan, _ = services.plan_create(
+        session_id=session.pk,
+        actor=Actor.person(user),
+        name="Floor",
+        description="",
+        expected_outcome="",
+        subtasks=[{"name": "One", "description": "", "expected_outcome": ""}],
+    )
+    # A typical event, as the services broadcast it.
+    payload = json.dumps(selectors.plan_events_since(plan_id=plan.pk, version=0)[-1])
+    patch = json.dumps({"plan": {}, "upsert": [], "remove": [], "order": None})
+    client = redis.Redis.from_url(common.REDIS_BENCH_URL)
+    client.ping()  # one connection, opened once and reused
+
+    def floor() -> None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                'SELECT "id" FROM "planboard_plan" WHERE "id" = %s FOR NO KEY UPDATE', [plan.pk]
+            )
+            cursor.execute(
+                'UPDATE "planboard_plan" SET "version" = "version" + 1 WHERE "id" = %s '
+                'RETURNING "version"',
+                [plan.pk],
+            )
+            version = cursor.fetchone()[0]
+            cursor.execute(
+                'INSERT INTO "planboard_planevent" ("plan_id", "version", "action", "before", '
+                '"after", "patch", "created_at") VALUES (%s, %s, %s, %s, %s, %s, now())',
+                [plan.pk, version, "floor", "null", "null", patch],
+            )
+        client.publish("bench-floor", payload)
+
+    return floor
+
+
+def run_planboard(
+    rounds: int, *, count_queries: bool = False, floor: Callable[[], None] | None = None
+) -> list[tuple[str, float, str]]:
     """Replay the sequence in this process (Django already set up); one new user per round.
 
     With `count_queries` the second field is the number of SQL queries instead of seconds.
+    With `floor`, each call is followed by one timed floor change (recorded as FLOOR).
     """
     from django.contrib.auth import get_user_model
     from django.db import connection
@@ -72,6 +141,10 @@ def run_planboard(rounds: int, *, count_queries: bool = False) -> list[tuple[str
             started = time.perf_counter()
             text = execute_tool_call(session_id=session.pk, actor=actor, name=name, arguments=raw)
             timings.append((name, time.perf_counter() - started, text))
+            if floor is not None:
+                started = time.perf_counter()
+                floor()
+                timings.append((FLOOR, time.perf_counter() - started, ""))
     return timings
 
 
@@ -80,8 +153,9 @@ def worker(backend: str, redis: bool, rounds: int) -> None:
     if redis:
         env["REDIS_URL"] = common.REDIS_BENCH_URL
     common.setup_django(common.database_url(backend), **env)
-    run_planboard(max(2, rounds // 20))  # warm up caches and connections
-    timings = run_planboard(rounds)
+    floor = durable_change_floor() if redis else None
+    run_planboard(max(2, rounds // 20), floor=floor)  # warm up caches and connections
+    timings = run_planboard(rounds, floor=floor)
     errors = [text for _, _, text in timings if text.startswith("Error")]
     queries: dict[str, list[int]] = defaultdict(list)
     for name, count, _ in run_planboard(1, count_queries=True):
@@ -97,6 +171,8 @@ def worker(backend: str, redis: bool, rounds: int) -> None:
 
 
 def summarize(calls: list[list[Any]], per_round: int) -> dict[str, Any]:
+    floors = [seconds for name, seconds in calls if name == FLOOR]
+    calls = [c for c in calls if c[0] != FLOOR]
     per_tool: dict[str, list[float]] = defaultdict(list)
     for name, seconds in calls:
         per_tool[name].append(seconds)
@@ -109,6 +185,19 @@ def summarize(calls: list[list[Any]], per_round: int) -> dict[str, Any]:
         "per_round": sum(durations) / rounds,
         "per_tool": {name: sum(v) / len(v) for name, v in per_tool.items()},
         "count": len(calls),
+        "floor": _floor_summary(floors, calls) if floors else None,
+    }
+
+
+def _floor_summary(floors: list[float], calls: list[list[Any]]) -> dict[str, Any]:
+    mutating = [seconds for name, seconds in calls if name in MUTATING]
+    return {
+        "mean": sum(floors) / len(floors),
+        "p50": common.percentile(floors, 0.50),
+        "p95": common.percentile(floors, 0.95),
+        "count": len(floors),
+        "mutating_mean": sum(mutating) / len(mutating),
+        "mutating_p50": common.percentile(mutating, 0.50),
     }
 
 
@@ -210,6 +299,7 @@ def write_report(
             for t in tools
         ],
     )
+    lines += _floor_lines(results)
     if reference is None:
         lines += ["", "AgentScope was not measured: run `bash bench/setup_bench_venv.sh` first."]
     else:
@@ -223,6 +313,55 @@ def write_report(
             "edits and keep a full history; AgentScope's notebook lives in one process's memory.",
         ]
     common.write_section("tool_overhead", "2. Tool-call overhead vs AgentScope PlanNotebook", lines)
+
+
+def _floor_lines(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Mutating calls against the durable-change floor measured beside them."""
+    label, r = next(((k, v) for k, v in results.items() if v.get("floor")), (None, None))
+    if r is None:
+        return []
+    floor = r["floor"]
+    lines = [
+        "",
+        f"Mutating calls vs the durable-change floor ({label}; one floor change timed right after "
+        "each call: a transaction with the plan row lock, version update, event insert and "
+        "commit, then one Redis PUBLISH of the event):",
+        "",
+    ]
+    rows = [
+        [
+            FLOOR,
+            floor["count"],
+            common.fmt_us(floor["mean"]),
+            common.fmt_us(floor["p50"]),
+            common.fmt_us(floor["p95"]),
+            "1.0x",
+        ],
+        [
+            "mutating tool calls (all)",
+            "",
+            common.fmt_us(floor["mutating_mean"]),
+            common.fmt_us(floor["mutating_p50"]),
+            "",
+            common.fmt_ratio(floor["mutating_mean"] / floor["mean"]),
+        ],
+    ]
+    rows += [
+        [
+            tool,
+            "",
+            common.fmt_us(seconds),
+            "",
+            "",
+            common.fmt_ratio(seconds / floor["mean"]),
+        ]
+        for tool, seconds in r["per_tool"].items()
+        if tool in MUTATING
+    ]
+    lines += common.table(
+        ["what", "count", "mean µs", "p50 µs", "p95 µs", "mean vs floor (target ≤ 3x)"], rows
+    )
+    return lines
 
 
 if __name__ == "__main__":

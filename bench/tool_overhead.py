@@ -9,7 +9,9 @@ what durability, history, locking and live broadcast cost per call.
 With the Redis channel layer, each call is followed by one "durable-change floor": the least a
 durable, broadcast change can cost here (one transaction: plan row lock, version update, event
 insert, commit; then one Redis PUBLISH of the event), timed alone in the same process and
-moment, so that mutating calls can be compared with it whatever the machine's load.
+moment, so that mutating calls can be compared with it whatever the machine's load; and one
+`planboard.broadcast.publish` of an event to a plan's two groups (each with a listening channel),
+the services' share of the broadcast, to compare with the floor's bare PUBLISH.
 
     bash bench/setup_bench_venv.sh           # once: AgentScope in its own venv
     .venv/bin/python bench/tool_overhead.py [--rounds 100]
@@ -51,15 +53,20 @@ MUTATING = frozenset(
     }
 )
 FLOOR = "durable-change floor"
+PUBLISH = "broadcast.publish to 2 groups"
+BARE_PUBLISH = "one Redis PUBLISH (part of the floor)"
 
 
-def durable_change_floor() -> Callable[[], None]:
-    """One minimal durable, broadcast change, as raw SQL and one PUBLISH (see the docstring)."""
+def durable_change_floor() -> dict[str, Callable[[], None]]:
+    """One minimal durable, broadcast change, as raw SQL and one PUBLISH (see the docstring);
+    the services' publish; and the floor's PUBLISH alone."""
     import redis
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
-    from planboard import selectors, services
+    from planboard import broadcast, selectors, services
     from planboard.services import Actor
 
     user = get_user_model().objects.create_user(f"bench-floor-{time.monotonic_ns()}")
@@ -73,7 +80,13 @@ def durable_change_floor() -> Callable[[], None]:
         subtasks=[{"name": "One", "description": "", "expected_outcome": ""}],
     )
     # A typical event, as the services broadcast it.
-    payload = json.dumps(selectors.plan_events_since(plan_id=plan.pk, version=0)[-1])
+    event = selectors.plan_events_since(plan_id=plan.pk, version=0)[-1]
+    payload = json.dumps(event)
+    groups = [broadcast.plan_group(plan.pk), broadcast.session_group(session.pk)]
+    layer = get_channel_layer()
+    listener = async_to_sync(layer.new_channel)()
+    for group in groups:  # someone follows the plan (its messages expire unread)
+        async_to_sync(layer.group_add)(group, listener)
     patch = json.dumps({"plan": {}, "upsert": [], "remove": [], "order": None})
     client = redis.Redis.from_url(common.REDIS_BENCH_URL)
     client.ping()  # one connection, opened once and reused
@@ -96,16 +109,23 @@ def durable_change_floor() -> Callable[[], None]:
             )
         client.publish("bench-floor", payload)
 
-    return floor
+    return {
+        FLOOR: floor,
+        PUBLISH: lambda: broadcast.publish(groups, event),
+        BARE_PUBLISH: lambda: client.publish("bench-floor", payload),
+    }
 
 
 def run_planboard(
-    rounds: int, *, count_queries: bool = False, floor: Callable[[], None] | None = None
+    rounds: int,
+    *,
+    count_queries: bool = False,
+    extras: dict[str, Callable[[], None]] | None = None,
 ) -> list[tuple[str, float, str]]:
     """Replay the sequence in this process (Django already set up); one new user per round.
 
     With `count_queries` the second field is the number of SQL queries instead of seconds.
-    With `floor`, each call is followed by one timed floor change (recorded as FLOOR).
+    With `extras`, each call is followed by one timed run of each (recorded under its name).
     """
     from django.contrib.auth import get_user_model
     from django.db import connection
@@ -141,10 +161,10 @@ def run_planboard(
             started = time.perf_counter()
             text = execute_tool_call(session_id=session.pk, actor=actor, name=name, arguments=raw)
             timings.append((name, time.perf_counter() - started, text))
-            if floor is not None:
+            for extra, work in (extras or {}).items():
                 started = time.perf_counter()
-                floor()
-                timings.append((FLOOR, time.perf_counter() - started, ""))
+                work()
+                timings.append((extra, time.perf_counter() - started, ""))
     return timings
 
 
@@ -153,9 +173,9 @@ def worker(backend: str, redis: bool, rounds: int) -> None:
     if redis:
         env["REDIS_URL"] = common.REDIS_BENCH_URL
     common.setup_django(common.database_url(backend), **env)
-    floor = durable_change_floor() if redis else None
-    run_planboard(max(2, rounds // 20), floor=floor)  # warm up caches and connections
-    timings = run_planboard(rounds, floor=floor)
+    extras = durable_change_floor() if redis else None
+    run_planboard(max(2, rounds // 20), extras=extras)  # warm up caches and connections
+    timings = run_planboard(rounds, extras=extras)
     errors = [text for _, _, text in timings if text.startswith("Error")]
     queries: dict[str, list[int]] = defaultdict(list)
     for name, count, _ in run_planboard(1, count_queries=True):
@@ -172,7 +192,10 @@ def worker(backend: str, redis: bool, rounds: int) -> None:
 
 def summarize(calls: list[list[Any]], per_round: int) -> dict[str, Any]:
     floors = [seconds for name, seconds in calls if name == FLOOR]
-    calls = [c for c in calls if c[0] != FLOOR]
+    publishes = {
+        name: [seconds for n, seconds in calls if n == name] for name in (PUBLISH, BARE_PUBLISH)
+    }
+    calls = [c for c in calls if c[0] not in (FLOOR, PUBLISH, BARE_PUBLISH)]
     per_tool: dict[str, list[float]] = defaultdict(list)
     for name, seconds in calls:
         per_tool[name].append(seconds)
@@ -186,6 +209,11 @@ def summarize(calls: list[list[Any]], per_round: int) -> dict[str, Any]:
         "per_tool": {name: sum(v) / len(v) for name, v in per_tool.items()},
         "count": len(calls),
         "floor": _floor_summary(floors, calls) if floors else None,
+        "publish": {
+            name: {"mean": sum(v) / len(v), "p50": common.percentile(v, 0.5), "count": len(v)}
+            for name, v in publishes.items()
+            if v
+        },
     }
 
 
@@ -361,6 +389,20 @@ def _floor_lines(results: dict[str, dict[str, Any]]) -> list[str]:
     lines += common.table(
         ["what", "count", "mean µs", "p50 µs", "p95 µs", "mean vs floor (target ≤ 3x)"], rows
     )
+    if r.get("publish"):
+        lines += [
+            "",
+            "The broadcast alone, timed after each floor change: what the services' "
+            "`publish` costs against one bare Redis PUBLISH.",
+            "",
+        ]
+        lines += common.table(
+            ["what", "count", "mean µs", "p50 µs"],
+            [
+                [name, v["count"], common.fmt_us(v["mean"]), common.fmt_us(v["p50"])]
+                for name, v in r["publish"].items()
+            ],
+        )
     return lines
 
 

@@ -111,6 +111,28 @@ def run_tool(
     )
 
 
+def refused(
+    chat_session: ChatSession,
+    agent: Actor,
+    plan: Plan,
+    person: Actor,
+    edit: Edit,
+    name: str,
+    arguments: dict[str, Any],
+) -> tuple[str, ShownPlan, dict[str, Any]]:
+    """Like `run_tool` for a call that must be refused: checks that it is an `Error:` and
+    that it changed nothing; returns the result, the model's view and the plan."""
+    shown = ShownPlan.of(snapshot(plan))
+    edit(plan, person)
+    before = snapshot(plan)
+    result = tools.execute_tool_call(
+        session_id=chat_session.pk, actor=agent, name=name, arguments=arguments, shown=shown
+    )
+    assert result.startswith("Error: "), result
+    assert snapshot(plan) == before
+    return result, shown, before
+
+
 # --- finish_subtask ---------------------------------------------------------------------------
 
 FINISH_FLIGHTS = {"subtask_idx": 0, "subtask_outcome": "Tickets for the 3rd"}
@@ -153,18 +175,10 @@ def test_finish_names_the_subtask_shown_when_a_rule_refuses(
 ) -> None:
     """A todo card put before the subtask in progress blocks finishing it; the refusal is about
     the subtask the model meant, and the card now in its old place is left alone."""
-    shown = ShownPlan.of(snapshot(started))
-    edit(started, actor)
-    before = snapshot(started)
-    result = tools.execute_tool_call(
-        session_id=chat_session.pk,
-        actor=agent,
-        name="finish_subtask",
-        arguments=FINISH_FLIGHTS,
-        shown=shown,
+    result, _, _ = refused(
+        chat_session, agent, started, actor, edit, "finish_subtask", FINISH_FLIGHTS
     )
     assert result.startswith("Error: Cannot finish subtask 1 ('Book flights')"), result
-    assert snapshot(started) == before
 
 
 @pytest.mark.parametrize(
@@ -175,21 +189,12 @@ def test_finish_names_the_subtask_shown_when_a_rule_refuses(
 def test_finish_refuses_when_the_shown_subtask_is_gone_or_changed(
     chat_session: ChatSession, started: Plan, agent: Actor, actor: Actor, edit: Edit, reason: str
 ) -> None:
-    shown = ShownPlan.of(snapshot(started))
-    edit(started, actor)
-    before = snapshot(started)
-    result = tools.execute_tool_call(
-        session_id=chat_session.pk,
-        actor=agent,
-        name="finish_subtask",
-        arguments=FINISH_FLIGHTS,
-        shown=shown,
+    result, shown, before = refused(
+        chat_session, agent, started, actor, edit, "finish_subtask", FINISH_FLIGHTS
     )
-    assert result.startswith("Error: "), result
     assert reason in result
     assert "Nothing was changed. The plan is now:" in result
     assert "Look at it again" in result
-    assert snapshot(started) == before
     # The refusal printed the plan, so the model's view is the current plan now.
     assert shown == ShownPlan.of(before)
 
@@ -255,19 +260,10 @@ def test_revise_and_delete_refuse_after_a_persons_delete_or_edit(
     reason: str,
     arguments: dict[str, Any],
 ) -> None:
-    shown = ShownPlan.of(snapshot(started))
-    edit(started, actor)
-    before = snapshot(started)
-    result = tools.execute_tool_call(
-        session_id=chat_session.pk,
-        actor=agent,
-        name="revise_current_plan",
-        arguments=arguments,
-        shown=shown,
+    result, _, _ = refused(
+        chat_session, agent, started, actor, edit, "revise_current_plan", arguments
     )
-    assert result.startswith("Error: "), result
     assert reason in result
-    assert snapshot(started) == before
 
 
 @pytest.mark.parametrize("edit", [move_hotel_up, insert_at_top], ids=["move", "insert"])

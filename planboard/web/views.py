@@ -29,7 +29,7 @@ from planboard.web.strings import js_strings
 
 HISTORY_PAGE_SIZE = 25
 # How much history a page embeds; older changes and messages are fetched from the REST API.
-REVIEW_EVENTS = 200
+REVIEW_EVENTS = 100
 REVIEW_MESSAGES = 200
 SESSION_LIST_LIMIT = 100
 

@@ -3,18 +3,32 @@
 Services call `publish` from `transaction.on_commit`, so nobody ever sees a change that was
 rolled back. A failed broadcast never fails the write: clients detect the version gap and
 refetch the snapshot.
+
+Each event is encoded to JSON once, here; every socket forwards that text unchanged. With
+Redis (channels_redis's pub/sub layer) a change costs one synchronous round trip: the PUBLISHes
+to all its groups go in one pipeline on a pooled connection, in the layer's own wire format
+(the group's channel name and `layer.serialize`), so each web process receives an event once
+and hands it to its local sockets. tests/planboard/test_broadcast.py checks the format against
+the real layer. Other layers (in-memory, channels_redis's list-based core layer) are sent to
+through their async `group_send`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+from django.conf import settings
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +36,7 @@ Listener = Callable[[str, dict[str, Any]], None]
 _listeners: list[Listener] = []
 _server_loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
+_publisher: _RedisPublisher | None = None
 
 
 def plan_group(plan_id: int) -> str:
@@ -37,12 +52,18 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
+def encode_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The channel-layer message that carries `event` to sockets: its JSON text, made once
+    for all of them, and its type (the only field a consumer looks at)."""
+    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return {"type": "broadcast", "kind": event.get("type"), "text": text}
+
+
 def check_access(groups: list[str], *, ended_login: str | None = None) -> None:
     """Make the sockets in `groups` re-check that their user may still see what they follow
     (closing with 4403 when not). `ended_login` names a login session that just ended: the
     cookie sockets opened with it close without a check."""
-    for group in groups:
-        _group_send(group, {"type": "access.check", "ended_login": ended_login})
+    _send(groups, {"type": "access.check", "ended_login": ended_login})
 
 
 def subscribe(listener: Listener) -> Callable[[], None]:
@@ -71,25 +92,78 @@ def publish(groups: list[str], event: dict[str, Any]) -> None:
                 listener(group, event)
             except Exception:  # a broken listener must not break the write path
                 logger.exception("broadcast listener failed")
-        _group_send(group, {"type": "broadcast", "event": event})
+    _send(groups, encode_event(event))
 
 
-def _group_send(group: str, message: dict[str, Any]) -> None:
+def _send(groups: list[str], message: dict[str, Any]) -> None:
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not groups:
         return
     try:
-        loop = _server_loop
-        if isinstance(layer, InMemoryChannelLayer) and loop is not None and loop.is_running():
-            # The embedded worker thread has no loop of its own; hand the send to the
-            # server's loop so waiting consumers wake up there.
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is not loop:
-                asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
-                return
-        async_to_sync(layer.group_send)(group, message)
+        if isinstance(layer, RedisPubSubChannelLayer):
+            _redis_publisher(layer).publish(groups, message)
+        else:
+            for group in groups:
+                _group_send(layer, group, message)
     except Exception:
-        logger.warning("broadcast to %s failed; clients will resync", group, exc_info=True)
+        logger.warning("broadcast to %s failed; clients will resync", groups, exc_info=True)
+
+
+def _group_send(layer: Any, group: str, message: dict[str, Any]) -> None:
+    loop = _server_loop
+    if isinstance(layer, InMemoryChannelLayer) and loop is not None and loop.is_running():
+        # The embedded worker thread has no loop of its own; hand the send to the
+        # server's loop so waiting consumers wake up there.
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not loop:
+            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+            return
+    async_to_sync(layer.group_send)(group, message)
+
+
+class _RedisPublisher:
+    """Synchronous PUBLISH to the Redis channels that channels_redis's pub/sub layer
+    subscribes to for groups. One client per process (redis-py's pool is thread-safe and
+    starts afresh in a forked child)."""
+
+    def __init__(self, layer: RedisPubSubChannelLayer, config: dict[str, Any]) -> None:
+        hosts = config.get("hosts") or ["redis://localhost:6379"]
+        if len(hosts) != 1:
+            raise ValueError("the broadcast publisher supports one Redis host")
+        host = hosts[0]
+        address = host["address"] if isinstance(host, dict) else host
+        self.layer = layer
+        self.prefix = config.get("prefix", "asgi")
+        # Fail fast when Redis is away: the write already committed, clients will resync.
+        self.client = redis.Redis.from_url(
+            address,
+            socket_connect_timeout=2,
+            socket_timeout=5,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+        )
+
+    def channel_name(self, group: str) -> str:
+        # channels_redis.pubsub.RedisPubSubLoopLayer._get_group_channel_name
+        return f"{self.prefix}__group__{group}"
+
+    def publish(self, groups: list[str], message: dict[str, Any]) -> None:
+        data = self.layer.serialize(message)
+        if len(groups) == 1:
+            self.client.publish(self.channel_name(groups[0]), data)
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for group in groups:
+            pipe.publish(self.channel_name(group), data)
+        pipe.execute()
+
+
+def _redis_publisher(layer: RedisPubSubChannelLayer) -> _RedisPublisher:
+    global _publisher
+    if _publisher is None or _publisher.layer is not layer:
+        with _lock:
+            if _publisher is None or _publisher.layer is not layer:
+                _publisher = _RedisPublisher(layer, settings.CHANNEL_LAYERS["default"]["CONFIG"])
+    return _publisher

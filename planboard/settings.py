@@ -163,14 +163,16 @@ if REDIS_URL:
     from redis.asyncio.retry import Retry as RedisRetry
     from redis.backoff import ExponentialBackoff
 
+    # The pub/sub layer: each web process subscribes once per followed group and hands an
+    # event to its local sockets, so a change is one PUBLISH per group however many people
+    # watch (planboard/broadcast.py publishes synchronously in the same format). It keeps no
+    # queue: an event published while Redis is away is lost, and clients resync on the gap.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
-                # redis-py 8 reads with a 5 s socket timeout, as long as channels_redis's
-                # blocking pop: a busy server then kills consumers (close 1011). Read longer.
-                # It also never retries by default, so after a Redis restart every pooled
-                # connection failed once (dropped sockets, lost broadcasts): retry on a new one.
+                # redis-py never retries by default, so after a Redis restart every pooled
+                # connection failed once: retry on a new one (the subscriber re-subscribes).
                 "hosts": [
                     {
                         "address": REDIS_URL,
@@ -178,8 +180,6 @@ if REDIS_URL:
                         "retry": RedisRetry(ExponentialBackoff(cap=1.0, base=0.05), 3),
                     }
                 ],
-                "capacity": 1500,
-                "expiry": 30,
             },
         }
     }

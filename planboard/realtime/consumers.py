@@ -131,11 +131,22 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
         self.resync_tokens -= 1
         return True
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every handler, one hop through
+        # the single sync thread per message and socket; relaying an event never touches
+        # the database, so broadcasts skip that (the handlers that read the database run
+        # in database_sync_to_async, which does its own clean-up).
+        if message["type"] == "broadcast":
+            await self.broadcast(message)
+        else:
+            await super().dispatch(message)
+
     async def broadcast(self, message: dict[str, Any]) -> None:
-        """Channel-layer messages of type "broadcast": forward the event unchanged."""
+        """Channel-layer messages of type "broadcast": forward the event's JSON text, encoded
+        once for every socket (`broadcast.encode_event`)."""
         if self.revoked:
             return
-        await self.send_json(message["event"])
+        await self.send(text_data=message["text"])
 
     async def access_check(self, message: dict[str, Any]) -> None:
         """Channel-layer messages of type "access.check" (see `planboard.access_events`)."""
@@ -238,8 +249,7 @@ class SessionConsumer(_SnapshotConsumer):
 
     async def broadcast(self, message: dict[str, Any]) -> None:
         await super().broadcast(message)
-        event = message["event"]
-        if event.get("type") == "session.plan":
+        if message.get("kind") == "session.plan" and not self.revoked:
             # The current plan switched: send its snapshot right away, so the board does not
             # need a round trip before it can apply the new plan's next events.
             await self.send_snapshot()

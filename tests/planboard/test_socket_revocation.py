@@ -235,10 +235,10 @@ def test_new_users_have_no_sockets_to_check(db: Any) -> None:
     from planboard import broadcast
 
     sent: list[Any] = []
-    original = broadcast._group_send
-    broadcast._group_send = lambda group, message: sent.append((group, message))  # type: ignore[assignment]
+    original = broadcast._send
+    broadcast._send = lambda groups, message: sent.append((groups, message))  # type: ignore[assignment]
     try:
         get_user_model().objects.create_user("newcomer")
     finally:
-        broadcast._group_send = original  # type: ignore[assignment]
+        broadcast._send = original  # type: ignore[assignment]
     assert sent == []

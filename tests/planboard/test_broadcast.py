@@ -1,0 +1,88 @@
+"""planboard.broadcast: the synchronous Redis publisher speaks channels_redis's pub/sub wire
+format (checked against the real layer, so an upgrade that changes it fails here), each event
+is encoded once, and a broadcast that cannot reach Redis never fails the write."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from planboard import broadcast
+
+EVENT = {"type": "plan.event", "plan_id": 7, "version": 3, "note": "Kyoto 京都 <b>&</b>"}
+
+
+@pytest.fixture
+def pubsub_layer(settings: Any, redis_url: str) -> Iterator[Any]:
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            # A prefix of its own: concurrent runs on one Redis never share groups.
+            "CONFIG": {"hosts": [redis_url], "prefix": f"pb-test-{uuid.uuid4().hex[:12]}"},
+        }
+    }
+    yield get_channel_layer()
+
+
+def test_an_event_is_encoded_once_as_compact_json_with_its_type() -> None:
+    message = broadcast.encode_event(EVENT)
+    assert message["type"] == "broadcast" and message["kind"] == "plan.event"
+    assert json.loads(message["text"]) == EVENT
+    assert "京都" in message["text"] and ", " not in message["text"]
+
+
+@pytest.mark.redis
+async def test_synchronous_publish_reaches_every_group_through_the_real_layer(
+    pubsub_layer: Any,
+) -> None:
+    plan_follower = await pubsub_layer.new_channel()
+    session_follower = await pubsub_layer.new_channel()
+    bystander = await pubsub_layer.new_channel()
+    await pubsub_layer.group_add("plan.7", plan_follower)
+    await pubsub_layer.group_add("session.5", session_follower)
+    await pubsub_layer.group_add("plan.8", bystander)
+
+    # From a worker thread, as services do on commit: both groups in one pipeline.
+    await sync_to_async(broadcast.publish, thread_sensitive=False)(
+        ["plan.7", "session.5"], EVENT
+    )
+    expected = broadcast.encode_event(EVENT)
+    assert await pubsub_layer.receive(plan_follower) == expected
+    assert await pubsub_layer.receive(session_follower) == expected
+
+    await sync_to_async(broadcast.check_access, thread_sensitive=False)(
+        ["plan.8"], ended_login="abc"
+    )
+    assert await pubsub_layer.receive(bystander) == {
+        "type": "access.check",
+        "ended_login": "abc",
+    }
+    await pubsub_layer.flush()
+
+
+def test_publishing_without_redis_logs_and_returns(
+    settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": ["redis://127.0.0.1:1/0"]},  # nothing listens on port 1
+        }
+    }
+    seen: list[tuple[str, dict[str, Any]]] = []
+    unsubscribe = broadcast.subscribe(lambda group, event: seen.append((group, event)))
+    try:
+        with caplog.at_level(logging.WARNING, logger="planboard.broadcast"):
+            broadcast.publish(["plan.1"], EVENT)
+    finally:
+        unsubscribe()
+    assert "clients will resync" in caplog.text
+    # In-process listeners (the embedded worker's streams) still heard it.
+    assert seen == [("plan.1", EVENT)]

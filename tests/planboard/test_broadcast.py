@@ -50,9 +50,7 @@ async def test_synchronous_publish_reaches_every_group_through_the_real_layer(
     await pubsub_layer.group_add("plan.8", bystander)
 
     # From a worker thread, as services do on commit: both groups in one pipeline.
-    await sync_to_async(broadcast.publish, thread_sensitive=False)(
-        ["plan.7", "session.5"], EVENT
-    )
+    await sync_to_async(broadcast.publish, thread_sensitive=False)(["plan.7", "session.5"], EVENT)
     expected = broadcast.encode_event(EVENT)
     assert await pubsub_layer.receive(plan_follower) == expected
     assert await pubsub_layer.receive(session_follower) == expected

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents.hints import render_plan_markdown, render_subtask_markdown
@@ -22,6 +22,7 @@ from planboard import selectors, services
 from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import ChatSession
 from planboard.services import Actor
+from planboard.snapshots import serialize_subtask
 
 # --- schemas ----------------------------------------------------------------------------------
 
@@ -338,6 +339,9 @@ class _Call:
     # The plan as the model last saw it: indices in the call are resolved through it.
     shown: ShownPlan
 
+    # The current plan as read for this call (read once, then reused).
+    read: list[dict[str, Any]] = field(default_factory=list)
+
     def plan(self) -> dict[str, Any]:
         """The current plan's snapshot, or a clear error when the session has none."""
         if self.session.current_plan_id is None:
@@ -345,7 +349,9 @@ class _Call:
                 "there is no current plan. Create one with create_plan, or bring back an "
                 "earlier one with recover_historical_plan."
             )
-        return selectors.plan_snapshot(plan_id=self.session.current_plan_id)
+        if not self.read:
+            self.read.append(selectors.plan_snapshot(plan_id=self.session.current_plan_id))
+        return self.read[0]
 
     def show(self, snapshot: dict[str, Any]) -> str:
         """The plan as text for the result; the model has now seen it whole."""
@@ -602,14 +608,15 @@ def _finish_subtask(call: _Call) -> str:
     snapshot = call.plan()
     target = _resolve(call, snapshot, call.args["subtask_idx"])
     _require_unchanged(call, snapshot, target, state=True, text=False)
-    _finished, started = services.subtask_finish(
+    result = services.subtask_finish(
         plan_id=snapshot["id"],
         actor=call.actor,
         subtask_id=target.now["id"],
         outcome=call.args["subtask_outcome"],
     )
+    started = result.started
     lines = [f"{_sentence(target.label)} is done{target.moved}."]
-    after = selectors.plan_snapshot(plan_id=snapshot["id"])
+    after = {"subtasks": [serialize_subtask(s) for s in result.subtasks]}
     by_id = {s["id"]: s for s in after["subtasks"]}
     if target.now["id"] in by_id:
         call.shown.show_subtask(by_id[target.now["id"]])
@@ -761,7 +768,7 @@ def execute_tool_call(
         args = _validate(name, _parse_arguments(arguments))
         attempts_left = _STALE_ATTEMPTS
         while True:
-            session = ChatSession.objects.select_related("owner").filter(pk=session_id).first()
+            session = selectors.rows.session(session_id)
             if session is None:
                 raise _BadCall(f"session {session_id} does not exist.")
             if not session.plan_mode:
@@ -769,16 +776,14 @@ def execute_tool_call(
                     "plan mode is off in this session, so the plan tools are not available. "
                     "Answer directly, or ask the user to switch plan mode on."
                 )
-            view = shown
-            if view is None:
-                current = (
-                    selectors.plan_snapshot(plan_id=session.current_plan_id)
-                    if session.current_plan_id
-                    else None
-                )
-                view = ShownPlan.of(current)
+            view = shown if shown is not None else ShownPlan.of(None)
+            call = _Call(session=session, actor=actor, args=args, shown=view)
+            if shown is None and session.current_plan_id:
+                # What the model was shown is the plan as it is now: one read serves both.
+                view.show_plan(call.plan())
+                view.changed = False
             try:
-                return handler(_Call(session=session, actor=actor, args=args, shown=view))
+                return handler(call)
             except StaleVersion:
                 # Someone changed the plan between our read and the write: read it again so
                 # indices are resolved against the order the change is applied to.

@@ -61,8 +61,6 @@ def durable_change_floor() -> dict[str, Callable[[], None]]:
     """One minimal durable, broadcast change, as raw SQL and one PUBLISH (see the docstring);
     the services' publish; and the floor's PUBLISH alone."""
     import redis
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
@@ -83,10 +81,14 @@ def durable_change_floor() -> dict[str, Callable[[], None]]:
     event = selectors.plan_events_since(plan_id=plan.pk, version=0)[-1]
     payload = json.dumps(event)
     groups = [broadcast.plan_group(plan.pk), broadcast.session_group(session.pk)]
-    layer = get_channel_layer()
-    listener = async_to_sync(layer.new_channel)()
-    for group in groups:  # someone follows the plan (its messages expire unread)
-        async_to_sync(layer.group_add)(group, listener)
+    # Someone follows the plan, as a web process does (one subscription per group), and
+    # drains what arrives.
+    layer_channel = f"asgi__group__{groups[0]}"
+    follower = redis.Redis.from_url(common.REDIS_BENCH_URL).pubsub()
+    follower.subscribe(
+        **{f"asgi__group__{group}": lambda message: None for group in groups},
+    )
+    follower.run_in_thread(sleep_time=0.01, daemon=True)
     patch = json.dumps({"plan": {}, "upsert": [], "remove": [], "order": None})
     client = redis.Redis.from_url(common.REDIS_BENCH_URL)
     client.ping()  # one connection, opened once and reused
@@ -107,12 +109,12 @@ def durable_change_floor() -> dict[str, Callable[[], None]]:
                 '"after", "patch", "created_at") VALUES (%s, %s, %s, %s, %s, %s, now())',
                 [plan.pk, version, "floor", "null", "null", patch],
             )
-        client.publish("bench-floor", payload)
+        client.publish(layer_channel, payload)
 
     return {
         FLOOR: floor,
         PUBLISH: lambda: broadcast.publish(groups, event),
-        BARE_PUBLISH: lambda: client.publish("bench-floor", payload),
+        BARE_PUBLISH: lambda: client.publish(layer_channel, payload),
     }
 
 

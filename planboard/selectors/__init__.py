@@ -10,8 +10,10 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 | `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
 | `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
 | `workspace` | a session's files (`session_files`) and one file's bytes                |
+| `rows`     | the hot path's rows (plan, subtasks, session) without the ORM's per-call cost |
 """
 
+from planboard.selectors import rows
 from planboard.selectors.access import (
     can_edit,
     owner_choices,
@@ -74,6 +76,7 @@ __all__ = [
     "plans_matching",
     "plans_of_team",
     "plans_visible_to",
+    "rows",
     "session_files",
     "session_messages",
     "session_snapshot",

@@ -21,6 +21,7 @@ from planboard.models import (
     Team,
     TeamMembership,
 )
+from planboard.selectors import rows
 from planboard.selectors.access import plans_visible_to
 from planboard.snapshots import (
     Snapshot,
@@ -36,9 +37,11 @@ STATE_FILTER_ALL = "all"
 
 
 def plan_snapshot(*, plan_id: int) -> Snapshot:
-    plan = Plan.objects.select_related("owner").get(pk=plan_id)
-    subtasks = list(SubTask.objects.filter(plan_id=plan_id).order_by("position"))
-    return build_plan_snapshot(plan, subtasks)
+    # The hottest read of all (every tool call, hint and socket connect): planboard.selectors.rows
+    plan = rows.plan(plan_id)
+    if plan is None:
+        raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
+    return build_plan_snapshot(plan, rows.subtasks(plan_id))
 
 
 def plan_events_since(

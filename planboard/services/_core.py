@@ -32,6 +32,7 @@ from planboard.models import (
     State,
     SubTask,
 )
+from planboard.services import _rows
 from planboard.snapshots import (
     serialize_event,
     serialize_plan_header,
@@ -64,6 +65,8 @@ class Actor:
 
 
 PLAN_TEXT_FIELDS = ("name", "description", "expected_outcome")
+# What services change on a plan row (its usage counters are added to elsewhere, atomically).
+PLAN_WRITTEN_FIELDS = (*PLAN_TEXT_FIELDS, "version", "state", "outcome", "finished_at", "session")
 SUBTASK_TEXT_FIELDS = ("name", "description", "expected_outcome")
 
 
@@ -174,31 +177,17 @@ def _without_nul(value: Any) -> Any:
 
 
 def _lock_session(session_id: int) -> ChatSession:
-    try:
-        return (
-            ChatSession.objects.select_for_update(no_key=True, of=("self",))
-            .select_related("owner")
-            .get(pk=session_id)
-        )
-    except ChatSession.DoesNotExist:
-        raise PlanError(f"Session {session_id} does not exist.", code="not_found") from None
+    session = _rows.lock_session(session_id)
+    if session is None:
+        raise PlanError(f"Session {session_id} does not exist.", code="not_found")
+    return session
 
 
 def _lock_plan(plan_id: int, *, expected_version: int | None = None) -> Plan:
     """Lock the plan's session (if it has one), then the plan: the one lock order."""
-    list(
-        ChatSession.objects.select_for_update(no_key=True, of=("self",))
-        .filter(plans__id=plan_id)
-        .values_list("pk", flat=True)
-    )
-    try:
-        plan = (
-            Plan.objects.select_for_update(no_key=True, of=("self",))
-            .select_related("owner")
-            .get(pk=plan_id)
-        )
-    except Plan.DoesNotExist:
-        raise PlanError(f"Plan {plan_id} does not exist.", code="not_found") from None
+    plan = _rows.lock_plan(plan_id)
+    if plan is None:
+        raise PlanError(f"Plan {plan_id} does not exist.", code="not_found")
     if expected_version is not None and expected_version != plan.version:
         raise StaleVersion(
             expected=expected_version,
@@ -220,7 +209,10 @@ def _lock_open_plan(plan_id: int, *, expected_version: int | None = None) -> Pla
 
 
 def _ordered_subtasks(plan: Plan) -> list[SubTask]:
-    return list(SubTask.objects.filter(plan=plan).order_by("position"))
+    subtasks = selectors.rows.subtasks(plan.pk)
+    for subtask in subtasks:  # spare `subtask.plan` a query
+        SubTask._meta.get_field("plan").set_cached_value(subtask, plan)
+    return subtasks
 
 
 def _find_subtask(subtasks: Sequence[SubTask], subtask_id: int) -> SubTask:
@@ -255,14 +247,14 @@ def _record(
     if subtasks is not None:
         _sync_plan_state(plan, subtasks)
     plan.version += 1
-    plan.save()
+    _rows.update(plan, PLAN_WRITTEN_FIELDS)
     patch: dict[str, Any] = {
         "plan": serialize_plan_header(plan),
         "upsert": [serialize_subtask(s) for s in upsert],
         "remove": list(remove),
         "order": [s.pk for s in subtasks] if (order_changed and subtasks is not None) else None,
     }
-    event = PlanEvent.objects.create(
+    event = PlanEvent(
         plan=plan,
         version=plan.version,
         action=action,
@@ -273,6 +265,7 @@ def _record(
         after=after,
         patch=patch,
     )
+    _rows.insert(event)
     payload = serialize_event(event)
     groups = [broadcast.plan_group(plan.pk)]
     if plan.session_id:
@@ -287,11 +280,22 @@ def _publish_session(session_id: int, payload: dict[str, Any]) -> None:
 
 def _set_current_plan(session: ChatSession, plan: Plan | None) -> None:
     session.current_plan = plan
-    session.save(update_fields=["current_plan", "updated_at"])
+    _rows.update(session, ["current_plan"])
     _publish_session(
         session.pk,
         {"type": "session.plan", "session_id": session.pk, "plan_id": plan.pk if plan else None},
     )
+
+
+def _clear_current_plan(*, session_id: int, plan_id: int) -> None:
+    """The session (already locked) has no current plan any more, if it was `plan_id`."""
+    cleared = ChatSession.objects.filter(pk=session_id, current_plan_id=plan_id).update(
+        current_plan=None, updated_at=timezone.now()
+    )
+    if cleared:
+        _publish_session(
+            session_id, {"type": "session.plan", "session_id": session_id, "plan_id": None}
+        )
 
 
 def _finish(plan: Plan, *, actor: Actor, state: str, outcome: str, action: str) -> PlanEvent:

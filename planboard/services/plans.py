@@ -20,6 +20,7 @@ from planboard.services._core import (
     _clean_name,
     _clean_state,
     _clean_text,
+    _clear_current_plan,
     _finish,
     _given,
     _lock_open_plan,
@@ -107,10 +108,11 @@ def plan_create(
             description=clean_description,
             expected_outcome=clean_expected,
         )
-        SubTask.objects.bulk_create(
+        created = SubTask.objects.bulk_create(
             [SubTask(plan=plan, position=i, **spec) for i, spec in enumerate(specs)]
         )
-        created = _ordered_subtasks(plan)
+        if any(s.pk is None for s in created):  # a database that cannot return the new ids
+            created = _ordered_subtasks(plan)
         _record(
             plan,
             actor=actor,
@@ -157,14 +159,12 @@ def plan_finish(
     """Finish a plan as done or abandoned; it leaves its session's current slot for history."""
     clean_state = _clean_state(state, allowed=[State.DONE, State.ABANDONED])
     clean_outcome = _clean_text(outcome, field="outcome", required=True)
-    session_id = Plan.objects.filter(pk=plan_id).values_list("session_id", flat=True).first()
     with transaction.atomic():
-        # Lock order everywhere: session, then plan.
-        session = _lock_session(session_id) if session_id else None
+        # Locks the plan's session too (first: the one lock order).
         plan = _lock_open_plan(plan_id, expected_version=expected_version)
         _finish(plan, actor=actor, state=clean_state, outcome=clean_outcome, action="plan_finished")
-        if session is not None and session.current_plan_id == plan.pk:
-            _set_current_plan(session, None)
+        if plan.session_id is not None:
+            _clear_current_plan(session_id=plan.session_id, plan_id=plan.pk)
     return plan
 
 
@@ -182,11 +182,9 @@ def plan_change(
     Locks are taken in the one order (session, then plan) before either part runs, so this
     never deadlocks against the agent's writes to the same session.
     """
-    session_id = Plan.objects.filter(pk=plan_id).values_list("session_id", flat=True).first()
     version = expected_version
     with transaction.atomic():
-        if session_id is not None:
-            _lock_session(session_id)
+        _lock_plan(plan_id)  # the session, then the plan, held until both parts are done
         if texts:
             plan_update_info(plan_id=plan_id, actor=actor, expected_version=version, **texts)
             version = None

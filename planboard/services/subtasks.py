@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.db.models import F
@@ -15,6 +15,7 @@ from planboard.models import (
     State,
     SubTask,
 )
+from planboard.services import _rows
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -122,7 +123,7 @@ def subtask_update(
         subtask = _find_subtask(_ordered_subtasks(plan), subtask_id)
         changes = _apply_text_changes(subtask, given)
         if changes:
-            subtask.save()
+            _rows.update(subtask, list(changes))
             before, after = _before_after(changes, index=subtask.position)
             _record(
                 plan,
@@ -237,7 +238,7 @@ def _apply_state(subtask: SubTask, state: str, outcome: str) -> None:
     else:
         subtask.finished_at = None
         subtask.outcome = ""
-    subtask.save()
+    _rows.update(subtask, ["state", "finished_at", "outcome"])
 
 
 def subtask_set_state(
@@ -287,13 +288,17 @@ def subtask_set_state(
     return subtask
 
 
-def subtask_finish(
-    *, plan_id: int, actor: Actor, subtask_id: int, outcome: str
-) -> tuple[SubTask, SubTask | None]:
+class FinishedSubtask(NamedTuple):
+    finished: SubTask
+    started: SubTask | None  # None: no `todo` remains, or another one is in progress
+    subtasks: list[SubTask]  # the whole plan after the change, in board order
+
+
+def subtask_finish(*, plan_id: int, actor: Actor, subtask_id: int, outcome: str) -> FinishedSubtask:
     """Mark a subtask done with its outcome, then start the next `todo` one.
 
-    Returns the finished subtask and the one started next (None when nothing was started:
-    no `todo` remains, or another subtask is already in progress).
+    Returns the finished subtask, the one started next, and the plan's subtasks as they are
+    now (so the caller needs no second read to describe the result).
     """
     clean_outcome = _clean_text(outcome, field="subtask_outcome", required=True)
     with transaction.atomic():
@@ -331,7 +336,7 @@ def subtask_finish(
             },
             upsert=[s for s in (subtask, started) if s is not None],
         )
-    return subtask, started
+    return FinishedSubtask(subtask, started, subtasks)
 
 
 # --- messages and agent runs --------------------------------------------------------------

@@ -201,10 +201,17 @@ class TestStates:
     def test_finish_starts_next_todo_skipping_finished(self, plan: Plan, actor: Actor) -> None:
         a, b, c = ids(plan)
         services.subtask_set_state(plan_id=plan.pk, actor=actor, subtask_id=b, state="abandoned")
-        _finished, started = services.subtask_finish(
+        result = services.subtask_finish(
             plan_id=plan.pk, actor=actor, subtask_id=a, outcome="Tickets bought"
         )
+        started = result.started
         assert started is not None and started.pk == c
+        # The plan as it is after the change, fresh from the locked rows.
+        assert [(s.pk, s.state) for s in result.subtasks] == [
+            (a, "done"),
+            (b, "abandoned"),
+            (c, "in_progress"),
+        ]
         assert state_of(plan) == ["done", "abandoned", "in_progress"]
         # One service call is one version.
         assert PlanEvent.objects.filter(plan=plan).count() == 3

@@ -1,0 +1,155 @@
+"""Loading the rows every plan change and agent step reads, without the ORM's per-call cost.
+
+Django compiles a queryset to SQL on every execution; on our 2-core machines that costs about
+0.4 ms per statement, more than the database round trip itself, and a plan tool call runs a
+handful of them (docs/PERFORMANCE.md). The few statements on that hot path are built here
+once per process *from the models' own metadata* (columns, converters), executed with
+parameters, and turned into ordinary model instances with `Model.from_db`, exactly as the ORM
+would — a new model field needs no change here. Everything else uses the ORM.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Model
+
+from planboard.models import ChatSession, Plan, SubTask
+
+M = TypeVar("M", bound=Model)
+Converter = Callable[[Any, Any, Any], Any]
+
+
+@functools.cache
+def _shape(model: type[Model], vendor: str) -> tuple[str, list[str], list[tuple[int, list[Any]]]]:
+    """The model's column list (qualified by its table), attribute names, and the value
+    converters the ORM would apply, per column (e.g. decimals and datetimes on SQLite)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    quote = connection.ops.quote_name
+    table = model._meta.db_table
+    fields = model._meta.concrete_fields
+    columns = ", ".join(f"{quote(table)}.{quote(f.column)}" for f in fields)
+    converters: list[tuple[int, list[Any]]] = []
+    for index, field in enumerate(fields):
+        column = field.get_col(table)
+        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if found:
+            converters.append((index, [(fn, column) for fn in found]))
+    return columns, [f.attname for f in fields], converters
+
+
+def columns(model: type[Model]) -> str:
+    """`"table"."column", …` for every concrete field of `model`, in field order."""
+    return _shape(model, connections[DEFAULT_DB_ALIAS].vendor)[0]
+
+
+def instances(model: type[M], rows: Sequence[Sequence[Any]]) -> list[M]:
+    """Model instances from rows whose leading values are `columns(model)`."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    _, names, converters = _shape(model, connection.vendor)
+    width = len(names)
+    found: list[M] = []
+    for row in rows:
+        values = list(row[:width])
+        for index, steps in converters:
+            for convert, expression in steps:
+                values[index] = convert(values[index], expression, connection)
+        found.append(model.from_db(DEFAULT_DB_ALIAS, names, values))
+    return found
+
+
+def fetch(model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
+    """Run `sql` (which selects `columns(model)` first) and return model instances."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
+        return instances(model, cursor.fetchall())
+
+
+def attach_owner(obj: Plan | ChatSession, username: str) -> None:
+    """Give `obj.owner` a user carrying only id and username (all a snapshot shows), so
+    reading it costs no query; other fields load on first use like any deferred field."""
+    user_model = get_user_model()
+    owner = user_model.from_db(
+        DEFAULT_DB_ALIAS,
+        [user_model._meta.pk.attname, user_model.USERNAME_FIELD],
+        [obj.owner_id, username],
+    )
+    type(obj)._meta.get_field("owner").set_cached_value(obj, owner)
+
+
+def owner_username_join(table: str) -> tuple[str, str]:
+    """(select expression, join clause) for the owner's username of rows of `table`."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    quote = connection.ops.quote_name
+    user_meta = get_user_model()._meta
+    username = user_meta.get_field(get_user_model().USERNAME_FIELD).column
+    return (
+        f'"owner".{quote(username)}',
+        f'INNER JOIN {quote(user_meta.db_table)} "owner" '
+        f'ON "owner".{quote(user_meta.pk.column)} = {quote(table)}."owner_id"',
+    )
+
+
+@functools.cache
+def _plan_sql(vendor: str) -> str:
+    table = Plan._meta.db_table
+    username, join = owner_username_join(table)
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    return (
+        f"SELECT {columns(Plan)}, {username} FROM {quote(table)} {join} "
+        f"WHERE {quote(table)}.{quote('id')} = %s"
+    )
+
+
+def plan(plan_id: int) -> Plan | None:
+    """The plan with its owner's username, or None."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_plan_sql(cursor.db.vendor), [plan_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (found,) = instances(Plan, [row])
+    attach_owner(found, row[-1])
+    return found
+
+
+@functools.cache
+def _subtasks_sql(vendor: str) -> str:
+    table = SubTask._meta.db_table
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    return (
+        f"SELECT {columns(SubTask)} FROM {quote(table)} "
+        f"WHERE {quote('plan_id')} = %s ORDER BY {quote('position')}"
+    )
+
+
+def subtasks(plan_id: int) -> list[SubTask]:
+    """The plan's subtasks in board order."""
+    return fetch(SubTask, _subtasks_sql(connections[DEFAULT_DB_ALIAS].vendor), [plan_id])
+
+
+@functools.cache
+def _session_sql(vendor: str) -> str:
+    table = ChatSession._meta.db_table
+    username, join = owner_username_join(table)
+    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    return (
+        f"SELECT {columns(ChatSession)}, {username} FROM {quote(table)} {join} "
+        f"WHERE {quote(table)}.{quote('id')} = %s"
+    )
+
+
+def session(session_id: int) -> ChatSession | None:
+    """The chat session with its owner's username, or None."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_session_sql(cursor.db.vendor), [session_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (found,) = instances(ChatSession, [row])
+    attach_owner(found, row[-1])
+    return found

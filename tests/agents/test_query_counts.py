@@ -1,0 +1,74 @@
+"""SQL statements per plan tool call, pinned: a change that reads or writes more per call fails
+here instead of creeping into the benchmarks (docs/PERFORMANCE.md, benchmark 2).
+
+Counted as Django sees them, BEGIN and COMMIT included; the same on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.tools import execute_tool_call
+from planboard import services
+from planboard.models import AgentRun, ChatSession
+from planboard.services import Actor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _subtask(number: int) -> dict[str, str]:
+    return {"name": f"Step {number}", "description": "Do it.", "expected_outcome": "Done."}
+
+
+# (tool, arguments, statements): one agent run over a plan of four subtasks.
+CALLS: list[tuple[str, dict[str, Any], int]] = [
+    # session; BEGIN, lock session, insert plan, insert subtasks (ids returned), update plan,
+    # insert event, set current plan, COMMIT; the new plan (plan, subtasks) for the result
+    (
+        "create_plan",
+        {
+            "name": "Report",
+            "description": "Write it.",
+            "expected_outcome": "A report.",
+            "subtasks": [_subtask(n) for n in range(4)],
+        },
+        11,
+    ),
+    # session, plan, subtasks
+    ("view_subtasks", {"subtask_idx": [0, 1]}, 3),
+    ("get_subtask_count", {}, 3),
+    # session, plan, subtasks; BEGIN, lock session+plan, subtasks, update subtask, update plan,
+    # insert event, COMMIT
+    ("update_subtask_state", {"subtask_idx": 0, "state": "in_progress"}, 10),
+    ("revise_current_plan", {"subtask_idx": 1, "action": "revise", "subtask": _subtask(7)}, 10),
+    # as above, and a second subtask update for the one started next
+    ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": "First done."}, 11),
+    # + the session's subtask limit, shift the later positions, and the plan for the result
+    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 14),
+    # + delete, shift the later positions, and the plan for the result
+    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 13),
+    # session, plan, subtasks; BEGIN, lock session+plan, update plan, insert event,
+    # clear the session's current plan, COMMIT
+    ("finish_plan", {"state": "done", "outcome": "Written."}, 9),
+    # session, the owner's finished plans
+    ("view_historical_plans", {}, 2),
+]
+
+
+def test_statements_per_tool_call_are_pinned(user: Any) -> None:
+    session = services.session_create(owner=user, need_user_confirm=False)
+    session = ChatSession.objects.get(pk=session.pk)
+    actor = Actor.agent(AgentRun.objects.create(session=session, status=AgentRun.Status.RUNNING))
+    counted: list[tuple[str, int]] = []
+    for name, arguments, _ in CALLS:
+        with CaptureQueriesContext(connection) as queries:
+            result = execute_tool_call(
+                session_id=session.pk, actor=actor, name=name, arguments=arguments
+            )
+        assert not result.startswith("Error"), (name, result)
+        counted.append((name, len(queries.captured_queries)))
+    assert counted == [(name, expected) for name, _, expected in CALLS]

@@ -23,6 +23,7 @@ from django.utils import timezone
 from agents import llm, loop
 from agents.lease import new_worker_id
 from planboard import services
+from planboard.gc_tuning import freeze_startup_objects
 from planboard.models import AgentRun
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def warm_up_worker(**_: object) -> None:
         return
     _warmed_pids.add(os.getpid())
     logger.info("litellm warmed up in %.2fs", llm.warm_up())
+    freeze_startup_objects()
 
 
 @shared_task(name="agents.tasks.run_agent", bind=True, acks_late=True, reject_on_worker_lost=True)

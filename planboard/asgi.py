@@ -6,6 +6,8 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planboard.settings")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The web process pools its database connections (see DATABASES in planboard/settings.py).
+os.environ.setdefault("PLANBOARD_DB_POOL", "1")
 
 from django.core.asgi import get_asgi_application
 
@@ -16,3 +18,7 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 from planboard.realtime.routing import websocket_application  # noqa: E402
 
 application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})
+
+from planboard.gc_tuning import freeze_startup_objects  # noqa: E402
+
+freeze_startup_objects()

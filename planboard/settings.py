@@ -107,6 +107,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
+    # Server-side binding lets psycopg prepare the statements a connection repeats (every plan
+    # change runs the same few), so PostgreSQL skips parsing and planning them again
+    # (docs/PERFORMANCE.md). Turn it off behind a transaction-mode pgbouncer, which cannot
+    # keep prepared statements.
+    if env_bool("DJANGO_DB_SERVER_SIDE_BINDING", True):
+        _pg_options.update({"server_side_binding": True, "prepare_threshold": 2})
+    # A connection pool (Django's, psycopg_pool). The web process turns it on (planboard/asgi.py):
+    # under ASGI each request runs in a fresh thread, so DJANGO_CONN_MAX_AGE reuses nothing and
+    # every request would open a connection. Celery workers keep one connection per process.
+    if env_bool("PLANBOARD_DB_POOL", False):
+        _pg_options["pool"] = {
+            "min_size": 2,
+            "max_size": int(os.environ.get("PLANBOARD_DB_POOL_MAX_SIZE", "20")),
+            "timeout": 10,
+        }
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them; Django's reuse must be off
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -318,3 +318,44 @@ def test_compose_cli_accepts_the_file(tmp_path: Path) -> None:
         if created:
             env_file.unlink()
     assert result.returncode == 0, result.stderr
+
+
+DATABASE_SETTINGS = (
+    "db = settings.DATABASES['default']\n"
+    "result = {'options': db.get('OPTIONS', {}), 'max_age': db['CONN_MAX_AGE']}"
+)
+PG_URL = "postgres://planboard:pw@db.internal:5432/planboard"
+
+
+def test_postgres_prepares_statements_and_pools_only_where_asked() -> None:
+    # Workers and commands: prepared statements, one reused connection, no pool.
+    env = {"DATABASE_URL": PG_URL, "DJANGO_CONN_MAX_AGE": "60"}
+    assert settings_probe(env, DATABASE_SETTINGS) == {
+        "options": {"server_side_binding": True, "prepare_threshold": 2},
+        "max_age": 60,
+    }
+    # The web process (planboard/asgi.py sets PLANBOARD_DB_POOL=1): a pool, Django's reuse off.
+    pooled = settings_probe({**env, "PLANBOARD_DB_POOL": "1"}, DATABASE_SETTINGS)
+    assert pooled["options"]["pool"] == {"min_size": 2, "max_size": 20, "timeout": 10}
+    assert pooled["max_age"] == 0
+    # Behind a transaction-mode pgbouncer prepared statements must be off.
+    plain = settings_probe({**env, "DJANGO_DB_SERVER_SIDE_BINDING": "0"}, DATABASE_SETTINGS)
+    assert plain["options"] == {}
+
+
+def test_the_web_process_pools_connections_and_freezes_its_startup_objects() -> None:
+    code = (
+        "import gc, planboard.asgi\n"
+        "from planboard.gc_tuning import THRESHOLDS\n"
+        "result = {'pool': 'pool' in settings.DATABASES['default']['OPTIONS'],\n"
+        "          'frozen': gc.get_freeze_count(), 'thresholds': list(gc.get_threshold()),\n"
+        "          'expected': list(THRESHOLDS)}"
+    )
+    # The probe sets Django up before importing planboard.asgi, so the pool variable is given
+    # here as asgi.py gives it to daphne; asgi.py's own default is checked on the file.
+    found = settings_probe({"DATABASE_URL": PG_URL, "PLANBOARD_DB_POOL": "1"}, code)
+    assert found["pool"] is True
+    assert found["frozen"] > 10_000, "start-up objects were not frozen"
+    assert found["thresholds"] == found["expected"]
+    asgi = (ROOT / "planboard" / "asgi.py").read_text()
+    assert 'os.environ.setdefault("PLANBOARD_DB_POOL", "1")' in asgi

@@ -144,7 +144,7 @@ def measure(size: int, repeat: int) -> dict[str, Any]:
         )
 
     def whole_request() -> Any:
-        return context.build_request(run=run, model=MODEL)
+        return context.build_request(run=run)
 
     result: dict[str, Any] = {"size": size}
     for label, work in (("hint", hint_only), ("request", whole_request)):

@@ -8,6 +8,7 @@ JavaScript applies patches the same way (frontend/js/board-state.js mirrors `app
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -32,18 +33,40 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+# The SubTask fields a snapshot shows, in the order `serialize_subtask_values` takes them (the
+# snapshot selector reads just these columns: planboard.selectors.rows.subtask_values).
+SUBTASK_FIELDS = (
+    "id",
+    "position",
+    "name",
+    "description",
+    "expected_outcome",
+    "outcome",
+    "state",
+    "agent",
+    "created_at",
+    "finished_at",
+)
+
+
 def serialize_subtask(subtask: SubTask) -> dict[str, Any]:
+    return serialize_subtask_values([getattr(subtask, name) for name in SUBTASK_FIELDS])
+
+
+def serialize_subtask_values(values: Sequence[Any]) -> dict[str, Any]:
+    """A subtask's snapshot entry from its SUBTASK_FIELDS values (the one shape definition)."""
+    pk, position, name, description, expected, outcome, state, agent, created, finished = values
     return {
-        "id": subtask.pk,
-        "index": subtask.position,
-        "name": subtask.name,
-        "description": subtask.description,
-        "expected_outcome": subtask.expected_outcome,
-        "outcome": subtask.outcome,
-        "state": subtask.state,
-        "agent": subtask.agent or None,
-        "created_at": iso(subtask.created_at),
-        "finished_at": iso(subtask.finished_at),
+        "id": pk,
+        "index": position,
+        "name": name,
+        "description": description,
+        "expected_outcome": expected,
+        "outcome": outcome,
+        "state": state,
+        "agent": agent or None,
+        "created_at": iso(created),
+        "finished_at": iso(finished),
     }
 
 
@@ -67,6 +90,13 @@ def serialize_plan_header(plan: Plan) -> dict[str, Any]:
 def build_plan_snapshot(plan: Plan, subtasks: list[SubTask]) -> Snapshot:
     snapshot = serialize_plan_header(plan)
     snapshot["subtasks"] = [serialize_subtask(s) for s in subtasks]
+    return snapshot
+
+
+def build_plan_snapshot_from_values(plan: Plan, subtasks: Iterable[Sequence[Any]]) -> Snapshot:
+    """The same snapshot from the subtasks' SUBTASK_FIELDS values (no model instances)."""
+    snapshot = serialize_plan_header(plan)
+    snapshot["subtasks"] = [serialize_subtask_values(values) for values in subtasks]
     return snapshot
 
 

@@ -26,7 +26,7 @@ from planboard.selectors.access import plans_visible_to
 from planboard.snapshots import (
     Snapshot,
     apply_event,
-    build_plan_snapshot,
+    build_plan_snapshot_from_values,
     serialize_event,
     serialize_usage,
 )
@@ -41,7 +41,7 @@ def plan_snapshot(*, plan_id: int) -> Snapshot:
     plan = rows.plan(plan_id)
     if plan is None:
         raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
-    return build_plan_snapshot(plan, rows.subtasks(plan_id))
+    return build_plan_snapshot_from_values(plan, rows.subtask_values(plan_id))
 
 
 def plan_events_since(

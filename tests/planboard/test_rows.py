@@ -14,9 +14,11 @@ from django.db import connection, connections, transaction
 from django.db.models import Model
 from django.db.models.signals import post_save, pre_save
 
+from planboard import selectors
 from planboard.models import AgentRun, ChatSession, Plan, PlanEvent, SubTask
 from planboard.selectors import rows
 from planboard.services import _rows
+from planboard.snapshots import build_plan_snapshot
 
 
 def fields_of(obj: Model) -> dict[str, Any]:
@@ -49,6 +51,20 @@ def test_loaded_rows_equal_the_orms(costly_plan: Plan, chat_session: ChatSession
     assert fields_of(session) == fields_of(ChatSession.objects.get(pk=chat_session.pk))
     assert rows.plan(10**9) is None and rows.session(10**9) is None
     assert rows.subtasks(10**9) == []
+
+
+def test_the_snapshot_from_column_values_equals_the_one_from_model_instances(
+    costly_plan: Plan,
+) -> None:
+    SubTask.objects.filter(plan=costly_plan, position=1).update(
+        state="done", finished_at=dt.datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+    )
+    expected = build_plan_snapshot(
+        Plan.objects.select_related("owner").get(pk=costly_plan.pk),
+        list(SubTask.objects.filter(plan=costly_plan).order_by("position")),
+    )
+    assert selectors.plan_snapshot(plan_id=costly_plan.pk) == expected
+    assert expected["subtasks"][1]["finished_at"] == "2026-05-06T07:08:09.123456+00:00"
 
 
 def test_update_stores_what_save_would_and_touches_auto_now(plan: Plan) -> None:

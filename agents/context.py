@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from agents import external_tools, hints, llm, tools
-from agents.models import AgentStep
+from agents.memory import RunMemory
 from agents.plan_view import ShownPlan
 from agents.profiles import Acting, acting_profile, in_progress_subtask, profiles_to_choose
 from agents.prompts import (
@@ -58,18 +58,28 @@ class StepRequest:
     tokens: int = 0
     # The plan as the hint shows it (`agents.plan_view.ShownPlan.to_json`); None out of plan mode.
     shown_plan: dict[str, Any] | None = None
+    # The session as read for this request (its budgets and spending included).
+    session: ChatSession | None = None
+    # Every tool-call id the session has used so far (new calls must not repeat one).
+    used_call_ids: set[str] = field(default_factory=set)
 
     @property
     def model(self) -> str:
         return self.acting.model
 
 
-def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
+def build_request(
+    *, run: AgentRun, budget_factor: float = 1.0, memory: RunMemory | None = None
+) -> StepRequest:
     """The messages for the next LLM call: system prompt (plus the acting profile's
     instructions), fitted transcript, the session's external tools, and — in plan mode — the
-    plan tools and a fresh hint (the one real hint block: the last message)."""
+    plan tools and a fresh hint (the one real hint block: the last message).
+
+    `memory` carries what the driving worker already read in earlier steps of the run
+    (`agents.memory`); without it everything is read afresh."""
+    memory = memory or RunMemory.for_run(run)
     session = ChatSession.objects.select_related("profile").get(pk=run.session_id)
-    transcript = list(Message.objects.filter(session_id=session.pk).order_by("id"))
+    transcript = memory.transcript()
     language = _language(session, transcript)
     snapshot = (
         selectors.plan_snapshot(plan_id=session.current_plan_id)
@@ -81,11 +91,14 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
     changes: list[dict[str, Any]] = []
     nudge = False
     hint = ""
-    external = external_tools.offered_tools(session_id=session.pk, within=acting.toolset_ids)
+    allowed, pending = selectors.tool_call_flags(session_id=session.pk)
+    external = external_tools.offered_tools(
+        session_id=session.pk, within=acting.toolset_ids, allowed=allowed
+    )
     if session.plan_mode:
-        changes = _changes_since_last_step(session=session, snapshot=snapshot)
-        nudge = _should_nudge(run=run, snapshot=snapshot)
-        choices = profiles_to_choose()
+        changes = _changes_since_last_step(memory=memory, snapshot=snapshot)
+        nudge = _should_nudge(memory=memory, snapshot=snapshot)
+        choices = memory.profile_choices(profiles_to_choose)
         hint = hints.build_hint(
             snapshot=snapshot,
             need_user_confirm=session.need_user_confirm,
@@ -97,7 +110,7 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
             missing_profile=acting.missing,
             profiles=choices,
             approval_tools=[o.name for o in external if o.asks],
-            waiting_calls=external_tools.waiting_calls(session_id=session.pk),
+            waiting_calls=external_tools.waiting_calls(session_id=session.pk, pending=pending),
         )
     offered = list(tools.TOOL_SCHEMAS) if session.plan_mode else []
     offered += external_tools.schemas(external)
@@ -117,7 +130,7 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
     budget = int(llm.context_budget(model) * budget_factor)
     room = budget - fixed - min(ANSWER_RESERVE_TOKENS, budget // 4)
     blocks = _blocks(transcript)
-    kept, trimmed, used = _fit(blocks, room=room, model=model)
+    kept, trimmed, used = _fit(blocks, room=room, model=model, counted=memory.block_tokens)
 
     history = [m for block in kept for m in block.messages]
     if trimmed:
@@ -140,6 +153,8 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
         trimmed=trimmed,
         tokens=fixed + used,
         shown_plan=ShownPlan.of(snapshot).to_json() if session.plan_mode else None,
+        session=session,
+        used_call_ids=memory.call_ids,
     )
 
 
@@ -156,6 +171,8 @@ class _Block:
 
     messages: list[dict[str, Any]]
     message_count: int
+    # The stored messages it is made of: the same ids always make the same block.
+    key: tuple[int, ...] = ()
 
 
 def _blocks(transcript: list[Message]) -> list[_Block]:
@@ -172,7 +189,9 @@ def _blocks(transcript: list[Message]) -> list[_Block]:
     blocks: list[_Block] = []
     for message in transcript:
         if message.role == Message.Role.USER:
-            blocks.append(_Block([{"role": "user", "content": clean(message.content)}], 1))
+            blocks.append(
+                _Block([{"role": "user", "content": clean(message.content)}], 1, (message.pk,))
+            )
         elif message.role == Message.Role.ASSISTANT:
             calls = message.tool_calls or []
             entry: dict[str, Any] = {
@@ -182,8 +201,10 @@ def _blocks(transcript: list[Message]) -> list[_Block]:
             if calls:
                 entry["tool_calls"] = calls
             group = [entry]
+            key = [message.pk]
             for call in calls:
                 stored = results.get(call.get("id", ""))
+                key.append(stored.pk if stored else 0)
                 group.append(
                     {
                         "role": "tool",
@@ -191,17 +212,27 @@ def _blocks(transcript: list[Message]) -> list[_Block]:
                         "content": clean(stored.content) if stored else NOT_EXECUTED,
                     }
                 )
-            blocks.append(_Block(group, 1 + sum(1 for c in calls if c.get("id") in results)))
+            blocks.append(
+                _Block(group, 1 + sum(1 for c in calls if c.get("id") in results), tuple(key))
+            )
         # Tool messages were placed with their call above.
     return blocks
 
 
-def _fit(blocks: list[_Block], *, room: int, model: str) -> tuple[list[_Block], int, int]:
-    """Keep the newest blocks that fit in `room` tokens (at least the newest one)."""
+def _fit(
+    blocks: list[_Block], *, room: int, model: str, counted: dict[tuple[Any, ...], int]
+) -> tuple[list[_Block], int, int]:
+    """Keep the newest blocks that fit in `room` tokens (at least the newest one). `counted`
+    remembers each block's size across the steps of a run."""
     kept: list[_Block] = []
     used = 0
     for block in reversed(blocks):
-        size = llm.count_tokens(messages=block.messages, model=model)
+        key = (model, *block.key)
+        size = counted.get(key) if block.key else None
+        if size is None:
+            size = llm.count_tokens(messages=block.messages, model=model)
+            if block.key:
+                counted[key] = size
         if kept and used + size > room:
             break
         kept.append(block)
@@ -219,26 +250,25 @@ def _language(session: ChatSession, transcript: list[Message]) -> str:
 
 
 def _changes_since_last_step(
-    *, session: ChatSession, snapshot: dict[str, Any] | None
+    *, memory: RunMemory, snapshot: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """Plan events the agent has not seen: made by people (or other sessions' agents) since
     the plan version its previous model call was shown."""
-    previous = (
-        AgentStep.objects.filter(run__session_id=session.pk, status=AgentStep.Status.COMPLETED)
-        .order_by("-id")
-        .first()
-    )
+    previous = memory.previous_shown()
     if previous is None:
         return []  # the agent's first look: the whole plan is new to it anyway
+    previous_plan, previous_version = previous
     events: list[dict[str, Any]] = []
     current_id = snapshot["id"] if snapshot else None
-    if previous.plan_id is not None:
+    if previous_plan is not None:
         events += selectors.plan_events_since(
-            plan_id=previous.plan_id, version=previous.plan_version or 0, limit=MAX_CHANGES
+            plan_id=previous_plan, version=previous_version or 0, limit=MAX_CHANGES
         )
-    if current_id is not None and current_id != previous.plan_id:
+    if current_id is not None and current_id != previous_plan:
         events += selectors.plan_events_since(plan_id=current_id, version=0, limit=MAX_CHANGES)
-    own_runs = set(AgentRun.objects.filter(session_id=session.pk).values_list("id", flat=True))
+    if not events:
+        return []
+    own_runs = memory.session_run_ids()
     return [
         e
         for e in events
@@ -246,14 +276,12 @@ def _changes_since_last_step(
     ][-MAX_CHANGES:]
 
 
-def _should_nudge(*, run: AgentRun, snapshot: dict[str, Any] | None) -> bool:
+def _should_nudge(*, memory: RunMemory, snapshot: dict[str, Any] | None) -> bool:
     if snapshot is None or not any(
         s["state"] == State.IN_PROGRESS for s in snapshot.get("subtasks", [])
     ):
         return False
-    steps = list(
-        AgentStep.objects.filter(run=run, status=AgentStep.Status.COMPLETED).order_by("-number")
-    )
+    steps = memory.completed_steps()
     if sum(1 for s in steps if s.nudged) >= NUDGES_PER_RUN:
         return False
     idle = 0

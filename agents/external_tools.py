@@ -62,14 +62,21 @@ class Offered:
     asks: bool  # each call waits for a person's approval
 
 
-def offered_tools(*, session_id: int, within: frozenset[int] | None = None) -> list[Offered]:
+def offered_tools(
+    *,
+    session_id: int,
+    within: frozenset[int] | None = None,
+    allowed: set[tuple[int, str]] | None = None,
+) -> list[Offered]:
     """The session's enabled tools, limited to the toolsets `within` when the acting profile
-    names some."""
-    allowed = set(
-        ToolCall.objects.filter(session_id=session_id, always_allow=True).values_list(
-            "toolset_id", "tool"
+    names some. `allowed`: the always-allowed (toolset, tool) pairs, if already read
+    (`selectors.tool_call_flags`)."""
+    if allowed is None:
+        allowed = set(
+            ToolCall.objects.filter(session_id=session_id, always_allow=True).values_list(
+                "toolset_id", "tool"
+            )
         )
-    )
     return [
         Offered(
             name=namespaced(t.toolset.name, t.name),
@@ -252,9 +259,9 @@ def _answer_unrecorded(*, run: AgentRun, call_id: str, name: str, text: str) -> 
 # --- the hint ---------------------------------------------------------------------------------
 
 
-def waiting_calls(*, session_id: int) -> list[str]:
-    """The session's calls waiting for a person, as the hint lists them."""
-    return [
-        f"{r.tool_name} (call {r.tool_call_id})"
-        for r in selectors.pending_tool_calls(session_id=session_id)
-    ]
+def waiting_calls(*, session_id: int, pending: list[ToolCall] | None = None) -> list[str]:
+    """The session's calls waiting for a person, as the hint lists them (`pending`: the
+    waiting calls, if already read)."""
+    if pending is None:
+        pending = selectors.pending_tool_calls(session_id=session_id)
+    return [f"{r.tool_name} (call {r.tool_call_id})" for r in pending]

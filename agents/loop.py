@@ -51,6 +51,7 @@ from django.utils import timezone
 from agents import external_tools, llm, tools
 from agents.context import StepRequest, build_request
 from agents.lease import LeaseKeeper, new_worker_id
+from agents.memory import RunMemory
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
 from agents.profiles import budget_stop
@@ -95,6 +96,7 @@ def execute_run(*, run_id: int, worker: str | None = None) -> AgentRun:
 def _drive(run: AgentRun, *, worker: str) -> AgentRun:
     actor = Actor.agent(run)
     budget_factor = 1.0
+    memory = RunMemory.for_run(run)
     while True:
         run.refresh_from_db()
         if not run.is_active or run.lease_owner != worker:
@@ -102,17 +104,17 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
         if run.cancel_requested:
             return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
 
-        settled = _settle_stored_answer(run, actor)
+        settled = _settle_stored_answer(run, actor, memory)
         if settled is _AGAIN:
             continue
         if isinstance(settled, AgentRun):
             return settled
 
-        request = build_request(run=run, budget_factor=budget_factor)
+        request = build_request(run=run, budget_factor=budget_factor, memory=memory)
         stopped = _stop_before_step(run, request)
         if stopped is not None:
             return stopped
-        step = open_step(run=run, request=request)
+        step = open_step(run=run, request=request, number=memory.step_number())
         mark_changes_seen(run=run, step=step, request=request)
         answer = AnswerStream(run=run, answer_id=f"r{run.pk}s{step.number}")
         try:
@@ -171,8 +173,11 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
             run=run, step=step, result=result, request=request, answer_id=answer.answer_id
         )
         answer.end()
+        memory.step_completed(step, answer=message)
         if message.tool_calls:
-            paused = _execute_and_settle(run=run, actor=actor, message=message, step=step)
+            paused = _execute_and_settle(
+                run=run, actor=actor, message=message, step=step, memory=memory
+            )
             if paused is not None:
                 return paused
         # The next iteration settles a final answer or takes the next step.
@@ -181,17 +186,21 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
 _AGAIN = object()  # `_settle_stored_answer`: look at the run again
 
 
-def _settle_stored_answer(run: AgentRun, actor: Actor) -> AgentRun | object | None:
+def _settle_stored_answer(
+    run: AgentRun, actor: Actor, memory: RunMemory
+) -> AgentRun | object | None:
     """Finish what the last stored answer left: run its unanswered tool calls, or settle the
     status after a final answer. Returns the stopped (or paused) run, `_AGAIN` to look at the
     run again, or None when the next step is a new model call."""
+    if memory.answered_answer_id is not None:
+        return None  # this worker just stored a result for every call of the newest answer
     last = _last_answer(run)
     if last is not None and last.tool_calls:
         if not _unanswered_calls(last):
             return None
         # Calls a person has just decided, or a previous worker died between the answer and
         # its tool results.
-        paused = _execute_and_settle(run=run, actor=actor, message=last)
+        paused = _execute_and_settle(run=run, actor=actor, message=last, memory=memory)
         return paused if paused is not None else _AGAIN
     if last is not None and not _user_wrote_after(run.session_id, seen_until(last)):
         # The final answer is stored; only the status is left to settle.
@@ -219,7 +228,7 @@ def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | None:
                 "continue."
             ),
         )
-    spent = budget_stop(session_id=run.session_id, acting=request.acting)
+    spent = budget_stop(session_id=run.session_id, acting=request.acting, session=request.session)
     if spent:
         # Never overspend by more than one step: the limit is checked before each call.
         return services.run_finish(
@@ -275,11 +284,18 @@ def _status_after_answer(session_id: int) -> str:
 
 
 def _execute_and_settle(
-    *, run: AgentRun, actor: Actor, message: Message, step: AgentStep | None = None
+    *,
+    run: AgentRun,
+    actor: Actor,
+    message: Message,
+    memory: RunMemory,
+    step: AgentStep | None = None,
 ) -> AgentRun | None:
     """Run the answer's calls; when some wait for a person, pause the run and return it (None:
-    go on). A decision made meanwhile keeps the run going instead."""
+    go on). A decision made meanwhile keeps the run going instead. `step` is given for an
+    answer just stored (none of its calls can have a result yet)."""
     if not _execute_tool_calls(run=run, actor=actor, message=message, step=step):
+        memory.calls_answered(message)
         return None
     paused = services.run_pause_for_approval(run_id=run.pk)
     return None if paused.status == AgentRun.Status.RUNNING else paused
@@ -297,19 +313,25 @@ def _execute_tool_calls(
     approval, the calls after it wait too, so effects keep the order the model gave them.
     """
     started = time.monotonic()
+    fresh = step is not None
     if step is None:
         step = AgentStep.objects.filter(assistant_message=message).first()
     shown = ShownPlan.from_json(step.shown_plan) if step is not None else None
     waiting = False
-    for call in _unanswered_calls(message):
+    # The results stored here, to record on the step without reading them back.
+    stored_here: dict[str, tuple[str, str]] = {}
+    all_here = True
+    for call in (message.tool_calls or []) if fresh else _unanswered_calls(message):
         call_id = call.get("id", "")
         function = call.get("function") or {}
         name = str(function.get("name", ""))
         if external_tools.is_external(name):
+            all_here = False
             outcome = external_tools.handle_call(run=run, call=call, held=waiting)
             waiting = waiting or outcome is external_tools.Outcome.WAITING
             continue
         if waiting:
+            all_here = False
             continue
         try:
             with transaction.atomic():
@@ -323,7 +345,7 @@ def _execute_tool_calls(
                 if step is not None and shown is not None and shown.changed:
                     AgentStep.objects.filter(pk=step.pk).update(shown_plan=shown.to_json())
                     shown.changed = False
-                services.message_record_agent(
+                stored = services.message_record_agent(
                     session_id=run.session_id,
                     run_id=run.pk,
                     role=Message.Role.TOOL,
@@ -331,14 +353,16 @@ def _execute_tool_calls(
                     tool_call_id=call_id,
                     tool_name=name,
                 )
+            stored_here[call_id] = (name, stored.content)
         except PlanError as exc:
             if exc.code == "duplicate_tool_call":
+                all_here = False
                 continue  # answered by another worker; our effect was rolled back with it
             raise
         except Exception as exc:
             # A bug or a database hiccup inside a tool: tell the model, keep the run going.
             logger.exception("tool %s failed in run %s", name, run.pk)
-            services.message_record_agent(
+            failure = services.message_record_agent(
                 session_id=run.session_id,
                 run_id=run.pk,
                 role=Message.Role.TOOL,
@@ -347,18 +371,20 @@ def _execute_tool_calls(
                 tool_call_id=call_id,
                 tool_name=name,
             )
+            stored_here[call_id] = (name, failure.content)
     if step is not None:
         ids = [c.get("id", "") for c in message.tool_calls or []]
-        stored = {
-            m.tool_call_id: m
-            for m in Message.objects.filter(
-                session_id=run.session_id, role=Message.Role.TOOL, tool_call_id__in=ids
-            )
-        }
+        if not (fresh and all_here):  # results stored by others too: read them all
+            stored_here = {
+                m.tool_call_id: (m.tool_name, m.content)
+                for m in Message.objects.filter(
+                    session_id=run.session_id, role=Message.Role.TOOL, tool_call_id__in=ids
+                )
+            }
         step.tool_results = [
-            {"id": i, "name": stored[i].tool_name, "result": stored[i].content}
+            {"id": i, "name": stored_here[i][0], "result": stored_here[i][1]}
             for i in ids
-            if i in stored
+            if i in stored_here
         ]
         step.tools_ms += int((time.monotonic() - started) * 1000)
         step.save(update_fields=["tool_results", "tools_ms"])

@@ -114,11 +114,13 @@ def profiles_to_choose() -> list[dict[str, str]]:
     ]
 
 
-def budget_stop(*, session_id: int, acting: Acting) -> str:
-    """Why the next step must not be taken (a spending limit is reached), or ""."""
-    session = ChatSession.objects.only(
-        "budget_usd", "budget_tokens", "spent_usd", "spent_tokens"
-    ).get(pk=session_id)
+def budget_stop(*, session_id: int, acting: Acting, session: ChatSession | None = None) -> str:
+    """Why the next step must not be taken (a spending limit is reached), or "". `session`:
+    the session as just read for the step (its spending included), to spare a query."""
+    if session is None:
+        session = ChatSession.objects.only(
+            "budget_usd", "budget_tokens", "spent_usd", "spent_tokens"
+        ).get(pk=session_id)
     if session.budget_usd is not None and session.spent_usd >= session.budget_usd:
         return (
             f"This session has spent ${session.spent_usd:.4f} of its "

@@ -18,11 +18,15 @@ from planboard.models import AgentRun, Message
 # --- steps, answers and tool calls ------------------------------------------------------------
 
 
-def open_step(*, run: AgentRun, request: StepRequest) -> AgentStep:
-    last = AgentStep.objects.filter(run=run).order_by("-number").first()
+def open_step(*, run: AgentRun, request: StepRequest, number: int | None = None) -> AgentStep:
+    """The record of the model call about to be made (`number`: the run's next step number,
+    when the caller knows it)."""
+    if number is None:
+        last = AgentStep.objects.filter(run=run).order_by("-number").first()
+        number = (last.number + 1) if last else 1
     return AgentStep.objects.create(
         run=run,
-        number=(last.number + 1) if last else 1,
+        number=number,
         model=request.model,
         profile=request.acting.name,
         subtask_id=request.subtask_id,
@@ -38,6 +42,21 @@ def open_step(*, run: AgentRun, request: StepRequest) -> AgentStep:
         trimmed_messages=request.trimmed,
         last_message_id=request.last_message_id,
     )
+
+
+CLOSING_FIELDS = [
+    "status",
+    "error",
+    "finished_at",
+    "response_content",
+    "tool_calls",
+    "attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "llm_ms",
+    "assistant_message",
+]
 
 
 def close_step(
@@ -61,22 +80,20 @@ def close_step(
         step.llm_ms = result.duration_ms
     if attempts is not None:
         step.attempts = attempts
-    step.save()
+    # Only what closing changes: the hint and shown plan written at opening stay as they are.
+    step.save(update_fields=CLOSING_FIELDS)
 
 
-def unique_call_ids(run: AgentRun, step: AgentStep, calls: list[dict[str, Any]]) -> None:
-    """Give every tool call an id no other call of the session has.
+def unique_call_ids(
+    run: AgentRun, step: AgentStep, calls: list[dict[str, Any]], used: set[str]
+) -> None:
+    """Give every tool call an id no other call of the session has (`used`: the ids the
+    session's transcript holds, as read for the step's request).
 
     Results are unique per (session, tool-call id); some servers reuse ids like `call_0`
     across answers, which would make a new call look answered already.
     """
-    used = set(
-        Message.objects.filter(session_id=run.session_id)
-        .exclude(tool_call_id="")
-        .values_list("tool_call_id", flat=True)
-    )
-    for answer in Message.objects.filter(session_id=run.session_id).exclude(tool_calls=None):
-        used.update(str(c.get("id", "")) for c in answer.tool_calls or [])
+    used = set(used)
     for position, call in enumerate(calls):
         call_id = str(call.get("id") or "")
         if not call_id or call_id in used or len(call_id) > 100:
@@ -96,7 +113,7 @@ def store_answer(
     answer_id: str = "",
 ) -> Message:
     """Persist the answer, count the step and complete its record, all or nothing."""
-    unique_call_ids(run, step, result.tool_calls)
+    unique_call_ids(run, step, result.tool_calls, request.used_call_ids)
     with transaction.atomic():
         message = services.message_record_agent(
             session_id=run.session_id,
@@ -108,6 +125,7 @@ def store_answer(
         )
         services.run_record_step(
             run_id=run.pk,
+            session_id=run.session_id,
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             cost_usd=result.cost_usd,

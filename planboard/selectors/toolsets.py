@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from planboard.models import SessionToolset, ToolCall, Toolset, ToolsetTool
 from planboard.snapshots import serialize_tool_call, serialize_toolset
@@ -77,6 +77,21 @@ def session_tool_calls(*, session_id: int, status: str | None = None) -> list[di
         queryset = queryset.filter(status=status)
     newest = list(queryset.order_by("-id")[:TOOL_CALLS_SHOWN])
     return [serialize_tool_call(r) for r in reversed(newest)]
+
+
+def tool_call_flags(*, session_id: int) -> tuple[set[tuple[int, str]], list[ToolCall]]:
+    """In one read, what a step needs of a session's tool calls: the (toolset, tool) pairs
+    someone chose to "always allow", and the calls waiting for a person (oldest first)."""
+    allowed: set[tuple[int, str]] = set()
+    pending: list[ToolCall] = []
+    for record in ToolCall.objects.filter(
+        Q(always_allow=True) | Q(status=ToolCall.Status.PENDING), session_id=session_id
+    ).order_by("id"):
+        if record.always_allow:
+            allowed.add((record.toolset_id, record.tool))
+        if record.status == ToolCall.Status.PENDING:
+            pending.append(record)
+    return allowed, pending
 
 
 def pending_tool_calls(*, session_id: int) -> list[ToolCall]:

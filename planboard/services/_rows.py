@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Field, Model
@@ -133,3 +134,34 @@ def insert(obj: Model) -> None:
         obj.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
     obj._state.adding = False
     obj._state.db = DEFAULT_DB_ALIAS
+
+
+@functools.cache
+def _add_sql(model: type[Model], columns: tuple[str, ...], extra: tuple[str, ...]) -> str:
+    quote = _connection().ops.quote_name
+    assignments = ", ".join(f"{quote(c)} = {quote(c)} + %s" for c in columns)
+    where = " AND ".join(f"{quote(c)} = %s" for c in (model._meta.pk.column, *extra))
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {where}"
+
+
+def add(
+    model: type[Model], pk: int, amounts: dict[str, Any], *, where: dict[str, Any] | None = None
+) -> None:
+    """Add `amounts` ({field: number}) to one row's counters, atomically in the database
+    (`F(field) + amount`), optionally only if it also matches `where` ({field: value})."""
+    connection = _connection()
+    meta = model._meta
+    fields = [meta.get_field(name) for name in amounts]
+    conditions = [meta.get_field(name) for name in (where or {})]
+    values = [
+        f.get_db_prep_save(amount, connection)
+        for f, amount in zip(fields, amounts.values(), strict=True)
+    ]
+    values.append(pk)
+    values += [
+        f.get_db_prep_value(v, connection)
+        for f, v in zip(conditions, (where or {}).values(), strict=True)
+    ]
+    sql = _add_sql(model, tuple(f.column for f in fields), tuple(f.column for f in conditions))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)

@@ -270,15 +270,13 @@ def plan_events_mark_seen(
     plan lock (people's edits never wait for it). `steps_finished_since(created_at)` says how
     many of the agent's model calls finished after a change without seeing it.
     """
+    pending = PlanEvent.objects.filter(
+        plan_id=plan_id, version__lte=up_to_version, seen_at__isnull=True, actor_run__isnull=True
+    ).order_by("version")
+    if not pending.exists():  # the usual case, answered without a transaction
+        return []
     with transaction.atomic():
-        unseen = list(
-            PlanEvent.objects.filter(
-                plan_id=plan_id,
-                version__lte=up_to_version,
-                seen_at__isnull=True,
-                actor_run__isnull=True,
-            ).order_by("version")
-        )
+        unseen = list(pending)
         if not unseen:
             return []
         now = timezone.now()

@@ -9,7 +9,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -25,6 +24,7 @@ from planboard.models import (
     SubTask,
     ToolCall,
 )
+from planboard.services import _rows
 from planboard.services._core import (
     _clean_state,
     _clean_text,
@@ -109,24 +109,30 @@ def message_record_agent(
     """Store an assistant or tool message of a run (the agent's side of the transcript)."""
     if role not in (Message.Role.ASSISTANT, Message.Role.TOOL):
         raise PlanError(f"Agent messages are 'assistant' or 'tool', not {role!r}.")
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                message = Message.objects.create(
-                    session_id=session_id,
-                    run_id=run_id,
-                    role=role,
-                    # Model output is stored as given, minus NUL (PostgreSQL text can't hold it).
-                    content=(content or "").replace("\x00", ""),
-                    tool_calls=_without_nul(tool_calls) if tool_calls else None,
-                    tool_call_id=tool_call_id,
-                    tool_name=tool_name,
-                    answer_id=answer_id,
-                )
-        except IntegrityError:
-            raise PlanError(
-                f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
-            ) from None
+    fields = {
+        "session_id": session_id,
+        "run_id": run_id,
+        "role": role,
+        # Model output is stored as given, minus NUL (PostgreSQL text can't hold it).
+        "content": (content or "").replace("\x00", ""),
+        "tool_calls": _without_nul(tool_calls) if tool_calls else None,
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "answer_id": answer_id,
+    }
+    # No savepoint of its own inside a caller's transaction: one insert cannot half-happen.
+    with transaction.atomic(savepoint=False):
+        if not tool_call_id:
+            message = Message.objects.create(**fields)  # no unique key it could collide on
+        else:
+            try:
+                # A savepoint, so a duplicate result leaves the caller's transaction usable.
+                with transaction.atomic():
+                    message = Message.objects.create(**fields)
+            except IntegrityError:
+                raise PlanError(
+                    f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
+                ) from None
         _publish_message(message)
     return message
 
@@ -298,6 +304,7 @@ def run_finish(
 def run_record_step(
     *,
     run_id: int,
+    session_id: int | None = None,
     prompt_tokens: int = 0,
     completion_tokens: int = 0,
     cost_usd: float = 0.0,
@@ -312,23 +319,26 @@ def run_record_step(
     completion = max(0, int(completion_tokens or 0))
     cost = Decimal(str(cost_usd or 0))
     # Rows are updated in the one lock order: session, plan, subtask, run.
-    session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
-    ChatSession.objects.filter(pk=session_id).update(
-        spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + prompt + completion
-    )
+    if session_id is None:
+        session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
+    # One prepared statement each (planboard/services/_rows.py): this runs on every step.
+    used = prompt + completion
+    _rows.add(ChatSession, session_id, {"spent_usd": cost, "spent_tokens": used})
     if plan_id is not None:
-        Plan.objects.filter(pk=plan_id).update(
-            cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
-        )
+        _rows.add(Plan, plan_id, {"cost_usd": cost, "tokens": used})
         if subtask_id is not None:
-            SubTask.objects.filter(pk=subtask_id, plan_id=plan_id).update(
-                cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion
+            _rows.add(
+                SubTask, subtask_id, {"cost_usd": cost, "tokens": used}, where={"plan": plan_id}
             )
-    AgentRun.objects.filter(pk=run_id).update(
-        step_count=F("step_count") + 1,
-        prompt_tokens=F("prompt_tokens") + prompt,
-        completion_tokens=F("completion_tokens") + completion,
-        cost_usd=F("cost_usd") + cost,
+    _rows.add(
+        AgentRun,
+        run_id,
+        {
+            "step_count": 1,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "cost_usd": cost,
+        },
     )
     if plan_id is None:
         return

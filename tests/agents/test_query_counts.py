@@ -12,10 +12,14 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from agents import loop
 from agents.tools import execute_tool_call
 from planboard import services
 from planboard.models import AgentRun, ChatSession
 from planboard.services import Actor
+from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
+
+__all__ = ["scripted_model"]  # the fixture, imported for pytest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,3 +76,62 @@ def test_statements_per_tool_call_are_pinned(user: Any) -> None:
         assert not result.startswith("Error"), (name, result)
         counted.append((name, len(queries.captured_queries)))
     assert counted == [(name, expected) for name, _, expected in CALLS]
+
+
+# --- agent steps ------------------------------------------------------------------------------
+
+
+def _run_counting(session: ChatSession, user: Any, model: Any, steps: int) -> int:
+    """Statements of one run that takes `steps` model calls with a read-only plan tool each,
+    then answers."""
+    model.script.extend(
+        [tool_calls(call("get_subtask_count")) for _ in range(steps)] + [say("Done.")]
+    )
+    _, run = services.message_post(session_id=session.pk, author=user, content="Count again.")
+    with CaptureQueriesContext(connection) as queries:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    return len(queries.captured_queries)
+
+
+def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
+    session = services.session_create(owner=user, need_user_confirm=False)
+    model.script.append(
+        tool_calls(
+            call(
+                "create_plan",
+                name="Trip",
+                description="",
+                expected_outcome="",
+                subtasks=[{"name": "Book", "description": "", "expected_outcome": ""}],
+            )
+        )
+    )
+    model.script.append(say("Planned."))
+    _, run = services.message_post(session_id=session.pk, author=user, content="Plan a trip.")
+    loop.execute_run(run_id=run.pk)
+    for number in range(exchanges):
+        model.script.append(say(f"Answer {number}."))
+        _, run = services.message_post(session_id=session.pk, author=user, content=f"Q{number}")
+        loop.execute_run(run_id=run.pk)
+    return session
+
+
+# Per model call with one read-only plan tool: the run row; the session, the transcript's ids
+# and new rows, the plan (2), its tool calls' flags, the external tools, unseen changes,
+# pending people's edits; the step record; the cancel check; storing the answer (BEGIN, insert,
+# 3 usage counters, the step, COMMIT) and the usage totals for clients (2); the tool (BEGIN,
+# session, plan 2, savepoint, result, release, COMMIT) and the step's results.
+STATEMENTS_PER_STEP = 30
+
+
+def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcript(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    short = _session_with_history(user, scripted_model, exchanges=1)
+    long = _session_with_history(user, scripted_model, exchanges=25)
+    one = _run_counting(short, user, scripted_model, steps=1)
+    three = _run_counting(short, user, scripted_model, steps=3)
+    assert (three - one) / 2 == STATEMENTS_PER_STEP
+    # A transcript 25 exchanges longer costs not one statement more.
+    assert _run_counting(long, user, scripted_model, steps=3) == three

@@ -1,0 +1,70 @@
+"""agents.memory: what a driving worker remembers between steps never hides a change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents.memory import RunMemory
+from planboard import services
+from planboard.models import AgentRun, Message
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def memory(user: Any) -> RunMemory:
+    session = services.session_create(owner=user, need_user_confirm=False)
+    run = AgentRun.objects.create(session=session, status=AgentRun.Status.RUNNING)
+    return RunMemory.for_run(run)
+
+
+def say(memory: RunMemory, text: str, **fields: Any) -> Message:
+    return Message.objects.create(session_id=memory.session_id, role="user", content=text, **fields)
+
+
+def test_new_messages_are_read_once_and_kept_in_order(memory: RunMemory) -> None:
+    first = say(memory, "one")
+    assert [m.pk for m in memory.transcript()] == [first.pk]
+    second = say(memory, "two")
+    assert [m.pk for m in memory.transcript()] == [first.pk, second.pk]
+    assert memory.transcript()[0] is memory.messages[0]  # not read again
+
+
+def test_a_message_that_commits_after_a_newer_one_is_still_seen(memory: RunMemory) -> None:
+    """Ids come from a sequence when a row is inserted, not when it commits: a slower
+    transaction can make an older id visible after a newer one was read."""
+    older = say(memory, "written first, committed last")
+    newer = say(memory, "written second, committed first")
+    # The memory as if it had read while only the newer one was committed.
+    memory.messages = [newer]
+    memory.message_ids = {newer.pk}
+    assert [m.pk for m in memory.transcript()] == [older.pk, newer.pk]
+
+
+def test_deleted_messages_leave_the_transcript(memory: RunMemory) -> None:
+    keep, gone = say(memory, "keep"), say(memory, "gone")
+    memory.transcript()
+    Message.objects.filter(pk=gone.pk).delete()
+    assert [m.pk for m in memory.transcript()] == [keep.pk]
+
+
+def test_tool_call_ids_of_answers_and_results_are_remembered(memory: RunMemory) -> None:
+    Message.objects.create(
+        session_id=memory.session_id,
+        role="assistant",
+        tool_calls=[{"id": "call_0", "type": "function", "function": {"name": "x"}}],
+    )
+    Message.objects.create(
+        session_id=memory.session_id, role="tool", tool_call_id="call_9", content="ok"
+    )
+    memory.transcript()
+    assert memory.call_ids == {"call_0", "call_9"}
+
+
+def test_step_numbers_continue_from_the_stored_steps(memory: RunMemory) -> None:
+    from agents.models import AgentStep
+
+    AgentStep.objects.create(run_id=memory.run_id, number=4)
+    assert [memory.step_number(), memory.step_number()] == [5, 6]

@@ -33,7 +33,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import get_user, get_user_model
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 
 from planboard import broadcast, selectors
 from planboard.models import ChatSession, Plan
@@ -56,7 +56,7 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
     """Shared connect/refuse/resync/forward logic; subclasses say what they follow."""
 
     target_kwarg = ""
-    model: type[Model]
+    model: type[ChatSession] | type[Plan]
     revoked = False
 
     async def connect(self) -> None:

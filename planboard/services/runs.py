@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -58,9 +58,7 @@ def _publish_run(run: AgentRun) -> None:
     _publish_session(run.session_id, {"type": "session.run", "run": serialize_run(run)})
 
 
-def message_post(
-    *, session_id: int, author: AbstractBaseUser, content: str
-) -> tuple[Message, AgentRun]:
+def message_post(*, session_id: int, author: User, content: str) -> tuple[Message, AgentRun]:
     """A person writes to the agent: store the message and make sure a run will read it.
 
     An active run sees the message at its next step; a run waiting for the user's go-ahead
@@ -98,7 +96,7 @@ def message_post(
 def message_record_agent(
     *,
     session_id: int,
-    run_id: int,
+    run_id: int | None,
     role: str,
     content: str = "",
     tool_calls: list[dict[str, Any]] | None = None,
@@ -313,9 +311,10 @@ def run_record_step(
     cost = Decimal(str(cost_usd or 0))
     # Rows are updated in the one lock order: session, plan, subtask, run.
     session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
-    ChatSession.objects.filter(pk=session_id).update(
-        spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + prompt + completion
-    )
+    if session_id is not None:
+        ChatSession.objects.filter(pk=session_id).update(
+            spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + prompt + completion
+        )
     if plan_id is not None:
         Plan.objects.filter(pk=plan_id).update(
             cost_usd=F("cost_usd") + cost, tokens=F("tokens") + prompt + completion

@@ -73,5 +73,8 @@ class HistoryFilterForm(forms.Form):
         **kwargs: object,
     ) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["owner"].choices = [("", _("Anyone")), *owners]
-        self.fields["team"].choices = [("", _("Any team")), *teams]
+        owner_field, team_field = self.fields["owner"], self.fields["team"]
+        assert isinstance(owner_field, forms.ChoiceField)
+        assert isinstance(team_field, forms.ChoiceField)
+        owner_field.choices = [("", _("Anyone")), *owners]
+        team_field.choices = [("", _("Any team")), *teams]

@@ -22,6 +22,7 @@ from agents.prompts import (
 )
 from planboard import selectors
 from planboard.models import AgentRun, ChatSession, Message, State
+from planboard.shapes import PlanEventData, PlanSnapshot
 
 # After a model has gone this many steps without a plan tool while a subtask is in progress,
 # the hint reminds it to record progress; at most NUDGES_PER_RUN times per run.
@@ -51,7 +52,7 @@ class StepRequest:
     plan_version: int | None
     # The subtask in progress when the request was built: the step's cost is spent on it.
     subtask_id: int | None = None
-    changes: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[PlanEventData] = field(default_factory=list)
     nudge: bool = False
     last_message_id: int | None = None
     trimmed: int = 0
@@ -78,7 +79,7 @@ def build_request(*, run: AgentRun, budget_factor: float = 1.0) -> StepRequest:
     )
     acting = acting_profile(session=session, snapshot=snapshot, default_model=run.model)
     working = in_progress_subtask(snapshot)
-    changes: list[dict[str, Any]] = []
+    changes: list[PlanEventData] = []
     nudge = False
     hint = ""
     external = external_tools.offered_tools(session_id=session.pk, within=acting.toolset_ids)
@@ -219,8 +220,8 @@ def _language(session: ChatSession, transcript: list[Message]) -> str:
 
 
 def _changes_since_last_step(
-    *, session: ChatSession, snapshot: dict[str, Any] | None
-) -> list[dict[str, Any]]:
+    *, session: ChatSession, snapshot: PlanSnapshot | None
+) -> list[PlanEventData]:
     """Plan events the agent has not seen: made by people (or other sessions' agents) since
     the plan version its previous model call was shown."""
     previous = (
@@ -230,7 +231,7 @@ def _changes_since_last_step(
     )
     if previous is None:
         return []  # the agent's first look: the whole plan is new to it anyway
-    events: list[dict[str, Any]] = []
+    events: list[PlanEventData] = []
     current_id = snapshot["id"] if snapshot else None
     if previous.plan_id is not None:
         events += selectors.plan_events_since(
@@ -246,7 +247,7 @@ def _changes_since_last_step(
     ][-MAX_CHANGES:]
 
 
-def _should_nudge(*, run: AgentRun, snapshot: dict[str, Any] | None) -> bool:
+def _should_nudge(*, run: AgentRun, snapshot: PlanSnapshot | None) -> bool:
     if snapshot is None or not any(
         s["state"] == State.IN_PROGRESS for s in snapshot.get("subtasks", [])
     ):

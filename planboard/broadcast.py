@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -18,7 +18,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 logger = logging.getLogger(__name__)
 
-Listener = Callable[[str, dict[str, Any]], None]
+Listener = Callable[[str, Mapping[str, Any]], None]
 _listeners: list[Listener] = []
 _server_loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
@@ -64,7 +64,7 @@ def remember_server_loop() -> None:
     _server_loop = asyncio.get_running_loop()
 
 
-def publish(groups: list[str], event: dict[str, Any]) -> None:
+def publish(groups: list[str], event: Mapping[str, Any]) -> None:
     for group in groups:
         for listener in list(_listeners):
             try:

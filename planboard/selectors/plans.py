@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from planboard.models import (
@@ -22,12 +22,13 @@ from planboard.models import (
     TeamMembership,
 )
 from planboard.selectors.access import plans_visible_to
+from planboard.shapes import PlanEventData, PlanSnapshot
 from planboard.snapshots import (
-    Snapshot,
     apply_event,
     build_plan_snapshot,
     serialize_event,
     serialize_usage,
+    snapshot_before,
 )
 
 # History filter values beyond the plan states: every finished plan, or every plan.
@@ -35,7 +36,7 @@ STATE_FILTER_FINISHED = "finished"
 STATE_FILTER_ALL = "all"
 
 
-def plan_snapshot(*, plan_id: int) -> Snapshot:
+def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
     plan = Plan.objects.select_related("owner").get(pk=plan_id)
     subtasks = list(SubTask.objects.filter(plan_id=plan_id).order_by("position"))
     return build_plan_snapshot(plan, subtasks)
@@ -43,7 +44,7 @@ def plan_snapshot(*, plan_id: int) -> Snapshot:
 
 def plan_events_since(
     *, plan_id: int, version: int, limit: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[PlanEventData]:
     """Events after `version`, oldest first."""
     queryset = (
         PlanEvent.objects.filter(plan_id=plan_id, version__gt=version)
@@ -55,7 +56,7 @@ def plan_events_since(
     return [serialize_event(e) for e in queryset]
 
 
-def plan_events_window(*, plan_id: int, last: int) -> tuple[list[dict[str, Any]], int]:
+def plan_events_window(*, plan_id: int, last: int) -> tuple[list[PlanEventData], int]:
     """The newest `last` events, oldest first, and how many earlier ones were left out."""
     newest = list(
         PlanEvent.objects.filter(plan_id=plan_id)
@@ -67,13 +68,14 @@ def plan_events_window(*, plan_id: int, last: int) -> tuple[list[dict[str, Any]]
     return events, earlier
 
 
-def plan_snapshot_at(*, plan_id: int, version: int) -> dict[str, Any]:
+def plan_snapshot_at(*, plan_id: int, version: int) -> PlanSnapshot | None:
     """The plan as it was at `version`, rebuilt from its history (the review page's starting
-    board when it shows only the newest changes)."""
-    snapshot: dict[str, Any] = {"version": 0, "subtasks": []}
+    board when it shows only the newest changes); None before its first event."""
+    snapshot: PlanSnapshot | None = None
     events = PlanEvent.objects.filter(plan_id=plan_id, version__lte=version).order_by("version")
     for event in events.select_related("plan", "actor_user", "actor_run").iterator():
-        snapshot = apply_event(snapshot, serialize_event(event))
+        data = serialize_event(event)
+        snapshot = apply_event(snapshot or snapshot_before(data), data)
     return snapshot
 
 
@@ -97,7 +99,7 @@ def plan_unseen_edits(*, plan_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def historical_plans(*, owner: AbstractBaseUser) -> QuerySet[Plan]:
+def historical_plans(*, owner: User) -> QuerySet[Plan]:
     """The owner's finished and abandoned plans, newest first."""
     return Plan.objects.filter(owner=owner, state__in=["done", "abandoned"]).order_by(
         "-created_at", "-id"
@@ -139,7 +141,7 @@ def plans_of_team(plans: QuerySet[Plan], team_id: int) -> QuerySet[Plan]:
     return plans.filter(owner_id__in=members)
 
 
-def _teams_known_to(user: AbstractBaseUser) -> QuerySet[Team]:
+def _teams_known_to(user: User) -> QuerySet[Team]:
     teams = Team.objects.all()
     if not user.is_staff:
         # A subquery, not a join: the prefetch's own join to the owner's memberships must not
@@ -149,7 +151,7 @@ def _teams_known_to(user: AbstractBaseUser) -> QuerySet[Team]:
     return teams.order_by("name")
 
 
-def filter_history(user: AbstractBaseUser, filters: dict[str, Any]) -> QuerySet[Plan]:
+def filter_history(user: User, filters: dict[str, Any]) -> QuerySet[Plan]:
     """The plans `user` may read that match the cleaned filters, newest first.
 
     Each plan carries `subtask_total` and `subtask_done` for its progress, and

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint lock deps deps-dev browser migrate demo-user worker web clean
+.PHONY: run test lint typecheck lock deps deps-dev browser migrate demo-user worker web clean
 
 # Installs come from the lock files (exact versions, tested together), so a new upstream
 # release can never break a fresh machine. `pip check` fails when pyproject.toml asks for a
@@ -40,6 +40,11 @@ lock:
 deps: $(VENV)/.installed
 deps-dev: $(VENV)/.installed-dev
 
+## Type checks: mypy over planboard/ and agents/ (incremental, cached in .mypy_cache); it
+## fails on a misspelled snapshot or event key (docs/ARCHITECTURE.md).
+typecheck: deps-dev
+	$(VENV)/bin/mypy
+
 # Browser tests drive Debian's Chromium; install it once (never downloaded at test time).
 browser:
 	@{ test -x /usr/bin/chromium && fc-list 2>/dev/null | grep -qi wenquanyi; } || { \
@@ -68,11 +73,13 @@ worker: deps
 test: deps-dev browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: deps-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache
+	rm -rf $(VENV) var staticfiles .pytest_cache .mypy_cache

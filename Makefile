@@ -40,10 +40,18 @@ lock:
 deps: $(VENV)/.installed
 deps-dev: $(VENV)/.installed-dev
 
-## Type checks: mypy over planboard/ and agents/ (incremental, cached in .mypy_cache); it
-## fails on a misspelled snapshot or event key (docs/ARCHITECTURE.md).
-typecheck: deps-dev
+# TypeScript checks frontend/js (JSDoc types, no bundler); installed from package-lock.json,
+# again only when the lock changes. The app itself never needs Node.
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "Node.js and npm are required (apt-get install nodejs npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## Type checks: mypy over planboard/ and agents/ (incremental, cached in .mypy_cache) and tsc
+## over frontend/js; both fail on a misspelled snapshot or event key (docs/ARCHITECTURE.md).
+typecheck: deps-dev node_modules/.package-lock.json
 	$(VENV)/bin/mypy
+	node_modules/.bin/tsc -p tsconfig.json
 
 # Browser tests drive Debian's Chromium; install it once (never downloaded at test time).
 browser:
@@ -82,4 +90,4 @@ lint: deps-dev
 	$(MAKE) --no-print-directory typecheck
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache .mypy_cache
+	rm -rf $(VENV) var staticfiles .pytest_cache .mypy_cache node_modules

@@ -197,6 +197,7 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
             # The login behind the cookie must still exist (logout, expiry and password
             # changes end it); Django's own check, on a fresh copy of the session.
             store = import_module(settings.SESSION_ENGINE).SessionStore(self.login_key)
+            # get_user reads only `.session`; the stub asks for a whole HttpRequest.
             if get_user(SimpleNamespace(session=store)).pk != user.pk:  # type: ignore[arg-type]
                 return CLOSE_FORBIDDEN
         return None if self.visible(user) else CLOSE_FORBIDDEN

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint lock deps deps-dev browser migrate demo-user worker web clean
+.PHONY: run test lint typecheck lock deps deps-dev browser migrate demo-user worker web clean
 
 # Installs come from the lock files (exact versions, tested together), so a new upstream
 # release can never break a fresh machine. `pip check` fails when pyproject.toml asks for a
@@ -40,6 +40,19 @@ lock:
 deps: $(VENV)/.installed
 deps-dev: $(VENV)/.installed-dev
 
+# TypeScript checks frontend/js (JSDoc types, no bundler); installed from package-lock.json,
+# again only when the lock changes. The app itself never needs Node.
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "Node.js and npm are required (apt-get install nodejs npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## Type checks: mypy over planboard/ and agents/ (incremental, cached in .mypy_cache) and tsc
+## over frontend/js; both fail on a misspelled snapshot or event key (docs/ARCHITECTURE.md).
+typecheck: deps-dev node_modules/.package-lock.json
+	$(VENV)/bin/mypy
+	node_modules/.bin/tsc -p tsconfig.json
+
 # Browser tests drive Debian's Chromium; install it once (never downloaded at test time).
 browser:
 	@{ test -x /usr/bin/chromium && fc-list 2>/dev/null | grep -qi wenquanyi; } || { \
@@ -68,11 +81,13 @@ worker: deps
 test: deps-dev browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: deps-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache
+	rm -rf $(VENV) var staticfiles .pytest_cache .mypy_cache node_modules

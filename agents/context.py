@@ -22,6 +22,7 @@ from agents.prompts import (
 )
 from planboard import selectors
 from planboard.models import AgentRun, ChatSession, Message, State
+from planboard.shapes import PlanEventData, PlanSnapshot
 
 # After a model has gone this many steps without a plan tool while a subtask is in progress,
 # the hint reminds it to record progress; at most NUDGES_PER_RUN times per run.
@@ -51,7 +52,7 @@ class StepRequest:
     plan_version: int | None
     # The subtask in progress when the request was built: the step's cost is spent on it.
     subtask_id: int | None = None
-    changes: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[PlanEventData] = field(default_factory=list)
     nudge: bool = False
     last_message_id: int | None = None
     trimmed: int = 0
@@ -88,7 +89,7 @@ def build_request(
     )
     acting = acting_profile(session=session, snapshot=snapshot, default_model=run.model)
     working = in_progress_subtask(snapshot)
-    changes: list[dict[str, Any]] = []
+    changes: list[PlanEventData] = []
     nudge = False
     hint = ""
     allowed, pending = selectors.tool_call_flags(session_id=session.pk)
@@ -250,15 +251,15 @@ def _language(session: ChatSession, transcript: list[Message]) -> str:
 
 
 def _changes_since_last_step(
-    *, memory: RunMemory, snapshot: dict[str, Any] | None
-) -> list[dict[str, Any]]:
+    *, memory: RunMemory, snapshot: PlanSnapshot | None
+) -> list[PlanEventData]:
     """Plan events the agent has not seen: made by people (or other sessions' agents) since
     the plan version its previous model call was shown."""
     previous = memory.previous_shown()
     if previous is None:
         return []  # the agent's first look: the whole plan is new to it anyway
     previous_plan, previous_version = previous
-    events: list[dict[str, Any]] = []
+    events: list[PlanEventData] = []
     current_id = snapshot["id"] if snapshot else None
     if previous_plan is not None:
         events += selectors.plan_events_since(
@@ -276,7 +277,7 @@ def _changes_since_last_step(
     ][-MAX_CHANGES:]
 
 
-def _should_nudge(*, memory: RunMemory, snapshot: dict[str, Any] | None) -> bool:
+def _should_nudge(*, memory: RunMemory, snapshot: PlanSnapshot | None) -> bool:
     if snapshot is None or not any(
         s["state"] == State.IN_PROGRESS for s in snapshot.get("subtasks", [])
     ):

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from planboard.shapes import EventActor, PlanEventData, PlanSnapshot, SubtaskSnapshot
+
 SUPPORTED_LANGUAGES = ("en", "zh")
 # A long burst of edits by people is summarised rather than listed line by line.
 MAX_CHANGE_LINES = 30
@@ -297,7 +299,7 @@ def neutralize_hint_tags(text: str) -> str:
 
 
 def render_subtask_markdown(
-    subtask: Mapping[str, Any], *, detailed: bool = False, language: str = "en"
+    subtask: SubtaskSnapshot, *, detailed: bool = False, language: str = "en"
 ) -> str:
     """One checkbox line (`- [ ] [WIP] 1. name`), or that line followed by the subtask's fields."""
     box = _CHECKBOX.get(subtask["state"], _CHECKBOX["todo"])
@@ -320,7 +322,7 @@ def render_subtask_markdown(
     return "\n".join(lines)
 
 
-def render_plan_markdown(snapshot: Mapping[str, Any], *, language: str = "en") -> str:
+def render_plan_markdown(snapshot: PlanSnapshot, *, language: str = "en") -> str:
     """The plan header and one checkbox line per subtask, indices visible."""
     t = _texts(language)
     lines = [
@@ -358,8 +360,9 @@ def detect_language(texts: Sequence[str]) -> str:
 # --- what changed -----------------------------------------------------------------------------
 
 
-def _who(actor: Mapping[str, Any] | None, t: Mapping[str, str]) -> str:
-    actor = actor or {}
+def _who(actor: EventActor | None, t: Mapping[str, str]) -> str:
+    if actor is None:
+        return t["actor_system"]
     if actor.get("kind") == "user" and actor.get("username"):
         return str(actor["username"])
     if actor.get("kind") == "agent":
@@ -367,7 +370,7 @@ def _who(actor: Mapping[str, Any] | None, t: Mapping[str, str]) -> str:
     return t["actor_system"]
 
 
-def _known_names(changes: Sequence[Mapping[str, Any]]) -> dict[int, str]:
+def _known_names(changes: Sequence[PlanEventData]) -> dict[int, str]:
     """Names of subtasks that the events mention, for subtasks no longer in the plan."""
     names: dict[int, str] = {}
     for event in changes:
@@ -387,21 +390,24 @@ def _fields(side: Any, t: Mapping[str, str]) -> str:
 
 
 def _change_line(
-    event: Mapping[str, Any],
+    event: PlanEventData,
     *,
-    current: Mapping[int, Mapping[str, Any]],
+    current: Mapping[int, SubtaskSnapshot],
     names: Mapping[int, str],
     t: Mapping[str, str],
 ) -> str:
+    # Read defensively (.get): an odd event must never break the hint the agent needs.
     action = str(event.get("action", ""))
-    before = event.get("before") if isinstance(event.get("before"), Mapping) else {}
-    after = event.get("after") if isinstance(event.get("after"), Mapping) else {}
+    before = event.get("before")
+    before = before if isinstance(before, dict) else {}
+    after = event.get("after")
+    after = after if isinstance(after, dict) else {}
     who = _who(event.get("actor"), t)
     subtask_id = event.get("subtask_id")
-    if subtask_id in current:
+    if subtask_id is not None and subtask_id in current:
         item = current[subtask_id]
         subtask = t["subtask_here"].format(index=item["index"], name=_one_line(item["name"]))
-    elif subtask_id in names:
+    elif subtask_id is not None and subtask_id in names:
         subtask = t["subtask_gone"].format(name=_one_line(names[subtask_id]))
     else:
         subtask = t["subtask_unknown"]
@@ -442,16 +448,16 @@ def _change_line(
 
 
 def render_changes(
-    changes: Sequence[Mapping[str, Any]],
+    changes: Sequence[PlanEventData],
     *,
-    snapshot: Mapping[str, Any] | None,
+    snapshot: PlanSnapshot | None,
     language: str = "en",
 ) -> str:
     """One line per change (who did what, naming subtasks by their current index), or ""."""
     if not changes:
         return ""
     t = _texts(language)
-    current = {s["id"]: s for s in (snapshot or {}).get("subtasks") or []}
+    current = {s["id"]: s for s in snapshot["subtasks"]} if snapshot else {}
     names = _known_names(changes)
     shown = changes[:MAX_CHANGE_LINES]
     lines = [t["changes_title"]]
@@ -464,13 +470,14 @@ def render_changes(
 # --- the hint ---------------------------------------------------------------------------------
 
 
-def _first_in_state(subtasks: Sequence[Mapping[str, Any]], state: str) -> Mapping[str, Any] | None:
-    return next((s for s in subtasks if s["state"] == state), None)
+def _first_in_state(subtasks: Sequence[SubtaskSnapshot], state: str) -> SubtaskSnapshot:
+    """The first subtask in `state`; callers know from their counts that there is one."""
+    return next(s for s in subtasks if s["state"] == state)
 
 
 def _plan_parts(
     t: Mapping[str, str],
-    snapshot: Mapping[str, Any],
+    snapshot: PlanSnapshot,
     *,
     language: str,
     changes_text: str,
@@ -479,7 +486,7 @@ def _plan_parts(
 ) -> list[str]:
     """The hint's paragraphs when there is a plan: which of the situations 2 to 5 it is in."""
     parts: list[str] = []
-    subtasks = snapshot.get("subtasks") or []
+    subtasks = snapshot["subtasks"]
     total = len(subtasks)
     counts = {"todo": 0, "in_progress": 0, "done": 0, "abandoned": 0}
     for subtask in subtasks:
@@ -539,11 +546,11 @@ def _plan_parts(
 
 def build_hint(
     *,
-    snapshot: Mapping[str, Any] | None,
+    snapshot: PlanSnapshot | None,
     need_user_confirm: bool,
     max_subtasks: int | None,
     language: str,
-    changes: Sequence[Mapping[str, Any]] = (),
+    changes: Sequence[PlanEventData] = (),
     nudge: bool = False,
     acting: str = "",
     missing_profile: str = "",

@@ -231,14 +231,22 @@ def _sync_providers() -> None:
     """Make litellm know every provider of the settings map (and forget removed ones)."""
     wanted = set(local_providers())
     with _registry_lock:
-        known = {e.get("provider") for e in litellm.custom_provider_map}
-        ours = {e.get("provider") for e in litellm.custom_provider_map if e.get("planboard")}
+        known = {e["provider"] for e in litellm.custom_provider_map}
+        # Our entries are the ones handled by our adapter; other code may register its own.
+        ours = {
+            e["provider"]
+            for e in litellm.custom_provider_map
+            if isinstance(e["custom_handler"], _ProviderAdapter)
+        }
         if wanted <= known and not (ours - wanted):
             return
-        entries = [e for e in litellm.custom_provider_map if not e.get("planboard")]
+        entries = [
+            e
+            for e in litellm.custom_provider_map
+            if not isinstance(e["custom_handler"], _ProviderAdapter)
+        ]
         entries += [
-            {"provider": name, "custom_handler": _ProviderAdapter(name), "planboard": True}
-            for name in sorted(wanted)
+            {"provider": name, "custom_handler": _ProviderAdapter(name)} for name in sorted(wanted)
         ]
         litellm.custom_provider_map = entries
         # litellm re-reads the map on every call; this also makes the names known right away.

@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TextIO, TypeVar
 
 import anyio
 import httpx2
@@ -147,7 +147,7 @@ async def _connected(
 ) -> T:
     """Connect, initialize, run `action`, close; every failure becomes a `_Failure`."""
     limit = timeout_seconds()
-    errlog: IO[str] = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+    errlog: TextIO = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
     try:
         with anyio.fail_after(limit):
             if toolset.kind == Toolset.Kind.STDIO:

@@ -19,14 +19,17 @@ as the first worker would have.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from planboard.shapes import PlanSnapshot, SubtaskSnapshot
 
 # The subtask fields a person can edit as text; a change to any of them is "an edit".
 _TEXT_FIELDS = ("name", "description", "expected_outcome", "agent")
 
 
-def text_digest(subtask: dict[str, Any]) -> str:
+def text_digest(subtask: Mapping[str, Any]) -> str:
     """A short fingerprint of a subtask's editable text, to notice a person's edit."""
     joined = "\x1f".join(str(subtask.get(key) or "") for key in _TEXT_FIELDS)
     return hashlib.blake2s(joined.encode(), digest_size=8).hexdigest()
@@ -40,7 +43,7 @@ class SeenSubtask:
     digest: str
 
     @classmethod
-    def of(cls, subtask: dict[str, Any]) -> SeenSubtask:
+    def of(cls, subtask: SubtaskSnapshot) -> SeenSubtask:
         return cls(
             id=int(subtask["id"]),
             name=str(subtask["name"]),
@@ -58,19 +61,19 @@ class ShownPlan:
     changed: bool = field(default=False, compare=False)
 
     @classmethod
-    def of(cls, snapshot: dict[str, Any] | None) -> ShownPlan:
+    def of(cls, snapshot: PlanSnapshot | None) -> ShownPlan:
         view = cls()
         view.show_plan(snapshot)
         view.changed = False
         return view
 
-    def show_plan(self, snapshot: dict[str, Any] | None) -> None:
+    def show_plan(self, snapshot: PlanSnapshot | None) -> None:
         """The model was shown this whole plan (or that there is none)."""
         self.plan_id = int(snapshot["id"]) if snapshot else None
         self.subtasks = [SeenSubtask.of(s) for s in snapshot["subtasks"]] if snapshot else []
         self.changed = True
 
-    def show_subtask(self, subtask: dict[str, Any]) -> None:
+    def show_subtask(self, subtask: SubtaskSnapshot) -> None:
         """The model was shown this subtask as it is now (its position in the view stays)."""
         for position, seen in enumerate(self.subtasks):
             if seen.id == subtask["id"]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from django.conf import settings
 from django.db.models import Sum
 
 from agents.models import AgentStep
 from planboard.models import AgentProfile, ChatSession, State
+from planboard.shapes import PlanSnapshot, SubtaskSnapshot
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Acting:
     toolset_ids: frozenset[int] | None = None
 
 
-def in_progress_subtask(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
+def in_progress_subtask(snapshot: PlanSnapshot | None) -> SubtaskSnapshot | None:
     if snapshot is None:
         return None
     return next((s for s in snapshot["subtasks"] if s["state"] == State.IN_PROGRESS), None)
@@ -85,11 +85,12 @@ def profile_toolsets(name: str) -> frozenset[int] | None:
 
 
 def acting_profile(
-    *, session: ChatSession, snapshot: dict[str, Any] | None, default_model: str = ""
+    *, session: ChatSession, snapshot: PlanSnapshot | None, default_model: str = ""
 ) -> Acting:
     """The profile of the subtask in progress, else the session's, else the default (the
     run's model, `default_model`, or the settings')."""
-    wanted = (in_progress_subtask(snapshot) or {}).get("agent") or ""
+    working = in_progress_subtask(snapshot)
+    wanted = (working["agent"] if working else None) or ""
     names = [n for n in (wanted, session.profile.name if session.profile else "") if n]
     found = {p.name: p for p in AgentProfile.objects.filter(name__in=names, enabled=True)}
     if wanted and wanted in found:

@@ -22,6 +22,7 @@ from planboard import selectors, services
 from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import ChatSession
 from planboard.services import Actor
+from planboard.shapes import PlanSnapshot, SubtaskSnapshot
 from planboard.snapshots import serialize_subtask
 
 # --- schemas ----------------------------------------------------------------------------------
@@ -340,9 +341,9 @@ class _Call:
     shown: ShownPlan
 
     # The current plan as read for this call (read once, then reused).
-    read: list[dict[str, Any]] = field(default_factory=list)
+    read: list[PlanSnapshot] = field(default_factory=list)
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> PlanSnapshot:
         """The current plan's snapshot, or a clear error when the session has none."""
         if self.session.current_plan_id is None:
             raise _BadCall(
@@ -353,7 +354,7 @@ class _Call:
             self.read.append(selectors.plan_snapshot(plan_id=self.session.current_plan_id))
         return self.read[0]
 
-    def show(self, snapshot: dict[str, Any]) -> str:
+    def show(self, snapshot: PlanSnapshot) -> str:
         """The plan as text for the result; the model has now seen it whole."""
         self.shown.show_plan(snapshot)
         return render_plan_markdown(snapshot)
@@ -364,7 +365,7 @@ class _Target:
     """The subtask an index of the call meant, and the same subtask as it is now."""
 
     index: int  # the index the model used
-    now: dict[str, Any]  # its entry in the current snapshot
+    now: SubtaskSnapshot  # its entry in the current snapshot
     seen_state: str
     seen_digest: str
 
@@ -382,14 +383,14 @@ class _Target:
         )
 
 
-def _look_again(call: _Call, snapshot: dict[str, Any]) -> str:
+def _look_again(call: _Call, snapshot: PlanSnapshot) -> str:
     return (
         f"Nothing was changed. The plan is now:\n{call.show(snapshot)}\n"
         "Look at it again and, if the call is still needed, repeat it with the index shown there."
     )
 
 
-def _same_plan(call: _Call, snapshot: dict[str, Any]) -> None:
+def _same_plan(call: _Call, snapshot: PlanSnapshot) -> None:
     if call.shown.plan_id != snapshot["id"]:
         raise _BadCall(
             f"the current plan is plan {snapshot['id']} ('{snapshot['name']}'), not the plan "
@@ -397,7 +398,7 @@ def _same_plan(call: _Call, snapshot: dict[str, Any]) -> None:
         )
 
 
-def _resolve(call: _Call, snapshot: dict[str, Any], index: int) -> _Target:
+def _resolve(call: _Call, snapshot: PlanSnapshot, index: int) -> _Target:
     """The subtask the model was shown at `index`, found in the current plan by its id."""
     _same_plan(call, snapshot)
     seen_list = call.shown.subtasks
@@ -414,7 +415,7 @@ def _resolve(call: _Call, snapshot: dict[str, Any], index: int) -> _Target:
 
 
 def _require_unchanged(
-    call: _Call, snapshot: dict[str, Any], target: _Target, *, state: bool, text: bool
+    call: _Call, snapshot: PlanSnapshot, target: _Target, *, state: bool, text: bool
 ) -> None:
     """Refuse when someone else changed what this call depends on after the model saw it."""
     changed: list[str] = []
@@ -440,7 +441,7 @@ def _valid_range(count: int) -> str:
     return f"the plan has {count} subtasks, so use 0 to {count - 1}."
 
 
-def _label(subtask: dict[str, Any]) -> str:
+def _label(subtask: SubtaskSnapshot) -> str:
     return f"subtask {subtask['index']} ('{subtask['name']}')"
 
 
@@ -496,7 +497,7 @@ def _update_plan_info(call: _Call) -> str:
     return f"Updated the plan: {_describe_changes(changes)}."
 
 
-def _insert_position(call: _Call, snapshot: dict[str, Any], index: int) -> tuple[int, str]:
+def _insert_position(call: _Call, snapshot: PlanSnapshot, index: int) -> tuple[int, str]:
     """Where 'add at `index`' goes now: before the subtask shown at `index`, or right after
     the last one shown when `index` is the end of the plan the model saw."""
     count = len(call.shown.subtasks)
@@ -575,7 +576,18 @@ def _revise_current_plan(call: _Call) -> str:
     )
     if not changes:
         return f"Nothing changed: {target.label} already has these values{target.moved}."
-    call.shown.show_subtask({**target.now, **{key: new for key, (_, new) in changes.items()}})
+    # The model has now seen the subtask as revised.
+    new = {key: value for key, (_, value) in changes.items()}
+    now = target.now
+    call.shown.show_subtask(
+        {
+            **now,
+            "name": new.get("name", now["name"]),
+            "description": new.get("description", now["description"]),
+            "expected_outcome": new.get("expected_outcome", now["expected_outcome"]),
+            "agent": new.get("agent", now["agent"]),
+        }
+    )
     return f"Revised {target.label}{target.moved}: {_describe_changes(changes)}."
 
 

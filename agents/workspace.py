@@ -50,10 +50,13 @@ def call_tool(*, run: AgentRun, tool: str, arguments: dict[str, Any]) -> ToolOut
 
 
 def _write(run: AgentRun, arguments: dict[str, Any]) -> str:
+    content = arguments.get("content")
+    if not isinstance(content, str):
+        raise PlanError("'content' must be text.")
     file = services.workspace_file_write(
         session_id=run.session_id,
-        path=arguments.get("path"),
-        content=arguments.get("content"),
+        path=workspace.clean_path(arguments.get("path")),
+        content=content,
         run_id=run.pk,
     )
     return (

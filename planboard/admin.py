@@ -35,6 +35,7 @@ from planboard.models import (
 from planboard.services import Actor
 from planboard.services.profiles import clean_profile
 from planboard.services.toolsets import clean_toolset
+from planboard.users import signed_in
 
 
 class NewestRowsFormSet(BaseInlineFormSet):
@@ -93,12 +94,13 @@ class TeamFilter(admin.SimpleListFilter):
     title = "team"
     parameter_name = "team"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[int, str]]:
-        return [(team.pk, team.name) for team in Team.objects.all()]
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        # The admin compares choices with the query string's value, a string.
+        return [(str(team.pk), team.name) for team in Team.objects.all()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Plan]) -> QuerySet[Plan]:
-        if self.value():
-            return queryset.filter(owner__team_memberships__team_id=self.value()).distinct()
+        if team_id := self.value():
+            return queryset.filter(owner__team_memberships__team_id=team_id).distinct()
         return queryset
 
 
@@ -108,7 +110,8 @@ class PlanAdminForm(forms.ModelForm):
         fields = ("session", "name", "description", "expected_outcome")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.instance.pk is None and not data.get("session"):
             self.add_error("session", "Choose the chat session this plan belongs to.")
         return data
@@ -133,7 +136,7 @@ class PlanAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request: HttpRequest, obj: Plan, form: Any, change: bool) -> None:
-        actor = Actor.person(request.user)
+        actor = Actor.person(signed_in(request))
         try:
             if not change:
                 plan, _ = services.plan_create(
@@ -162,7 +165,7 @@ class PlanAdmin(admin.ModelAdmin):
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         if formset.model is not SubTask:
             return
-        actor = Actor.person(request.user)
+        actor = Actor.person(signed_in(request))
         plan_id = form.instance.pk
         try:
             # One savepoint: a refused row rolls back the whole inline edit.
@@ -192,24 +195,25 @@ class PlanAdmin(admin.ModelAdmin):
                 continue
             services.plan_finish(
                 plan_id=plan.pk,
-                actor=Actor.person(request.user),
+                actor=Actor.person(signed_in(request)),
                 state="abandoned",
-                outcome=f"Abandoned by the administrator {request.user.get_username()}.",
+                outcome=f"Abandoned by the administrator {signed_in(request).get_username()}.",
             )
             done += 1
         self.message_user(request, f"Abandoned {done} plan(s).", messages.SUCCESS)
 
     @admin.action(description="Export selected plans as markdown")
     def export_markdown(self, request: HttpRequest, queryset: QuerySet[Plan]) -> HttpResponse:
+        plan_ids = list(queryset.order_by("pk").values_list("pk", flat=True))
         documents = [
             plan_document(
-                selectors.plan_snapshot(plan_id=plan.pk),
-                selectors.plan_events_since(plan_id=plan.pk, version=0),
+                selectors.plan_snapshot(plan_id=plan_id),
+                selectors.plan_events_since(plan_id=plan_id, version=0),
             )
-            for plan in queryset.order_by("pk")
+            for plan_id in plan_ids
         ]
         response = HttpResponse("\n---\n\n".join(documents), content_type="text/markdown")
-        filename = f"plan-{queryset.first().pk}.md" if len(documents) == 1 else "plans.md"
+        filename = f"plan-{plan_ids[0]}.md" if len(plan_ids) == 1 else "plans.md"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
 
@@ -272,7 +276,8 @@ class AgentProfileAdminForm(forms.ModelForm):
         fields = services.PROFILE_FIELDS
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         values = {f: data[f] for f in services.PROFILE_FIELDS if f in data}
         try:
             clean_profile(values)  # the services' own rules, shown on the form
@@ -480,8 +485,9 @@ class ToolsetAdminForm(forms.ModelForm):
             self.initial[name] = _masked(getattr(self.instance, name, None))
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        values = {
+        super().clean()
+        data = self.cleaned_data
+        values: dict[str, Any] = {
             key: data.get(key)
             for key in ("name", "title", "kind", "command", "args", "url", "enabled")
             if key in data
@@ -541,18 +547,20 @@ class ToolsetAdmin(admin.ModelAdmin):
             if change and obj.kind == Toolset.Kind.BUILTIN:
                 services.toolset_update(
                     toolset_id=obj.pk,
-                    user=request.user,
+                    user=signed_in(request),
                     **{k: v for k, v in values.items() if k in ("title", "enabled")},
                 )
             elif change:
                 stored = Toolset.objects.get(pk=obj.pk)
                 for key in ("env", "headers"):
                     values[key] = _secret_changes(data.get(key) or {}, getattr(stored, key))
-                services.toolset_update(toolset_id=obj.pk, user=request.user, **values)
+                services.toolset_update(toolset_id=obj.pk, user=signed_in(request), **values)
             else:
                 for key in ("env", "headers"):
                     values[key] = data.get(key) or {}
-                created = services.toolset_create(user=request.user, name=data["name"], **values)
+                created = services.toolset_create(
+                    user=signed_in(request), name=data["name"], **values
+                )
                 obj.pk = created.pk
         except PlanError as error:
             self.message_user(request, f"Toolset not saved: {error.message}", messages.ERROR)
@@ -570,7 +578,7 @@ class ToolsetAdmin(admin.ModelAdmin):
             return
         try:
             services.toolset_update(
-                toolset_id=form.instance.pk, user=request.user, tool_policies=policies
+                toolset_id=form.instance.pk, user=signed_in(request), tool_policies=policies
             )
         except PlanError as error:
             self.message_user(request, f"Policies not saved: {error.message}", messages.ERROR)

@@ -19,8 +19,8 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import redis
 from asgiref.sync import async_to_sync
@@ -32,7 +32,7 @@ from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
 
-Listener = Callable[[str, dict[str, Any]], None]
+Listener = Callable[[str, Mapping[str, Any]], None]
 _listeners: list[Listener] = []
 _server_loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
@@ -52,7 +52,7 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
-def encode_event(event: dict[str, Any]) -> dict[str, Any]:
+def encode_event(event: Mapping[str, Any]) -> dict[str, Any]:
     """The channel-layer message that carries `event` to sockets: its JSON text, made once
     for all of them, and its type (the only field a consumer looks at)."""
     text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
@@ -85,7 +85,7 @@ def remember_server_loop() -> None:
     _server_loop = asyncio.get_running_loop()
 
 
-def publish(groups: list[str], event: dict[str, Any]) -> None:
+def publish(groups: list[str], event: Mapping[str, Any]) -> None:
     for group in groups:
         for listener in list(_listeners):
             try:
@@ -165,5 +165,7 @@ def _redis_publisher(layer: RedisPubSubChannelLayer) -> _RedisPublisher:
     if _publisher is None or _publisher.layer is not layer:
         with _lock:
             if _publisher is None or _publisher.layer is not layer:
-                _publisher = _RedisPublisher(layer, settings.CHANNEL_LAYERS["default"]["CONFIG"])
+                # settings.py builds CHANNEL_LAYERS as a plain dict literal: typed loosely.
+                layers = cast(dict[str, Any], settings.CHANNEL_LAYERS)
+                _publisher = _RedisPublisher(layer, layers["default"]["CONFIG"])
     return _publisher

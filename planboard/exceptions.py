@@ -6,7 +6,7 @@ model as `Error: …`, and the agent loop goes on.
 
 from __future__ import annotations
 
-from typing import Any
+from planboard.shapes import PlanSnapshot
 
 
 class PlanError(Exception):
@@ -34,7 +34,7 @@ class StaleVersion(PlanError):
 
     status_code = 409
 
-    def __init__(self, *, expected: int, current: int, snapshot: dict[str, Any]) -> None:
+    def __init__(self, *, expected: int, current: int, snapshot: PlanSnapshot) -> None:
         super().__init__(
             f"The plan changed since version {expected}; it is now at version {current}. "
             "Reload it and apply your change again.",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from planboard.shapes import PlanEventData, PlanSnapshot
 
 _BOX = {
     "todo": "[ ]",
@@ -12,7 +12,7 @@ _BOX = {
 }
 
 
-def plan_document(snapshot: dict[str, Any], events: list[dict[str, Any]]) -> str:
+def plan_document(snapshot: PlanSnapshot, events: list[PlanEventData]) -> str:
     """The plan with every subtask's outcome, followed by its change history."""
     lines = [f"# {snapshot['name']}", ""]
     for label, key in (
@@ -30,13 +30,13 @@ def plan_document(snapshot: dict[str, Any], events: list[dict[str, Any]]) -> str
     lines += ["", "## Subtasks", ""]
     for subtask in snapshot["subtasks"]:
         lines.append(f"{subtask['index']}. {_BOX[subtask['state']]} **{subtask['name']}**")
-        for label, key in (
-            ("Description", "description"),
-            ("Expected", "expected_outcome"),
-            ("Outcome", "outcome"),
+        for label, text in (
+            ("Description", subtask["description"]),
+            ("Expected", subtask["expected_outcome"]),
+            ("Outcome", subtask["outcome"]),
         ):
-            if subtask[key]:
-                lines.append(f"   - {label}: {subtask[key]}")
+            if text:
+                lines.append(f"   - {label}: {text}")
     if not snapshot["subtasks"]:
         lines.append("_No subtasks._")
     lines += ["", "## History", ""]

@@ -6,6 +6,8 @@ the agent see go through `planboard.selectors`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -89,7 +91,7 @@ class AgentProfile(models.Model):
     budget_tokens = models.PositiveIntegerField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
     # The external toolsets this profile may use; none chosen = the session's toolsets.
-    toolsets = models.ManyToManyField(
+    toolsets: models.ManyToManyField[Toolset, Any] = models.ManyToManyField(
         "Toolset",
         blank=True,
         related_name="profiles",

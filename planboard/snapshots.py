@@ -10,8 +10,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
+
+from django.contrib.auth.models import User
 
 from planboard.models import (
     AgentRun,
@@ -25,8 +27,15 @@ from planboard.models import (
     ToolsetTool,
     WorkspaceFile,
 )
-
-Snapshot = dict[str, Any]
+from planboard.shapes import (
+    EventActor,
+    EventSeen,
+    PlanEventData,
+    PlanHeader,
+    PlanPatch,
+    PlanSnapshot,
+    SubtaskSnapshot,
+)
 
 
 def iso(value: datetime | None) -> str | None:
@@ -49,11 +58,11 @@ SUBTASK_FIELDS = (
 )
 
 
-def serialize_subtask(subtask: SubTask) -> dict[str, Any]:
+def serialize_subtask(subtask: SubTask) -> SubtaskSnapshot:
     return serialize_subtask_values([getattr(subtask, name) for name in SUBTASK_FIELDS])
 
 
-def serialize_subtask_values(values: Sequence[Any]) -> dict[str, Any]:
+def serialize_subtask_values(values: Sequence[Any]) -> SubtaskSnapshot:
     """A subtask's snapshot entry from its SUBTASK_FIELDS values (the one shape definition)."""
     pk, position, name, description, expected, outcome, state, agent, created, finished = values
     return {
@@ -70,7 +79,7 @@ def serialize_subtask_values(values: Sequence[Any]) -> dict[str, Any]:
     }
 
 
-def serialize_plan_header(plan: Plan) -> dict[str, Any]:
+def serialize_plan_header(plan: Plan) -> PlanHeader:
     """Everything about a plan except its subtasks."""
     return {
         "id": plan.pk,
@@ -87,20 +96,19 @@ def serialize_plan_header(plan: Plan) -> dict[str, Any]:
     }
 
 
-def build_plan_snapshot(plan: Plan, subtasks: list[SubTask]) -> Snapshot:
-    snapshot = serialize_plan_header(plan)
-    snapshot["subtasks"] = [serialize_subtask(s) for s in subtasks]
-    return snapshot
+def build_plan_snapshot(plan: Plan, subtasks: list[SubTask]) -> PlanSnapshot:
+    return {**serialize_plan_header(plan), "subtasks": [serialize_subtask(s) for s in subtasks]}
 
 
-def build_plan_snapshot_from_values(plan: Plan, subtasks: Iterable[Sequence[Any]]) -> Snapshot:
+def build_plan_snapshot_from_values(plan: Plan, subtasks: Iterable[Sequence[Any]]) -> PlanSnapshot:
     """The same snapshot from the subtasks' SUBTASK_FIELDS values (no model instances)."""
-    snapshot = serialize_plan_header(plan)
-    snapshot["subtasks"] = [serialize_subtask_values(values) for values in subtasks]
-    return snapshot
+    return {
+        **serialize_plan_header(plan),
+        "subtasks": [serialize_subtask_values(values) for values in subtasks],
+    }
 
 
-def describe_actor(*, user: Any | None, run: AgentRun | None) -> dict[str, Any]:
+def describe_actor(*, user: User | None, run: AgentRun | None) -> EventActor:
     if run is not None:
         return {"kind": "agent", "run_id": run.pk, "user_id": None, "username": None}
     if user is not None:
@@ -108,7 +116,7 @@ def describe_actor(*, user: Any | None, run: AgentRun | None) -> dict[str, Any]:
     return {"kind": "system", "run_id": None, "user_id": None, "username": None}
 
 
-def serialize_event(event: PlanEvent) -> dict[str, Any]:
+def serialize_event(event: PlanEvent) -> PlanEventData:
     """One shape for a plan event everywhere: socket broadcast, REST history, the hint."""
     return {
         "type": "plan.event",
@@ -120,13 +128,14 @@ def serialize_event(event: PlanEvent) -> dict[str, Any]:
         "subtask_id": event.subtask_id,
         "before": event.before,
         "after": event.after,
-        "patch": event.patch,
+        # Stored as `_record` built it: a PlanPatch.
+        "patch": cast(PlanPatch, event.patch),
         "created_at": iso(event.created_at),
         "seen": serialize_seen(event),
     }
 
 
-def serialize_seen(event: PlanEvent) -> dict[str, Any] | None:
+def serialize_seen(event: PlanEvent) -> EventSeen | None:
     """For a change people made: when an agent first received it (None while pending, and for
     the agent's own changes, which need no telling)."""
     if event.actor_run_id is not None or event.seen_at is None:
@@ -139,7 +148,13 @@ def serialize_seen(event: PlanEvent) -> dict[str, Any] | None:
     }
 
 
-def apply_event(snapshot: Snapshot, event: dict[str, Any]) -> Snapshot:
+def snapshot_before(event: PlanEventData) -> PlanSnapshot:
+    """The empty plan a plan's first event applies to (version 0); the event's patch sets its
+    header. frontend/js/board-state.js:emptyPlan is the same board."""
+    return {**copy.deepcopy(event["patch"]["plan"]), "version": 0, "subtasks": []}
+
+
+def apply_event(snapshot: PlanSnapshot, event: PlanEventData) -> PlanSnapshot:
     """Return the snapshot after `event`; refuses an event that does not follow it."""
     if event["version"] != snapshot["version"] + 1:
         raise ValueError(
@@ -147,8 +162,7 @@ def apply_event(snapshot: Snapshot, event: dict[str, Any]) -> Snapshot:
             f"{snapshot['version']}; refetch the snapshot"
         )
     patch = event["patch"]
-    result = copy.deepcopy(snapshot)
-    result.update(copy.deepcopy(patch["plan"]))
+    result: PlanSnapshot = {**copy.deepcopy(snapshot), **copy.deepcopy(patch["plan"])}
     by_id = {s["id"]: s for s in result["subtasks"]}
     for removed in patch.get("remove", []):
         by_id.pop(removed, None)
@@ -170,7 +184,7 @@ def serialize_message(message: Message) -> dict[str, Any]:
         "session_id": message.session_id,
         "run_id": message.run_id,
         "role": message.role,
-        "author": message.author.get_username() if message.author_id else None,
+        "author": message.author.get_username() if message.author is not None else None,
         "content": message.content,
         "tool_calls": message.tool_calls,
         "tool_call_id": message.tool_call_id or None,
@@ -310,7 +324,7 @@ def serialize_tool_call(record: ToolCall) -> dict[str, Any]:
         "read_only": record.read_only,
         "status": record.status,
         "note": record.note,
-        "decided_by": record.decided_by.get_username() if record.decided_by_id else None,
+        "decided_by": record.decided_by.get_username() if record.decided_by is not None else None,
         "decided_at": iso(record.decided_at),
         "always_allow": record.always_allow,
         "started_at": iso(record.started_at),

@@ -16,27 +16,32 @@ function csrfToken() {
     if (name === "csrftoken") return decodeURIComponent(rest.join("="));
   }
   // Fallback: the token rendered into the page (e.g. by the logout form).
+  /** @type {HTMLInputElement | null} */
   const input = document.querySelector("input[name=csrfmiddlewaretoken]");
   return input ? input.value : "";
 }
 
+/**
+ * @param {string} method
+ * @param {string} url
+ * @param {unknown} [body] sent as JSON
+ * @returns {Promise<any>} the parsed JSON answer (null when empty)
+ */
 export async function api(method, url, body, { keepalive = false } = {}) {
-  const options = {
-    method,
-    credentials: "same-origin",
-    headers: { Accept: "application/json" },
-    keepalive,
-  };
+  /** @type {Record<string, string>} */
+  const headers = { Accept: "application/json" };
+  /** @type {RequestInit} */
+  const options = { method, credentials: "same-origin", headers, keepalive };
   if (body !== undefined) {
-    options.headers["Content-Type"] = "application/json";
+    headers["Content-Type"] = "application/json";
     options.body = JSON.stringify(body);
   }
-  if (method !== "GET") options.headers["X-CSRFToken"] = csrfToken();
+  if (method !== "GET") headers["X-CSRFToken"] = csrfToken();
   let response;
   try {
     response = await fetch(url, options);
   } catch (error) {
-    throw new ApiError(0, { error: String(error && error.message ? error.message : error) });
+    throw new ApiError(0, { error: String(error instanceof Error ? error.message : error) });
   }
   const text = await response.text();
   let data = null;
@@ -72,7 +77,11 @@ export async function messagesBefore(sessionId, beforeId) {
   }
 }
 
-/** A plan's whole history, oldest first (REST pages of 1000). */
+/**
+ * A plan's whole history, oldest first (REST pages of 1000).
+ * @param {number} planId
+ * @returns {Promise<import("./types.js").PlanEvent[]>}
+ */
 export async function allPlanEvents(planId) {
   const found = [];
   let since = 0;

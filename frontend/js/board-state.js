@@ -2,8 +2,13 @@
 // applyEvent mirrors planboard/snapshots.py:apply_event exactly, so that the browser and the
 // server agree on what a plan looks like at every version.
 
+/** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
+/** @typedef {import("./types.js").PlanEvent} PlanEvent */
+/** @typedef {import("./types.js").SubtaskSnapshot} SubtaskSnapshot */
+
 /** Raised when an event does not follow the snapshot: the caller must refetch. */
 export class VersionGap extends Error {
+  /** @param {number} snapshotVersion @param {number} eventVersion */
   constructor(snapshotVersion, eventVersion) {
     super(`event version ${eventVersion} does not follow snapshot version ${snapshotVersion}`);
     this.name = "VersionGap";
@@ -12,9 +17,19 @@ export class VersionGap extends Error {
   }
 }
 
+/**
+ * @template T
+ * @param {T} value
+ * @returns {T}
+ */
 const clone = (value) => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
 
-/** The snapshot at `event.version`, given the one at `event.version - 1`. */
+/**
+ * The snapshot at `event.version`, given the one at `event.version - 1`.
+ * @param {PlanSnapshot} snapshot
+ * @param {PlanEvent} event
+ * @returns {PlanSnapshot}
+ */
 export function applyEvent(snapshot, event) {
   if (event.version !== snapshot.version + 1) {
     throw new VersionGap(snapshot.version, event.version);
@@ -23,6 +38,7 @@ export function applyEvent(snapshot, event) {
   const result = clone(snapshot);
   Object.assign(result, clone(patch.plan));
   // A Map keeps insertion order like a Python dict: existing ids first, new ones appended.
+  /** @type {Map<number, SubtaskSnapshot>} */
   const byId = new Map(result.subtasks.map((subtask) => [subtask.id, subtask]));
   for (const removed of patch.remove || []) byId.delete(removed);
   for (const subtask of patch.upsert || []) byId.set(subtask.id, clone(subtask));
@@ -41,7 +57,11 @@ export function applyEvent(snapshot, event) {
   return result;
 }
 
-/** The plan before its first event: replaying every event from here rebuilds it. */
+/**
+ * The plan before its first event: replaying every event from here rebuilds it.
+ * @param {{id: number, session_id?: number | null, owner?: PlanSnapshot["owner"]}} plan
+ * @returns {PlanSnapshot}
+ */
 export function emptyPlan(plan) {
   return {
     id: plan.id,
@@ -59,7 +79,13 @@ export function emptyPlan(plan) {
   };
 }
 
-/** Every snapshot from version 0 to the last event, for the history replay. */
+/**
+ * Every snapshot from version 0 to the last event, for the history replay.
+ * @param {PlanSnapshot} plan
+ * @param {PlanEvent[]} events
+ * @param {PlanSnapshot | null} [base]
+ * @returns {PlanSnapshot[]}
+ */
 export function replay(plan, events, base = null) {
   // `base`: the board before the first of `events` when they are not the whole history.
   const snapshots = [base || emptyPlan(plan)];
@@ -72,10 +98,12 @@ export function replay(plan, events, base = null) {
 export const STATES = ["todo", "in_progress", "done", "abandoned"];
 export const FINISHED = new Set(["done", "abandoned"]);
 
+/** @param {PlanSnapshot | null} plan */
 export function isFinished(plan) {
   return Boolean(plan) && FINISHED.has(plan.state);
 }
 
+/** @param {PlanSnapshot | null} plan */
 export function progress(plan) {
   const subtasks = plan ? plan.subtasks : [];
   return {
@@ -85,7 +113,11 @@ export function progress(plan) {
   };
 }
 
-/** Does this object look like a plan snapshot (e.g. a REST response)? */
+/**
+ * Does this object look like a plan snapshot (e.g. a REST response)?
+ * @param {any} value
+ * @returns {value is PlanSnapshot}
+ */
 export function isPlanSnapshot(value) {
   return (
     Boolean(value) &&

@@ -8,6 +8,41 @@ import { h, icon, replaceChildren } from "./dom.js";
 import { formatTime, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
+/** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
+/** @typedef {import("./types.js").PlanState} PlanState */
+/** @typedef {import("./types.js").PlanEvent} PlanEvent */
+/** @typedef {import("./types.js").PlanUsage} PlanUsage */
+/** @typedef {import("./types.js").SubtaskSnapshot} SubtaskSnapshot */
+/**
+ * What the board reports; each returns a promise that resolves to true when the change was
+ * accepted.
+ * @typedef {object} BoardActions
+ * @property {(subtask: SubtaskSnapshot, state: PlanState) => Promise<boolean>} [setState]
+ * @property {(subtask: SubtaskSnapshot, index: number) => Promise<boolean>} [move]
+ * @property {(subtask: SubtaskSnapshot, change: {index?: number, state?: PlanState})
+ *   => Promise<boolean>} [change]
+ * @property {(subtask: SubtaskSnapshot, fields: Record<string, string>) => Promise<boolean>} [edit]
+ * @property {(subtask: SubtaskSnapshot) => Promise<boolean>} [remove]
+ * @property {(fields: Record<string, string>, index: number | null) => Promise<boolean>} [add]
+ * @property {(fields: Record<string, string>) => Promise<boolean>} [editPlan]
+ * @property {(state: PlanState) => Promise<boolean>} [finishPlan]
+ */
+/**
+ * @typedef {object} BoardOptions
+ * @property {boolean} [editable] may this person change the plan
+ * @property {BoardActions} [actions]
+ * @property {((planId: number) => string) | null} [historyPlanUrl] the plan's review page
+ * @property {string} [emptyMessage] text shown when there is no plan
+ */
+/**
+ * @typedef {object} Column
+ * @property {HTMLElement} section
+ * @property {HTMLElement} list
+ * @property {HTMLElement} count
+ * @property {HTMLElement} placeholder
+ */
+
+/** @param {string} state */
 export function stateLabel(state) {
   return t(`state_${state}`);
 }
@@ -26,18 +61,14 @@ export function formatCost(costUsd, tokens) {
 export class BoardView {
   /**
    * @param {HTMLElement} root
-   * @param {object} options
-   *   editable: may this person change the plan;
-   *   actions: {setState, move, change, edit, remove, add, editPlan, finishPlan}, each
-   *     returning a promise that resolves to true when the change was accepted;
-   *   historyPlanUrl: (planId) => url of the plan's review page;
-   *   emptyMessage: text shown when there is no plan.
+   * @param {BoardOptions} options
    */
   constructor(root, { editable = false, actions = {}, historyPlanUrl = null, emptyMessage = "" }) {
     this.root = root;
     this.editable = editable;
     this.actions = actions;
     this.historyPlanUrl = historyPlanUrl;
+    /** @type {PlanSnapshot | null} */
     this.plan = null;
     this.cards = new Map(); // subtask id -> {el, sig}
     this.editing = new Set(); // subtask ids with an open edit form
@@ -47,7 +78,8 @@ export class BoardView {
     this.dragId = null;
     // How often each card was highlighted: lets tests and debugging see who saw what change.
     this.highlighted = new Map();
-    this.usage = null; // {cost_usd, tokens, subtasks: {id: {cost_usd, tokens}}}
+    /** @type {PlanUsage | null} */
+    this.usage = null;
     this.edits = new Map(); // subtask id (or "plan") -> "pending" | "seen": people's edits
     this.seenTimers = new Map();
     this.build(emptyMessage);
@@ -65,6 +97,7 @@ export class BoardView {
     this.head = h("header", { class: "plan-head" });
     this.addPanel = h("div", { class: "add-panel", hidden: true });
     this.columnsEl = h("div", { class: "columns" });
+    /** @type {Record<string, Column>} */
     this.columns = {};
     for (const state of STATES) {
       const list = h("ol", { class: "cards", "aria-label": stateLabel(state) });
@@ -97,7 +130,11 @@ export class BoardView {
 
   // --- rendering -----------------------------------------------------------------------
 
-  /** Show `plan` (a snapshot, or null); `flash` lists subtask ids to highlight briefly. */
+  /**
+   * Show `plan` (a snapshot, or null); `flash` lists subtask ids to highlight briefly.
+   * @param {PlanSnapshot | null} plan
+   * @param {{flash?: number[], flashHead?: boolean}} [options]
+   */
   render(plan, { flash = [], flashHead = false } = {}) {
     const focus = this.captureFocus();
     this.plan = plan;
@@ -388,6 +425,7 @@ export class BoardView {
 
   // --- cards -------------------------------------------------------------------------------
 
+  /** @param {SubtaskSnapshot} subtask */
   cardFor(subtask, context) {
     let card = this.cards.get(subtask.id);
     if (!card) {
@@ -424,6 +462,7 @@ export class BoardView {
     return card.el;
   }
 
+  /** @param {HTMLElement} el @param {SubtaskSnapshot} subtask */
   fillCard(el, subtask, { editable, first, last }) {
     const actions = editable ? this.cardActions(subtask, { first, last }) : null;
     replaceChildren(
@@ -457,6 +496,7 @@ export class BoardView {
   }
 
   /** The profile that does the subtask, what it cost, and whether the agent saw an edit. */
+  /** @param {SubtaskSnapshot} subtask */
   cardChips(subtask) {
     const cost = this.costOf(subtask.id);
     const chips = [
@@ -504,26 +544,38 @@ export class BoardView {
     );
   }
 
-  /** Costs of the plan and its subtasks (`plan.usage` events, snapshots). */
+  /**
+   * Costs of the plan and its subtasks (`plan.usage` events, snapshots).
+   * @param {PlanUsage | null | undefined} usage
+   */
   setUsage(usage) {
     this.usage = usage || null;
     if (this.plan) this.render(this.plan);
   }
 
-  /** People's edits the agent has not received yet (snapshot `unseen_edits`). */
+  /**
+   * People's edits the agent has not received yet (snapshot `unseen_edits`).
+   * @param {{version: number, subtask_id: number | null, action: string}[] | undefined} edits
+   */
   setUnseen(edits) {
     for (const [key, mark] of [...this.edits]) if (mark === "pending") this.edits.delete(key);
     for (const edit of edits || []) this.edits.set(edit.subtask_id ?? "plan", "pending");
     if (this.plan) this.render(this.plan);
   }
 
-  /** A person's change just committed: pending until a hint shows it to the agent. */
+  /**
+   * A person's change just committed: pending until a hint shows it to the agent.
+   * @param {PlanEvent} event
+   */
   markPending(event) {
     if (!event.actor || event.actor.kind !== "user" || event.seen) return;
     this.edits.set(event.subtask_id ?? "plan", "pending");
   }
 
-  /** The agent received these edits in a hint (`plan.seen`). */
+  /**
+   * The agent received these edits in a hint (`plan.seen`).
+   * @param {{subtask_id: number | null}[]} seen
+   */
   markSeen(seen) {
     for (const item of seen || []) {
       const key = item.subtask_id ?? "plan";
@@ -540,6 +592,7 @@ export class BoardView {
     if (this.plan) this.render(this.plan);
   }
 
+  /** @param {SubtaskSnapshot} subtask */
   cardActions(subtask, { first, last }) {
     const named = (key) => `${t(key)}: ${subtask.name}`;
     const stateButtons = [];
@@ -576,6 +629,7 @@ export class BoardView {
   }
 
   /** Up/down swap places with the neighbour in the same column (that is what people see). */
+  /** @param {SubtaskSnapshot} subtask @param {number} direction */
   moveWithinColumn(subtask, direction) {
     const column = this.plan.subtasks.filter(
       (s) => s.state === subtask.state && !this.hidden.has(s.id),
@@ -604,6 +658,7 @@ export class BoardView {
     if (refocus) focusAction(this.cards.get(id)?.el, "edit");
   }
 
+  /** @param {HTMLElement} el @param {SubtaskSnapshot} subtask */
   fillEditForm(el, subtask) {
     const name = h("input", { name: "name", required: true, maxlength: 200, value: subtask.name });
     const description = h("textarea", { name: "description", rows: 2, maxlength: 4000 });
@@ -761,7 +816,8 @@ export class BoardView {
 
   captureFocus() {
     const active = document.activeElement;
-    if (!active || !this.root.contains(active)) return null;
+    if (!(active instanceof HTMLElement) || !this.root.contains(active)) return null;
+    /** @type {HTMLElement | null} */
     const card = active.closest(".card");
     return {
       element: active,

@@ -9,16 +9,24 @@ const ACTIVE_RUN = new Set(["queued", "running"]);
 const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user", "waiting_for_approval"]);
 const RESULT_PREVIEW = 140;
 
+/**
+ * @typedef {object} ChatOptions
+ * @property {boolean} [editable] may this person talk to the agent
+ * @property {boolean} [transcriptOnly] no run bar and no message box (history review)
+ * @property {(text: string) => Promise<boolean>} [onSend]
+ * @property {() => Promise<unknown>} [onStop]
+ * @property {() => Promise<unknown>} [onGoAhead]
+ * @property {() => void} [onKeepEditing]
+ * @property {(on: boolean) => Promise<boolean>} [onPlanMode] the composer's plan-mode switch
+ * @property {(callId: string, decision: {decision: string, note: string,
+ *   always_allow: boolean}) => Promise<boolean>} [onDecide] a tool call's approval
+ * @property {boolean} [planMode] whether the session plans (plan tools and hint) or just chats
+ */
+
 export class ChatView {
   /**
    * @param {HTMLElement} root
-   * @param {object} options
-   *   editable: may this person talk to the agent;
-   *   transcriptOnly: no run bar and no message box (history review);
-   *   onSend(text) -> Promise<boolean>, onStop() -> Promise, onGoAhead() -> Promise<boolean>,
-   *   onKeepEditing(), onPlanMode(on) -> Promise<boolean> (the composer's plan-mode switch);
-   *   onDecide(callId, {decision, note, always_allow}) -> Promise<boolean> (tool approval);
-   *   planMode: whether the session plans (plan tools and hint) or just chats.
+   * @param {ChatOptions} [options]
    */
   constructor(root, options = {}) {
     this.root = root;

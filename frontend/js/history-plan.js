@@ -12,10 +12,14 @@ import { formatTime, loadStrings, t } from "./i18n.js";
 import { initTabs } from "./tabs.js";
 import { actorLabel, describeEvent, eventDetail, seenDetail } from "./timeline.js";
 
+/** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
+/** @typedef {import("./types.js").PlanEvent} PlanEvent */
+
 const PLAY_STEP_MS = 1100;
 
 class PlanReview {
   constructor(page) {
+    /** @type {PlanSnapshot} */
     this.finalPlan = page.plan;
     this.usage = page.usage || null;
     this.setHistory(page.events, page.events_base, page.earlier_events || 0);
@@ -46,6 +50,11 @@ class PlanReview {
     }
   }
 
+  /**
+   * @param {PlanEvent[]} events
+   * @param {PlanSnapshot | null} base
+   * @param {number} earlier
+   */
   setHistory(events, base, earlier) {
     this.events = events;
     this.earlier = earlier;
@@ -219,7 +228,7 @@ class PlanReview {
         : t("replay_after", { version: snapshot.version, total: this.lastStep });
     this.firstButton.disabled = this.prevButton.disabled = step === 0;
     this.nextButton.disabled = this.lastButton.disabled = step === this.lastStep;
-    for (const item of this.list.children) {
+    for (const item of /** @type {HTMLCollectionOf<HTMLElement>} */ (this.list.children)) {
       const current = Number(item.dataset.step) === step;
       item.classList.toggle("is-current", current);
       item.classList.toggle("is-future", Number(item.dataset.step) > step);

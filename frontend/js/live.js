@@ -8,7 +8,8 @@ const REFUSED = new Set([4403, 4404]);
 export class LiveSocket {
   /**
    * @param {string} path e.g. "/ws/sessions/3/"
-   * @param {{onMessage: (msg: object) => void, onStatus: (status: string) => void}} handlers
+   * @param {{onMessage: (msg: import("./types.js").SocketMessage) => void,
+   *   onStatus: (status: string) => void}} handlers
    * status is "connecting", "live", "reconnecting", "paused" or "refused".
    */
   constructor(path, { onMessage, onStatus }) {

@@ -13,6 +13,10 @@ import { LiveSocket } from "./live.js";
 import { initTabs } from "./tabs.js";
 import { toast, toastError } from "./toast.js";
 
+/** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
+/** @typedef {import("./types.js").PlanEvent} PlanEvent */
+/** @typedef {import("./types.js").SocketMessage} SocketMessage */
+
 const UNDO_MS = 6000;
 // Changes this tab made recently are not highlighted when their event comes back.
 const OWN_CHANGE_MS = 8000;
@@ -24,6 +28,7 @@ class SessionPage {
     this.historyUrl = page.history_url;
     this.session = page.session;
     this.run = page.session.latest_run;
+    /** @type {PlanSnapshot | null} */
     this.plan = page.session.current_plan || page.last_plan || null;
     this.ownChanges = new Map(); // subtask id or "plan" -> when this tab changed it
     this.pendingDeletes = new Map(); // subtask id -> {commit, note}
@@ -102,6 +107,7 @@ class SessionPage {
     this.indicator.title = t(`live_${status}_help`);
   }
 
+  /** @param {SocketMessage} message */
   onMessage(message) {
     switch (message.type) {
       case "snapshot":
@@ -171,6 +177,7 @@ class SessionPage {
     }
   }
 
+  /** @param {PlanEvent} event */
   onPlanEvent(event) {
     if (this.plan && event.plan_id === this.plan.id) {
       if (event.version <= this.plan.version) return; // already shown (e.g. from a REST answer)
@@ -236,11 +243,14 @@ class SessionPage {
     if (!this.plan || this.plan.id !== planId) this.refreshPlan(planId);
   }
 
-  /** Who changed what: others' changes are highlighted, this tab's own are not. */
+  /**
+   * Who changed what: others' changes are highlighted, this tab's own are not.
+   * @param {PlanEvent} event
+   */
   highlightFor(event) {
     const ids = new Set((event.patch.upsert || []).map((subtask) => subtask.id));
     if (event.subtask_id !== null && event.subtask_id !== undefined) ids.add(event.subtask_id);
-    const actor = event.actor || {};
+    const actor = event.actor;
     const mine = actor.kind === "user" && actor.user_id === this.me.id;
     const recent = (key) => mine && Date.now() - (this.ownChanges.get(key) || 0) < OWN_CHANGE_MS;
     // A card this tab just added has no id yet when the request leaves.
@@ -263,6 +273,10 @@ class SessionPage {
     this.setPlan(snapshot, { flash });
   }
 
+  /**
+   * @param {PlanSnapshot | null} plan
+   * @param {{flash?: number[], flashHead?: boolean}} [highlight]
+   */
   setPlan(plan, highlight = {}) {
     this.plan = plan;
     this.board.render(plan, highlight);

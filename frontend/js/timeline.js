@@ -3,13 +3,19 @@
 import { stateLabel } from "./board.js";
 import { t } from "./i18n.js";
 
+/** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
+/** @typedef {import("./types.js").PlanEvent} PlanEvent */
+
+/** @param {import("./types.js").EventActor | null} actor */
 export function actorLabel(actor) {
   if (!actor || actor.kind === "system") return t("actor_system");
   if (actor.kind === "agent") return t("actor_agent");
   return actor.username || t("actor_person");
 }
 
+/** @param {PlanEvent} event @param {PlanSnapshot} before @param {PlanSnapshot} after */
 function subtaskName(event, before, after) {
+  /** @param {PlanSnapshot} plan */
   const find = (plan) => plan && plan.subtasks.find((subtask) => subtask.id === event.subtask_id);
   const found = find(before) || find(after);
   if (found) return found.name;
@@ -23,7 +29,12 @@ function fieldList(changes) {
     .join(", ");
 }
 
-/** One sentence for `event`, given the plan just before and just after it. */
+/**
+ * One sentence for `event`, given the plan just before and just after it.
+ * @param {PlanEvent} event
+ * @param {PlanSnapshot} before
+ * @param {PlanSnapshot} after
+ */
 export function describeEvent(event, before, after) {
   const name = () => subtaskName(event, before, after);
   const data = event.after || {};
@@ -64,7 +75,10 @@ export function describeEvent(event, before, after) {
   }
 }
 
-/** A second line worth showing (an outcome), or "". */
+/**
+ * A second line worth showing (an outcome), or "".
+ * @param {PlanEvent} event
+ */
 export function eventDetail(event) {
   const data = event.after || {};
   if (["subtask_finished", "plan_finished", "plan_abandoned"].includes(event.action)) {
@@ -77,6 +91,7 @@ export function eventDetail(event) {
 /**
  * For a change a person made: whether, and how soon, the agent received it in a hint
  * ("" for the agent's own changes and system events).
+ * @param {PlanEvent} event
  */
 export function seenDetail(event) {
   if (!event.actor || event.actor.kind !== "user") return "";

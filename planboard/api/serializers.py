@@ -421,7 +421,8 @@ class ToolCallSerializer(serializers.Serializer):
     toolset_id = serializers.IntegerField(allow_null=True)
     tool = serializers.CharField()
     arguments = serializers.JSONField()
-    read_only = serializers.BooleanField()
+    # A field named like a Field attribute: DRF's metaclass takes declared fields off the class.
+    read_only = serializers.BooleanField()  # type: ignore[assignment]
     status = serializers.ChoiceField(choices=ToolCall.Status.choices)
     note = serializers.CharField()
     decided_by = serializers.CharField(allow_null=True)
@@ -496,7 +497,8 @@ class EventsPageSerializer(serializers.Serializer):
 class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField(help_text="What went wrong and what to do instead.")
     code = serializers.CharField()
-    fields = serializers.DictField(
+    # Named like Serializer.fields: DRF's metaclass takes declared fields off the class.
+    fields = serializers.DictField(  # type: ignore[assignment]
         child=serializers.JSONField(), required=False, help_text="Per-field messages."
     )
 
@@ -561,7 +563,8 @@ class ToolsetToolSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     input_schema = serializers.JSONField()
-    read_only = serializers.BooleanField(help_text="The server's readOnlyHint.")
+    # A field named like a Field attribute: DRF's metaclass takes declared fields off the class.
+    read_only = serializers.BooleanField(help_text="The server's readOnlyHint.")  # type: ignore[assignment]
     policy = serializers.ChoiceField(choices=ToolsetTool.Policy.choices)
     policy_overridden = serializers.BooleanField(help_text="Set by staff; kept by refreshes.")
     available = serializers.BooleanField(help_text="False once the server stopped listing it.")

@@ -1,23 +1,24 @@
 """REST endpoints: thin adapters that parse, check access, call a service or selector, format.
 
-Every write goes through `planboard.services` with `Actor.person(request.user)`, exactly like
+Every write goes through `planboard.services` with `Actor.person(signed_in(request))`, exactly like
 the agent tools do, and answers with the fresh plan snapshot. Business-rule failures arrive as
 `PlanError` and become JSON errors in `planboard.api.errors`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.auth import authenticate
 from django.contrib.auth.signals import user_logged_in
 from django.db import transaction
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
-from rest_framework.authentication import SessionAuthentication
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.decorators import (
     api_view,
     authentication_classes,
@@ -25,8 +26,13 @@ from rest_framework.decorators import (
 )
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.filters import OrderingFilter
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import (
+    BasePermission,
+    IsAuthenticated,
+    OperandHolder,
+    SingleOperandHolder,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, BaseThrottle, ScopedRateThrottle
@@ -61,6 +67,7 @@ from planboard.snapshots import (
     serialize_session,
     serialize_tool_call,
 )
+from planboard.users import signed_in
 
 # Path ids are at most 18 digits (see urls.py), so they always fit a 64-bit column.
 ID_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
@@ -107,11 +114,17 @@ def query_dict(request: Request) -> dict[str, str]:
 
 
 class ApiDefaults:
+    # Typed as APIView types them, so the views that mix this in agree with their base.
     # Token first so that an anonymous request gets 401 with `WWW-Authenticate: Token`.
-    authentication_classes = [ExpiringTokenAuthentication, SessionAuthentication]
-    permission_classes = [IsAuthenticated]
+    authentication_classes: Sequence[type[BaseAuthentication]] = [
+        ExpiringTokenAuthentication,
+        SessionAuthentication,
+    ]
+    permission_classes: Sequence[type[BasePermission] | OperandHolder | SingleOperandHolder] = [
+        IsAuthenticated
+    ]
     # JSON bodies only: the strict types of the serializers are JSON types.
-    parser_classes = [JSONParser]
+    parser_classes: Sequence[type[BaseParser]] = [JSONParser]
 
 
 class ApiView(ApiDefaults, APIView):
@@ -196,7 +209,7 @@ class TokenView(APIView):
         description="The token stops working at once; POST a password again for a new one.",
     )
     def delete(self, request: Request) -> Response:
-        services.token_revoke(user=request.user)
+        services.token_revoke(user=signed_in(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -214,22 +227,18 @@ class SessionListView(ApiDefaults, generics.ListAPIView):
     serializer_class = s.SessionListItemSerializer
 
     def get_queryset(self) -> QuerySet[ChatSession]:
-        latest = AgentRun.objects.filter(session=OuterRef("pk")).order_by("-id").values("id")[:1]
         return (
-            selectors.sessions_visible_to(self.request.user)
+            selectors.sessions_visible_to(signed_in(self.request))
             .select_related("owner")
-            .annotate(latest_run_id=Subquery(latest))
             .order_by("-updated_at", "-id")
         )
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.get_queryset())
+        assert page is not None, "REST_FRAMEWORK sets a paginator for every list"
         # The latest runs of the whole page in one query.
-        runs = AgentRun.objects.in_bulk([x.latest_run_id for x in page if x.latest_run_id])
-        rows = [
-            {**serialize_session(x), "latest_run": serialize_run(runs.get(x.latest_run_id))}
-            for x in page
-        ]
+        runs = selectors.latest_runs_by_session([x.pk for x in page])
+        rows = [{**serialize_session(x), "latest_run": serialize_run(runs.get(x.pk))} for x in page]
         return self.get_paginated_response(rows)
 
     @extend_schema(
@@ -240,7 +249,7 @@ class SessionListView(ApiDefaults, generics.ListAPIView):
     )
     def post(self, request: Request) -> Response:
         data = parse(s.SessionCreateSerializer, request.data)
-        session = services.session_create(owner=request.user, **data)
+        session = services.session_create(owner=signed_in(request), **data)
         return Response(
             selectors.session_snapshot(session_id=session.pk), status=status.HTTP_201_CREATED
         )
@@ -254,7 +263,7 @@ class SessionDetailView(ApiView):
         summary="A session with its current plan snapshot (or null) and its latest run.",
     )
     def get(self, request: Request, session_id: int) -> Response:
-        visible_session(request.user, session_id)
+        visible_session(signed_in(request), session_id)
         return Response(selectors.session_snapshot(session_id=session_id))
 
     @extend_schema(
@@ -265,7 +274,7 @@ class SessionDetailView(ApiView):
         summary="Change the session's settings.",
     )
     def patch(self, request: Request, session_id: int) -> Response:
-        editable_session(request.user, session_id)
+        editable_session(signed_in(request), session_id)
         data = parse(s.SessionUpdateSerializer, request.data)
         toolsets = data.pop("toolsets", None)
         with transaction.atomic():  # settings and toolsets change together or not at all
@@ -273,7 +282,7 @@ class SessionDetailView(ApiView):
                 services.session_update(session_id=session_id, **data)
             if toolsets is not None:
                 services.session_set_toolsets(
-                    session_id=session_id, toolset_ids=toolsets, user=request.user
+                    session_id=session_id, toolset_ids=toolsets, user=signed_in(request)
                 )
         return Response(selectors.session_snapshot(session_id=session_id))
 
@@ -292,7 +301,7 @@ class SessionMessagesView(ApiView):
         summary="The transcript, oldest first; page on with `after` = the last id you have.",
     )
     def get(self, request: Request, session_id: int) -> Response:
-        visible_session(request.user, session_id)
+        visible_session(signed_in(request), session_id)
         query = parse(s.MessagesQuerySerializer, query_dict(request))
         limit = query["limit"]
         # One extra row tells whether another page follows.
@@ -313,10 +322,10 @@ class SessionMessagesView(ApiView):
         summary="Write to the agent: queues a run, or feeds the active one.",
     )
     def post(self, request: Request, session_id: int) -> Response:
-        editable_session(request.user, session_id)
+        editable_session(signed_in(request), session_id)
         data = parse(s.MessageCreateSerializer, request.data)
         message, run = services.message_post(
-            session_id=session_id, author=request.user, content=data["content"]
+            session_id=session_id, author=signed_in(request), content=data["content"]
         )
         body = {"message": serialize_message(message), "run": serialize_run(run)}
         return Response(body, status=status.HTTP_202_ACCEPTED)
@@ -331,7 +340,7 @@ class SessionCancelView(ApiView):
         summary="Stop the session's active or waiting run.",
     )
     def post(self, request: Request, session_id: int) -> Response:
-        editable_session(request.user, session_id)
+        editable_session(signed_in(request), session_id)
         run = services.run_cancel(session_id=session_id)
         return Response({"run": serialize_run(run)})
 
@@ -402,8 +411,10 @@ class PlanListView(ApiDefaults, generics.ListAPIView):
     ordering = ["-created_at", "-id"]
 
     def get_queryset(self) -> QuerySet[Plan]:
+        if getattr(self, "swagger_fake_view", False):
+            return Plan.objects.none()  # the schema generator's request has nobody signed in
         return (
-            selectors.plans_visible_to(self.request.user)
+            selectors.plans_visible_to(signed_in(self.request))
             .select_related("owner")
             .annotate(**{f"count_{state}": _count(state) for state in State.values})
         )
@@ -411,6 +422,7 @@ class PlanListView(ApiDefaults, generics.ListAPIView):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
+        assert page is not None, "REST_FRAMEWORK sets a paginator for every list"
         return self.get_paginated_response([plan_list_row(plan) for plan in page])
 
 
@@ -422,7 +434,7 @@ class PlanDetailView(ApiView):
         summary="The plan snapshot: header and subtasks in order.",
     )
     def get(self, request: Request, plan_id: int) -> Response:
-        visible_plan(request.user, plan_id)
+        visible_plan(signed_in(request), plan_id)
         return Response(selectors.plan_snapshot(plan_id=plan_id))
 
     @extend_schema(
@@ -433,9 +445,9 @@ class PlanDetailView(ApiView):
         summary="Edit the plan's text, and/or finish it (state done/abandoned + outcome).",
     )
     def patch(self, request: Request, plan_id: int) -> Response:
-        editable_plan(request.user, plan_id)
+        editable_plan(signed_in(request), plan_id)
         data = parse(s.PlanUpdateSerializer, request.data)
-        actor = Actor.person(request.user)
+        actor = Actor.person(signed_in(request))
         version = data.pop("expected_version", None)
         services.plan_change(
             plan_id=plan_id,
@@ -457,9 +469,11 @@ class PlanSubtasksView(ApiView):
         summary="Add a subtask (appended, or inserted before `index`).",
     )
     def post(self, request: Request, plan_id: int) -> Response:
-        editable_plan(request.user, plan_id)
+        editable_plan(signed_in(request), plan_id)
         data = parse(s.SubtaskCreateSerializer, request.data)
-        subtask = services.subtask_add(plan_id=plan_id, actor=Actor.person(request.user), **data)
+        subtask = services.subtask_add(
+            plan_id=plan_id, actor=Actor.person(signed_in(request)), **data
+        )
         return Response(plan_result(plan_id, subtask_id=subtask.pk), status=201)
 
 
@@ -472,9 +486,9 @@ class SubtaskDetailView(ApiView):
         summary="Edit a subtask's text, set its state, and/or move it to `index`.",
     )
     def patch(self, request: Request, plan_id: int, subtask_id: int) -> Response:
-        editable_plan(request.user, plan_id)
+        editable_plan(signed_in(request), plan_id)
         data = parse(s.SubtaskUpdateSerializer, request.data)
-        actor = Actor.person(request.user)
+        actor = Actor.person(signed_in(request))
         version = data.pop("expected_version", None)
         state = data.pop("state", None)
         # With a new state the outcome belongs to it (e.g. done + what was achieved).
@@ -500,11 +514,11 @@ class SubtaskDetailView(ApiView):
         summary="Delete a subtask; later ones move up.",
     )
     def delete(self, request: Request, plan_id: int, subtask_id: int) -> Response:
-        editable_plan(request.user, plan_id)
+        editable_plan(signed_in(request), plan_id)
         query = parse(s.VersionQuerySerializer, query_dict(request))
         gone = services.subtask_delete(
             plan_id=plan_id,
-            actor=Actor.person(request.user),
+            actor=Actor.person(signed_in(request)),
             subtask_id=subtask_id,
             expected_version=query.get("expected_version"),
         )
@@ -519,7 +533,7 @@ class PlanEventsView(ApiView):
         summary="The plan's history, oldest first; page on with `since` = the last version.",
     )
     def get(self, request: Request, plan_id: int) -> Response:
-        visible_plan(request.user, plan_id)
+        visible_plan(signed_in(request), plan_id)
         query = parse(s.EventsQuerySerializer, query_dict(request))
         limit = query["limit"]
         events = selectors.plan_events_since(
@@ -550,7 +564,7 @@ def _profiles_for(user: Any) -> QuerySet[AgentProfile]:
 
 
 def _staff_only(request: Request) -> None:
-    if not request.user.is_staff:
+    if not signed_in(request).is_staff:
         raise PermissionDenied("Only staff manage agent profiles.")
 
 
@@ -564,7 +578,7 @@ class ProfileListView(ApiView):
         summary="Agent profiles you may use (staff: all of them).",
     )
     def get(self, request: Request) -> Response:
-        return Response([serialize_profile(p) for p in _profiles_for(request.user)])
+        return Response([serialize_profile(p) for p in _profiles_for(signed_in(request))])
 
     @extend_schema(
         tags=["profiles"],
@@ -580,7 +594,7 @@ class ProfileListView(ApiView):
 
 class ProfileDetailView(ApiView):
     def _get(self, request: Request, profile_id: int) -> AgentProfile:
-        profile = _profiles_for(request.user).filter(pk=profile_id).first()
+        profile = _profiles_for(signed_in(request)).filter(pk=profile_id).first()
         if profile is None:
             raise NotFound("No such agent profile.")
         return profile
@@ -633,13 +647,13 @@ CALL_ID = OpenApiParameter(
 
 
 def _staff_only_toolsets(request: Request) -> None:
-    if not request.user.is_staff:
+    if not signed_in(request).is_staff:
         raise PermissionDenied("Only staff configure toolsets.")
 
 
 def _toolset_for(request: Request, toolset_id: int) -> Toolset:
     toolset = (
-        selectors.toolset_rows(selectors.toolsets_visible_to(request.user))
+        selectors.toolset_rows(selectors.toolsets_visible_to(signed_in(request)))
         .filter(pk=toolset_id)
         .first()
     )
@@ -649,7 +663,7 @@ def _toolset_for(request: Request, toolset_id: int) -> Toolset:
 
 
 def _toolset_body(request: Request, toolset_id: int) -> dict[str, Any]:
-    return selectors.toolset_data(_toolset_for(request, toolset_id), user=request.user)
+    return selectors.toolset_data(_toolset_for(request, toolset_id), user=signed_in(request))
 
 
 class ToolsetListView(ApiView):
@@ -659,8 +673,8 @@ class ToolsetListView(ApiView):
         summary="Toolsets (MCP servers) you may use; staff see all and how they are reached.",
     )
     def get(self, request: Request) -> Response:
-        rows = selectors.toolset_rows(selectors.toolsets_visible_to(request.user))
-        return Response([selectors.toolset_data(t, user=request.user) for t in rows])
+        rows = selectors.toolset_rows(selectors.toolsets_visible_to(signed_in(request)))
+        return Response([selectors.toolset_data(t, user=signed_in(request)) for t in rows])
 
     @extend_schema(
         tags=["toolsets"],
@@ -671,7 +685,7 @@ class ToolsetListView(ApiView):
     def post(self, request: Request) -> Response:
         _staff_only_toolsets(request)
         data = parse(s.ToolsetWriteSerializer, request.data)
-        toolset = services.toolset_create(user=request.user, **data)
+        toolset = services.toolset_create(user=signed_in(request), **data)
         return Response(_toolset_body(request, toolset.pk), status=status.HTTP_201_CREATED)
 
 
@@ -696,7 +710,7 @@ class ToolsetDetailView(ApiView):
         _toolset_for(request, toolset_id)
         _staff_only_toolsets(request)
         data = parse(s.ToolsetWriteSerializer, request.data)
-        services.toolset_update(toolset_id=toolset_id, user=request.user, **data)
+        services.toolset_update(toolset_id=toolset_id, user=signed_in(request), **data)
         return Response(_toolset_body(request, toolset_id))
 
     @extend_schema(
@@ -743,7 +757,7 @@ class SessionToolCallsView(ApiView):
         summary="The session's external tool calls (waiting and past), oldest first.",
     )
     def get(self, request: Request, session_id: int) -> Response:
-        visible_session(request.user, session_id)
+        visible_session(signed_in(request), session_id)
         query = parse(s.ToolCallsQuerySerializer, query_dict(request))
         calls = selectors.session_tool_calls(session_id=session_id, status=query.get("status"))
         return Response({"results": calls})
@@ -758,12 +772,12 @@ class ToolCallDecisionView(ApiView):
         summary="Approve or deny a tool call waiting for a decision (owner or staff).",
     )
     def post(self, request: Request, session_id: int, call_id: str) -> Response:
-        editable_session(request.user, session_id)
+        editable_session(signed_in(request), session_id)
         if not ToolCall.objects.filter(session_id=session_id, tool_call_id=call_id).exists():
             raise NotFound(f"This session has no tool call {call_id!r}.")
         data = parse(s.ToolCallDecisionSerializer, request.data)
         record = services.tool_call_decide(
-            session_id=session_id, tool_call_id=call_id, user=request.user, **data
+            session_id=session_id, tool_call_id=call_id, user=signed_in(request), **data
         )
         run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
         return Response({"tool_call": serialize_tool_call(record), "run": serialize_run(run)})
@@ -788,7 +802,7 @@ class SessionFilesView(ApiView):
         summary="The files the agent wrote in this session (its workspace), by path.",
     )
     def get(self, request: Request, session_id: int) -> Response:
-        visible_session(request.user, session_id)
+        visible_session(signed_in(request), session_id)
         return Response({"results": selectors.session_files(session_id=session_id)})
 
 
@@ -806,7 +820,7 @@ class SessionFileView(ApiView):
         summary="Download one file of the session's workspace.",
     )
     def get(self, request: Request, session_id: int, file_path: str) -> HttpResponse:
-        visible_session(request.user, session_id)
+        visible_session(signed_in(request), session_id)
         file = selectors.workspace_file(session_id=session_id, path=file_path)
         if file is None:
             raise NotFound("This session has no such file.")

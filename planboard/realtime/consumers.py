@@ -33,7 +33,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import get_user, get_user_model
 from django.core.exceptions import ObjectDoesNotExist
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 
 from planboard import broadcast, selectors
 from planboard.models import ChatSession, Plan
@@ -56,7 +56,7 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
     """Shared connect/refuse/resync/forward logic; subclasses say what they follow."""
 
     target_kwarg = ""
-    model: type[Model]
+    model: type[ChatSession] | type[Plan]
     revoked = False
 
     async def connect(self) -> None:
@@ -208,6 +208,7 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
             # The login behind the cookie must still exist (logout, expiry and password
             # changes end it); Django's own check, on a fresh copy of the session.
             store = import_module(settings.SESSION_ENGINE).SessionStore(self.login_key)
+            # get_user reads only `.session`; the stub asks for a whole HttpRequest.
             if get_user(SimpleNamespace(session=store)).pk != user.pk:  # type: ignore[arg-type]
                 return CLOSE_FORBIDDEN
         return None if self.visible(user) else CLOSE_FORBIDDEN

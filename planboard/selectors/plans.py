@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from planboard.models import (
@@ -23,12 +23,13 @@ from planboard.models import (
 )
 from planboard.selectors import rows
 from planboard.selectors.access import plans_visible_to
+from planboard.shapes import PlanEventData, PlanSnapshot
 from planboard.snapshots import (
-    Snapshot,
     apply_event,
     build_plan_snapshot_from_values,
     serialize_event,
     serialize_usage,
+    snapshot_before,
 )
 
 # History filter values beyond the plan states: every finished plan, or every plan.
@@ -36,7 +37,7 @@ STATE_FILTER_FINISHED = "finished"
 STATE_FILTER_ALL = "all"
 
 
-def plan_snapshot(*, plan_id: int) -> Snapshot:
+def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
     # The hottest read of all (every tool call, hint and socket connect): planboard.selectors.rows
     plan = rows.plan(plan_id)
     if plan is None:
@@ -46,7 +47,7 @@ def plan_snapshot(*, plan_id: int) -> Snapshot:
 
 def plan_events_since(
     *, plan_id: int, version: int, limit: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[PlanEventData]:
     """Events after `version`, oldest first."""
     queryset = (
         PlanEvent.objects.filter(plan_id=plan_id, version__gt=version)
@@ -58,7 +59,7 @@ def plan_events_since(
     return [serialize_event(e) for e in queryset]
 
 
-def plan_events_window(*, plan_id: int, last: int) -> tuple[list[dict[str, Any]], int]:
+def plan_events_window(*, plan_id: int, last: int) -> tuple[list[PlanEventData], int]:
     """The newest `last` events, oldest first, and how many earlier ones were left out."""
     newest = list(
         PlanEvent.objects.filter(plan_id=plan_id)
@@ -70,13 +71,14 @@ def plan_events_window(*, plan_id: int, last: int) -> tuple[list[dict[str, Any]]
     return events, earlier
 
 
-def plan_snapshot_at(*, plan_id: int, version: int) -> dict[str, Any]:
+def plan_snapshot_at(*, plan_id: int, version: int) -> PlanSnapshot | None:
     """The plan as it was at `version`, rebuilt from its history (the review page's starting
-    board when it shows only the newest changes)."""
-    snapshot: dict[str, Any] = {"version": 0, "subtasks": []}
+    board when it shows only the newest changes); None before its first event."""
+    snapshot: PlanSnapshot | None = None
     events = PlanEvent.objects.filter(plan_id=plan_id, version__lte=version).order_by("version")
     for event in events.select_related("plan", "actor_user", "actor_run").iterator():
-        snapshot = apply_event(snapshot, serialize_event(event))
+        data = serialize_event(event)
+        snapshot = apply_event(snapshot or snapshot_before(data), data)
     return snapshot
 
 
@@ -100,7 +102,7 @@ def plan_unseen_edits(*, plan_id: int) -> list[dict[str, Any]]:
     ]
 
 
-def historical_plans(*, owner: AbstractBaseUser) -> QuerySet[Plan]:
+def historical_plans(*, owner: User) -> QuerySet[Plan]:
     """The owner's finished and abandoned plans, newest first."""
     return Plan.objects.filter(owner=owner, state__in=["done", "abandoned"]).order_by(
         "-created_at", "-id"
@@ -142,7 +144,7 @@ def plans_of_team(plans: QuerySet[Plan], team_id: int) -> QuerySet[Plan]:
     return plans.filter(owner_id__in=members)
 
 
-def _teams_known_to(user: AbstractBaseUser) -> QuerySet[Team]:
+def _teams_known_to(user: User) -> QuerySet[Team]:
     teams = Team.objects.all()
     if not user.is_staff:
         # A subquery, not a join: the prefetch's own join to the owner's memberships must not
@@ -152,7 +154,7 @@ def _teams_known_to(user: AbstractBaseUser) -> QuerySet[Team]:
     return teams.order_by("name")
 
 
-def filter_history(user: AbstractBaseUser, filters: dict[str, Any]) -> QuerySet[Plan]:
+def filter_history(user: User, filters: dict[str, Any]) -> QuerySet[Plan]:
     """The plans `user` may read that match the cleaned filters, newest first.
 
     Each plan carries `subtask_total` and `subtask_done` for its progress, and

@@ -16,13 +16,27 @@ from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model
+from django.db.models import Field, Model
 
 from planboard.models import ChatSession, Plan, SubTask
 from planboard.snapshots import SUBTASK_FIELDS
 
 M = TypeVar("M", bound=Model)
 Converter = Callable[[Any, Any, Any], Any]
+
+
+def field_of(model: type[Model], name: str) -> Field[Any, Any]:
+    """The model's concrete field `name` (never a reverse relation)."""
+    found = model._meta.get_field(name)
+    if not isinstance(found, Field):
+        raise TypeError(f"{model.__name__}.{name} is not a concrete field")
+    return found
+
+
+def column_of(field: Field[Any, Any]) -> str:
+    if field.column is None:  # only non-concrete fields lack a column
+        raise TypeError(f"{field} has no column")
+    return field.column
 
 
 @functools.cache
@@ -33,7 +47,7 @@ def _shape(model: type[Model], vendor: str) -> tuple[str, list[str], list[tuple[
     quote = connection.ops.quote_name
     table = model._meta.db_table
     fields = model._meta.concrete_fields
-    columns = ", ".join(f"{quote(table)}.{quote(f.column)}" for f in fields)
+    columns = ", ".join(f"{quote(table)}.{quote(column_of(f))}" for f in fields)
     converters: list[tuple[int, list[Any]]] = []
     for index, field in enumerate(fields):
         column = field.get_col(table)
@@ -86,12 +100,13 @@ def owner_username_join(table: str) -> tuple[str, str]:
     """(select expression, join clause) for the owner's username of rows of `table`."""
     connection = connections[DEFAULT_DB_ALIAS]
     quote = connection.ops.quote_name
-    user_meta = get_user_model()._meta
-    username = user_meta.get_field(get_user_model().USERNAME_FIELD).column
+    user_model = get_user_model()
+    username = column_of(field_of(user_model, user_model.USERNAME_FIELD))
+    user_pk = column_of(field_of(user_model, user_model._meta.pk.name))
     return (
         f'"owner".{quote(username)}',
-        f'INNER JOIN {quote(user_meta.db_table)} "owner" '
-        f'ON "owner".{quote(user_meta.pk.column)} = {quote(table)}."owner_id"',
+        f'INNER JOIN {quote(user_model._meta.db_table)} "owner" '
+        f'ON "owner".{quote(user_pk)} = {quote(table)}."owner_id"',
     )
 
 
@@ -138,7 +153,7 @@ def _subtask_values_shape(vendor: str) -> tuple[str, list[tuple[int, list[Any]]]
     connection = connections[DEFAULT_DB_ALIAS]
     quote = connection.ops.quote_name
     table = SubTask._meta.db_table
-    fields = [SubTask._meta.get_field(name) for name in SUBTASK_FIELDS]
+    fields = [field_of(SubTask, name) for name in SUBTASK_FIELDS]
     converters: list[tuple[int, list[Any]]] = []
     for index, field in enumerate(fields):
         column = field.get_col(table)
@@ -146,7 +161,7 @@ def _subtask_values_shape(vendor: str) -> tuple[str, list[tuple[int, list[Any]]]
         if found:
             converters.append((index, [(fn, column) for fn in found]))
     sql = (
-        f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(table)} "
+        f"SELECT {', '.join(quote(column_of(f)) for f in fields)} FROM {quote(table)} "
         f"WHERE {quote('plan_id')} = %s ORDER BY {quote('position')}"
     )
     return sql, converters

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count, Max, Q, QuerySet
 
 from planboard import streams
@@ -76,7 +76,7 @@ def latest_runs_by_session(session_ids: list[int]) -> dict[int, AgentRun]:
     return {run.session_id: run for run in AgentRun.objects.filter(pk__in=newest)}
 
 
-def sessions_for_list(user: AbstractBaseUser) -> QuerySet[ChatSession]:
+def sessions_for_list(user: User) -> QuerySet[ChatSession]:
     """Sessions `user` may open, newest activity first, with their current plan's progress."""
     return (
         sessions_visible_to(user)

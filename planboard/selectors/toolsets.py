@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Prefetch, Q, QuerySet
 
 from planboard.models import SessionToolset, ToolCall, Toolset, ToolsetTool
@@ -15,14 +15,14 @@ from planboard.snapshots import serialize_tool_call, serialize_toolset
 TOOL_CALLS_SHOWN = 500
 
 
-def toolsets_usable_by(user: AbstractBaseUser) -> QuerySet[Toolset]:
+def toolsets_usable_by(user: User) -> QuerySet[Toolset]:
     """What a signed-in person may enable in their sessions: every enabled toolset."""
     if not user.is_authenticated:
         return Toolset.objects.none()
     return Toolset.objects.filter(enabled=True)
 
 
-def toolsets_visible_to(user: AbstractBaseUser) -> QuerySet[Toolset]:
+def toolsets_visible_to(user: User) -> QuerySet[Toolset]:
     """Staff see (and configure) every toolset; everyone else those they may use."""
     if user.is_authenticated and user.is_staff:
         return Toolset.objects.all()
@@ -36,7 +36,7 @@ def toolset_rows(queryset: QuerySet[Toolset]) -> QuerySet[Toolset]:
     )
 
 
-def toolset_data(toolset: Toolset, *, user: AbstractBaseUser) -> dict[str, Any]:
+def toolset_data(toolset: Toolset, *, user: User) -> dict[str, Any]:
     return serialize_toolset(toolset, list(toolset.tools.all()), configuration=bool(user.is_staff))
 
 
@@ -87,7 +87,7 @@ def tool_call_flags(*, session_id: int) -> tuple[set[tuple[int, str]], list[Tool
     for record in ToolCall.objects.filter(
         Q(always_allow=True) | Q(status=ToolCall.Status.PENDING), session_id=session_id
     ).order_by("id"):
-        if record.always_allow:
+        if record.always_allow and record.toolset_id is not None:
             allowed.add((record.toolset_id, record.tool))
         if record.status == ToolCall.Status.PENDING:
             pending.append(record)

@@ -10,11 +10,11 @@ user's whole account) and never block inserts that merely reference the locked r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -33,6 +33,7 @@ from planboard.models import (
     SubTask,
 )
 from planboard.services import _rows
+from planboard.shapes import PlanPatch
 from planboard.snapshots import (
     serialize_event,
     serialize_plan_header,
@@ -44,11 +45,11 @@ from planboard.snapshots import (
 class Actor:
     """Who makes a change: a person, an agent run, or the system (user and run both None)."""
 
-    user: AbstractBaseUser | None = None
+    user: User | None = None
     run: AgentRun | None = None
 
     @classmethod
-    def person(cls, user: AbstractBaseUser) -> Actor:
+    def person(cls, user: User) -> Actor:
         return cls(user=user)
 
     @classmethod
@@ -248,7 +249,7 @@ def _record(
         _sync_plan_state(plan, subtasks)
     plan.version += 1
     _rows.update(plan, PLAN_WRITTEN_FIELDS)
-    patch: dict[str, Any] = {
+    patch: PlanPatch = {
         "plan": serialize_plan_header(plan),
         "upsert": [serialize_subtask(s) for s in upsert],
         "remove": list(remove),
@@ -274,7 +275,7 @@ def _record(
     return event
 
 
-def _publish_session(session_id: int, payload: dict[str, Any]) -> None:
+def _publish_session(session_id: int, payload: Mapping[str, Any]) -> None:
     transaction.on_commit(lambda: broadcast.publish([broadcast.session_group(session_id)], payload))
 
 

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 
 from planboard.models import ChatSession, Plan
 from planboard.selectors import rows
 
 
-def _connection():  # type: ignore[no-untyped-def]
+def _connection() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
@@ -83,23 +84,22 @@ def lock_session(session_id: int) -> ChatSession | None:
     return session
 
 
-def _fields(model: type[Model], names: Sequence[str]) -> list[Field]:  # type: ignore[type-arg]
+def _fields(model: type[Model], names: Sequence[str]) -> list[Field[Any, Any]]:
     """The named fields plus the model's `auto_now` fields (as a whole-row save would)."""
-    meta = model._meta
-    chosen = [meta.get_field(name) for name in names]
+    chosen = [rows.field_of(model, name) for name in names]
     chosen += [
         f
-        for f in meta.concrete_fields
+        for f in model._meta.concrete_fields
         if getattr(f, "auto_now", False) and f not in chosen  # e.g. updated_at
     ]
-    return chosen  # type: ignore[return-value]
+    return chosen
 
 
 @functools.cache
 def _update_sql(model: type[Model], columns: tuple[str, ...]) -> str:
     quote = _connection().ops.quote_name
     assignments = ", ".join(f"{quote(column)} = %s" for column in columns)
-    pk = quote(model._meta.pk.column)
+    pk = quote(rows.column_of(model._meta.pk))
     return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {pk} = %s"
 
 
@@ -108,18 +108,18 @@ def update(obj: Model, names: Sequence[str]) -> None:
     connection = _connection()
     fields = _fields(type(obj), names)
     values = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in fields]
-    sql = _update_sql(type(obj), tuple(f.column for f in fields))
+    sql = _update_sql(type(obj), tuple(rows.column_of(f) for f in fields))
     with connection.cursor() as cursor:
         cursor.execute(sql, [*values, obj.pk])
 
 
 @functools.cache
-def _insert_sql(model: type[Model], returning: bool) -> tuple[str, tuple[Field, ...]]:  # type: ignore[type-arg]
+def _insert_sql(model: type[Model], returning: bool) -> tuple[str, tuple[Field[Any, Any], ...]]:
     quote = _connection().ops.quote_name
     fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
-    names = ", ".join(quote(f.column) for f in fields)
+    names = ", ".join(quote(rows.column_of(f)) for f in fields)
     marks = ", ".join(["%s"] * len(fields))
-    tail = f" RETURNING {quote(model._meta.pk.column)}" if returning else ""
+    tail = f" RETURNING {quote(rows.column_of(model._meta.pk))}" if returning else ""
     return f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES ({marks}){tail}", fields
 
 
@@ -140,7 +140,7 @@ def insert(obj: Model) -> None:
 def _add_sql(model: type[Model], columns: tuple[str, ...], extra: tuple[str, ...]) -> str:
     quote = _connection().ops.quote_name
     assignments = ", ".join(f"{quote(c)} = {quote(c)} + %s" for c in columns)
-    where = " AND ".join(f"{quote(c)} = %s" for c in (model._meta.pk.column, *extra))
+    where = " AND ".join(f"{quote(c)} = %s" for c in (rows.column_of(model._meta.pk), *extra))
     return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {where}"
 
 
@@ -150,9 +150,8 @@ def add(
     """Add `amounts` ({field: number}) to one row's counters, atomically in the database
     (`F(field) + amount`), optionally only if it also matches `where` ({field: value})."""
     connection = _connection()
-    meta = model._meta
-    fields = [meta.get_field(name) for name in amounts]
-    conditions = [meta.get_field(name) for name in (where or {})]
+    fields = [rows.field_of(model, name) for name in amounts]
+    conditions = [rows.field_of(model, name) for name in (where or {})]
     values = [
         f.get_db_prep_save(amount, connection)
         for f, amount in zip(fields, amounts.values(), strict=True)
@@ -162,6 +161,10 @@ def add(
         f.get_db_prep_value(v, connection)
         for f, v in zip(conditions, (where or {}).values(), strict=True)
     ]
-    sql = _add_sql(model, tuple(f.column for f in fields), tuple(f.column for f in conditions))
+    sql = _add_sql(
+        model,
+        tuple(rows.column_of(f) for f in fields),
+        tuple(rows.column_of(f) for f in conditions),
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, values)

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -58,9 +58,7 @@ def _publish_run(run: AgentRun) -> None:
     _publish_session(run.session_id, {"type": "session.run", "run": serialize_run(run)})
 
 
-def message_post(
-    *, session_id: int, author: AbstractBaseUser, content: str
-) -> tuple[Message, AgentRun]:
+def message_post(*, session_id: int, author: User, content: str) -> tuple[Message, AgentRun]:
     """A person writes to the agent: store the message and make sure a run will read it.
 
     An active run sees the message at its next step; a run waiting for the user's go-ahead
@@ -98,7 +96,7 @@ def message_post(
 def message_record_agent(
     *,
     session_id: int,
-    run_id: int,
+    run_id: int | None,
     role: str,
     content: str = "",
     tool_calls: list[dict[str, Any]] | None = None,
@@ -323,7 +321,8 @@ def run_record_step(
         session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
     # One prepared statement each (planboard/services/_rows.py): this runs on every step.
     used = prompt + completion
-    _rows.add(ChatSession, session_id, {"spent_usd": cost, "spent_tokens": used})
+    if session_id is not None:
+        _rows.add(ChatSession, session_id, {"spent_usd": cost, "spent_tokens": used})
     if plan_id is not None:
         _rows.add(Plan, plan_id, {"cost_usd": cost, "tokens": used})
         if subtask_id is not None:

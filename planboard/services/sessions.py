@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from planboard import selectors
@@ -83,7 +83,7 @@ def _clean_limit(value: Any, *, field: str, money: bool = False) -> Any:
 
 def session_create(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     title: str = "",
     need_user_confirm: bool = True,
     max_subtasks: int | None = None,

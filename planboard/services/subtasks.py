@@ -33,6 +33,7 @@ from planboard.services._core import (
     _record,
     _subtask_limit,
 )
+from planboard.shapes import SubtaskSnapshot
 from planboard.snapshots import (
     serialize_subtask,
 )
@@ -139,7 +140,7 @@ def subtask_update(
 
 def subtask_delete(
     *, plan_id: int, actor: Actor, subtask_id: int, expected_version: int | None = None
-) -> dict[str, Any]:
+) -> SubtaskSnapshot:
     """Remove a subtask; later ones move up. Returns the deleted subtask as it was."""
     with transaction.atomic():
         plan = _lock_open_plan(plan_id, expected_version=expected_version)

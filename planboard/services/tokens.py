@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -31,7 +31,7 @@ def token_expire_if_stale(token: Token) -> bool:
 
 
 @transaction.atomic
-def token_issue(*, user: AbstractBaseUser) -> Token:
+def token_issue(*, user: User) -> Token:
     """The user's token, a new one when there is none or the old one has expired."""
     token, created = Token.objects.select_for_update().get_or_create(user=user)
     if not created and token_is_expired(token):
@@ -40,7 +40,7 @@ def token_issue(*, user: AbstractBaseUser) -> Token:
     return token
 
 
-def token_revoke(*, user: AbstractBaseUser) -> bool:
+def token_revoke(*, user: User) -> bool:
     """Deletes the user's token; False when there was none."""
     deleted, _ = Token.objects.filter(user=user).delete()
     return deleted > 0

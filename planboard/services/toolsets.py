@@ -14,8 +14,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -209,7 +210,7 @@ def _check_complete(toolset: Toolset) -> None:
         raise PlanError("An http toolset needs the 'url' of its server.")
 
 
-def _require_staff_for_programs(user: AbstractBaseUser | None, toolset: Toolset) -> None:
+def _require_staff_for_programs(user: User | None, toolset: Toolset) -> None:
     # A stdio toolset runs a program on our machines: only staff may say which one.
     if toolset.kind == Toolset.Kind.STDIO and not (user is not None and user.is_staff):
         raise Forbidden("Only staff may set up toolsets that start a program (stdio).")
@@ -218,7 +219,7 @@ def _require_staff_for_programs(user: AbstractBaseUser | None, toolset: Toolset)
 # --- toolsets ---------------------------------------------------------------------------------
 
 
-def toolset_create(*, user: AbstractBaseUser | None, **fields: Any) -> Toolset:
+def toolset_create(*, user: User | None, **fields: Any) -> Toolset:
     cleaned = clean_toolset(fields, updating=False)
     if "name" not in cleaned or "kind" not in cleaned:
         raise PlanError("'name' and 'kind' are required.")
@@ -237,7 +238,7 @@ def toolset_create(*, user: AbstractBaseUser | None, **fields: Any) -> Toolset:
     return toolset
 
 
-def toolset_update(*, toolset_id: int, user: AbstractBaseUser | None, **fields: Any) -> Toolset:
+def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Toolset:
     """Change a toolset. `env` and `headers` are merged: a name given a value is set, a name
     given null removes it, names left out keep their (unseen) secret values. `tool_policies`
     overrides tools' approval policies (null returns a tool to its default)."""
@@ -395,7 +396,7 @@ def _clean_toolset_ids(value: Any) -> list[int]:
     return sorted(set(value))
 
 
-def set_session_toolsets(session_id: int, value: Any, *, user: AbstractBaseUser | None) -> None:
+def set_session_toolsets(session_id: int, value: Any, *, user: User | None) -> None:
     """Within the caller's transaction, holding the session's lock."""
     wanted = _clean_toolset_ids(value)
     usable = (
@@ -420,7 +421,7 @@ def set_session_toolsets(session_id: int, value: Any, *, user: AbstractBaseUser 
 
 
 def session_set_toolsets(
-    *, session_id: int, toolset_ids: list[int], user: AbstractBaseUser | None = None
+    *, session_id: int, toolset_ids: list[int], user: User | None = None
 ) -> list[int]:
     """The toolsets a session's agent may use, replacing the previous choice; `user` (when
     given) must own the session or be staff, and may pick only toolsets they may use."""
@@ -552,7 +553,7 @@ def tool_call_decide(
     *,
     session_id: int,
     tool_call_id: str,
-    user: AbstractBaseUser,
+    user: User,
     decision: str,
     note: str = "",
     always_allow: bool = False,
@@ -596,9 +597,14 @@ def tool_call_decide(
         record.save(update_fields=["status", "note", "decided_by", "decided_at", "always_allow"])
         _publish_tool_call(record)
         if always_allow:
+            same_toolset = (
+                Q(toolset__isnull=True)
+                if record.toolset_id is None
+                else Q(toolset_id=record.toolset_id)
+            )
             for other in ToolCall.objects.select_for_update(no_key=True).filter(
+                same_toolset,
                 session_id=session_id,
-                toolset_id=record.toolset_id,
                 tool=record.tool,
                 status=ToolCall.Status.PENDING,
             ):

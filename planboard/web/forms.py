@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -67,11 +69,14 @@ class HistoryFilterForm(forms.Form):
 
     def __init__(
         self,
-        *args: object,
+        *args: Any,
         owners: list[tuple[str, str]],
         teams: list[tuple[str, str]],
-        **kwargs: object,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.fields["owner"].choices = [("", _("Anyone")), *owners]
-        self.fields["team"].choices = [("", _("Any team")), *teams]
+        super().__init__(*args, **kwargs)
+        owner_field, team_field = self.fields["owner"], self.fields["team"]
+        assert isinstance(owner_field, forms.ChoiceField)
+        assert isinstance(team_field, forms.ChoiceField)
+        owner_field.choices = [("", _("Anyone")), *owners]
+        team_field.choices = [("", _("Any team")), *teams]

@@ -13,7 +13,7 @@ from typing import Any
 
 from axes.helpers import get_cool_off
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -24,6 +24,7 @@ from django.views.decorators.http import require_http_methods
 from planboard import selectors, services, workspace
 from planboard.exceptions import PlanError
 from planboard.models import ChatSession, Plan
+from planboard.users import signed_in
 from planboard.web.forms import HistoryFilterForm, SessionCreateForm
 from planboard.web.strings import js_strings
 
@@ -46,7 +47,7 @@ def login_locked_out(
     return render(request, "registration/locked_out.html", {"minutes": minutes}, status=429)
 
 
-def _me(user: AbstractBaseUser) -> dict[str, Any]:
+def _me(user: User) -> dict[str, Any]:
     return {"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff}
 
 
@@ -57,27 +58,32 @@ def session_list(request: HttpRequest) -> HttpResponse:
     form = SessionCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            session = services.session_create(owner=request.user, **form.cleaned_data)
+            session = services.session_create(owner=signed_in(request), **form.cleaned_data)
         except PlanError as exc:
             form.add_error(None, exc.message)
         else:
             return HttpResponseRedirect(reverse("web:session", args=[session.pk]))
-    visible = selectors.sessions_for_list(request.user)
-    own = list(visible.filter(owner=request.user)[:SESSION_LIST_LIMIT])
-    shared = list(visible.exclude(owner=request.user)[:SESSION_LIST_LIMIT])
+    me = signed_in(request)
+    visible = selectors.sessions_for_list(me)
+    own = list(visible.filter(owner=me)[:SESSION_LIST_LIMIT])
+    shared = list(visible.exclude(owner=me)[:SESSION_LIST_LIMIT])
     runs = selectors.latest_runs_by_session([s.pk for s in own + shared])
-    for session in own + shared:
-        session.latest_run = runs.get(session.pk)
     return render(
         request,
         "planboard/session_list.html",
-        {"form": form, "own_sessions": own, "shared_sessions": shared, "nav": "sessions"},
+        {
+            # (session, its latest run or None) pairs, for the cards.
+            "own_sessions": [(s, runs.get(s.pk)) for s in own],
+            "shared_sessions": [(s, runs.get(s.pk)) for s in shared],
+            "form": form,
+            "nav": "sessions",
+        },
         status=400 if request.method == "POST" else 200,
     )
 
 
 def _visible_session(request: HttpRequest, session_id: int) -> ChatSession:
-    return get_object_or_404(selectors.sessions_visible_to(request.user), pk=session_id)
+    return get_object_or_404(selectors.sessions_visible_to(signed_in(request)), pk=session_id)
 
 
 @login_required
@@ -113,8 +119,8 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "messages": messages[-REVIEW_MESSAGES:],
         "earlier_messages": len(messages) > REVIEW_MESSAGES,
         "last_plan": last_plan,
-        "me": _me(request.user),
-        "can_edit": selectors.can_edit(request.user, session.owner_id),
+        "me": _me(signed_in(request)),
+        "can_edit": selectors.can_edit(signed_in(request), session.owner_id),
         "history_url": reverse("web:history"),
     }
     return render(
@@ -135,13 +141,13 @@ def history_list(request: HttpRequest) -> HttpResponse:
     """Historical plans the user may read (own; team members' for leads; all for admins)."""
     form = HistoryFilterForm(
         request.GET or None,
-        owners=selectors.owner_choices(request.user),
-        teams=selectors.team_choices(request.user),
+        owners=selectors.owner_choices(signed_in(request)),
+        teams=selectors.team_choices(signed_in(request)),
     )
     filters: dict[str, Any] = {}
     if form.is_bound and form.is_valid():
         filters = form.cleaned_data
-    plans = selectors.filter_history(request.user, filters)
+    plans = selectors.filter_history(signed_in(request), filters)
     paginator = Paginator(plans, HISTORY_PAGE_SIZE)
     page_obj = paginator.get_page(request.GET.get("page"))
     # Keep the filters in the pagination links.
@@ -166,7 +172,8 @@ def history_list(request: HttpRequest) -> HttpResponse:
 def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
     """One plan for review: the final board, its session's transcript, and its timeline."""
     plan: Plan = get_object_or_404(
-        selectors.plans_visible_to(request.user).select_related("owner", "session"), pk=plan_id
+        selectors.plans_visible_to(signed_in(request)).select_related("owner", "session"),
+        pk=plan_id,
     )
     snapshot = selectors.plan_snapshot(plan_id=plan.pk)
     # A long history would make a huge page: embed the newest changes and messages, starting
@@ -187,7 +194,7 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
     messages = messages[-REVIEW_MESSAGES:]
     session_url = None
     if plan.session_id and (
-        selectors.sessions_visible_to(request.user).filter(pk=plan.session_id).exists()
+        selectors.sessions_visible_to(signed_in(request)).filter(pk=plan.session_id).exists()
     ):
         session_url = reverse("web:session", args=[plan.session_id])
     page = {
@@ -199,7 +206,7 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
         "messages": messages,
         "earlier_messages": earlier_messages,
         "session_id": plan.session_id if session_url else None,
-        "me": _me(request.user),
+        "me": _me(signed_in(request)),
         "can_edit": False,
     }
     return render(

@@ -144,3 +144,126 @@ def test_every_path_the_architecture_page_names_exists() -> None:
     assert len(named) > 20
     missing = sorted(path for path in named if not (ROOT / path).exists())
     assert missing == []
+
+
+# --- typed shapes: planboard/shapes.py and frontend/js/types.js ---------------------------
+# mypy (planboard/, agents/) and tsc (frontend/js/) check every use of the shapes on `make
+# test`; these tests keep the two definitions of each shape the same, which neither checker
+# can see.
+
+SHAPES = ROOT / "planboard" / "shapes.py"
+JS_TYPES = ROOT / "frontend" / "js" / "types.js"
+# `@typedef {object} Name` followed by its `@property {...} [name]` lines, or
+# `@typedef {Base & {key: T, ...}} Name`.
+JS_TYPEDEF = re.compile(r"/\*\*(.*?)\*/", re.DOTALL)
+JS_OBJECT_NAME = re.compile(r"@typedef \{object\} (\w+)")
+JS_PROPERTY = re.compile(r"@property \{[^@]*?\} \[?(\w+)\]?")
+JS_INTERSECTION = re.compile(r"@typedef \{(\w+) & \{([^}]*)\}\} (\w+)")
+
+
+def python_shapes(source: str) -> dict[str, set[str]]:
+    """Each TypedDict's keys, its bases' included."""
+    shapes: dict[str, set[str]] = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [ast.unparse(base) for base in node.bases]
+        if not any(base == "TypedDict" or base in shapes for base in bases):
+            continue
+        keys = {
+            item.target.id
+            for item in node.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+        }
+        for base in bases:
+            keys |= shapes.get(base, set())
+        shapes[node.name] = keys
+    return shapes
+
+
+def js_shapes(source: str) -> dict[str, set[str]]:
+    shapes: dict[str, set[str]] = {}
+    for comment in JS_TYPEDEF.findall(source):
+        if named := JS_OBJECT_NAME.search(comment):
+            shapes[named.group(1)] = set(JS_PROPERTY.findall(comment))
+        elif joined := JS_INTERSECTION.search(re.sub(r"\s*\*\s*", " ", comment)):
+            base, extra, name = joined.groups()
+            keys = {part.split(":")[0].strip() for part in extra.split(",") if ":" in part}
+            shapes[name] = shapes.get(base, set()) | keys
+    return shapes
+
+
+def shape_differences(python: dict[str, set[str]], js: dict[str, set[str]]) -> list[str]:
+    differences = []
+    for name, keys in sorted(python.items()):
+        if name not in js:
+            differences.append(f"{name}: no @typedef in frontend/js/types.js")
+        elif keys != js[name]:
+            only_py, only_js = sorted(keys - js[name]), sorted(js[name] - keys)
+            differences.append(f"{name}: only in Python {only_py}, only in JS {only_js}")
+    return differences
+
+
+def test_the_js_typedefs_mirror_the_python_shapes() -> None:
+    python = python_shapes(SHAPES.read_text(encoding="utf-8"))
+    assert {"PlanSnapshot", "SubtaskSnapshot", "PlanEventData", "PlanPatch"} <= set(python)
+    js = js_shapes(JS_TYPES.read_text(encoding="utf-8"))
+    # The event is `PlanEvent` in JS, where no model class takes the name.
+    js["PlanEventData"] = js.pop("PlanEvent", set())
+    assert shape_differences(python, js) == []
+
+
+def test_the_shape_check_catches_a_difference() -> None:
+    python = python_shapes(
+        "class A(TypedDict):\n    id: int\n    name: str\n\nclass B(A):\n    items: list[int]\n"
+    )
+    js = js_shapes(
+        "/**\n * @typedef {object} A\n * @property {number} id\n * @property {string} nmae\n"
+        " */\n/** @typedef {A & {items: number[]}} B */\n"
+    )
+    assert python == {"A": {"id", "name"}, "B": {"id", "name", "items"}}
+    assert shape_differences(python, js) == [
+        "A: only in Python ['name'], only in JS ['nmae']",
+        "B: only in Python ['name'], only in JS ['nmae']",
+    ]
+
+
+# A silenced mypy error names its code and says why: `# type: ignore[code]` below a comment
+# line, or followed by `# why`, explaining the stub gap.
+TYPE_IGNORE = re.compile(r"#\s*type:\s*ignore(\[[\w,\- ]+\])?(\s*#\s*\S)?")
+
+
+def unexplained_type_ignores(path: str, lines: list[str]) -> Iterator[str]:
+    for number, line in enumerate(lines, 1):
+        found = TYPE_IGNORE.search(line)
+        if not found:
+            continue
+        above = lines[number - 2].strip() if number > 1 else ""
+        explained = bool(found.group(2)) or above.startswith("#")
+        if not found.group(1) or not explained:
+            yield f"{path}:{number}: {line.strip()}"
+
+
+def test_every_type_ignore_names_its_error_and_its_reason() -> None:
+    found = [
+        problem
+        for path, _ in source_files()
+        for problem in unexplained_type_ignores(
+            path, (ROOT / path).read_text(encoding="utf-8").splitlines()
+        )
+    ]
+    assert found == []
+
+
+def test_the_type_ignore_check_catches_a_bare_ignore() -> None:
+    lines = [
+        "x: int = f()  # type: ignore",
+        "y: int = f()  # type: ignore[assignment]",
+        "# f's stub returns str; it returns an int here.",
+        "z: int = f()  # type: ignore[assignment]",
+        "w: int = f()  # type: ignore[assignment]  # f's stub returns str",
+    ]
+    assert list(unexplained_type_ignores("m.py", lines)) == [
+        "m.py:1: x: int = f()  # type: ignore",
+        "m.py:2: y: int = f()  # type: ignore[assignment]",
+    ]

@@ -1,0 +1,93 @@
+"""The typed shapes that travel: the plan snapshot and the plan event.
+
+REST answers, socket messages, the agent's hint and the browser all read these dictionaries,
+so their keys are a contract. As `TypedDict`s, mypy fails on a misspelled or missing key
+wherever one is built (`planboard.snapshots`, `planboard.services`) or read (`agents.hints`,
+`agents.tools`, the selectors). frontend/js/types.js mirrors them as JSDoc typedefs for tsc;
+change both together (docs/ARCHITECTURE.md, "Shapes that travel").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+
+class OwnerRef(TypedDict):
+    id: int
+    username: str
+
+
+class SubtaskSnapshot(TypedDict):
+    id: int
+    index: int
+    name: str
+    description: str
+    expected_outcome: str
+    outcome: str
+    state: str
+    # The agent profile named for this subtask; None = the session's own.
+    agent: str | None
+    created_at: str | None
+    finished_at: str | None
+
+
+class PlanHeader(TypedDict):
+    """Everything about a plan except its subtasks (an event's `patch.plan`)."""
+
+    id: int
+    session_id: int | None
+    owner: OwnerRef
+    name: str
+    description: str
+    expected_outcome: str
+    state: str
+    outcome: str
+    version: int
+    created_at: str | None
+    finished_at: str | None
+
+
+class PlanSnapshot(PlanHeader):
+    subtasks: list[SubtaskSnapshot]
+
+
+class EventActor(TypedDict):
+    kind: Literal["user", "agent", "system"]
+    run_id: int | None
+    user_id: int | None
+    username: str | None
+
+
+class PlanPatch(TypedDict):
+    """Turns the snapshot at version N-1 into the one at N (`snapshots.apply_event`)."""
+
+    plan: PlanHeader
+    upsert: list[SubtaskSnapshot]
+    remove: list[int]
+    # The new order of every subtask id, or None when the order did not change.
+    order: list[int] | None
+
+
+class EventSeen(TypedDict):
+    """When an agent first received a person's change in a hint."""
+
+    at: str | None
+    run_id: int | None
+    step: int | None
+    after_steps: int | None
+
+
+class PlanEventData(TypedDict):
+    type: Literal["plan.event"]
+    plan_id: int
+    session_id: int | None
+    version: int
+    action: str
+    actor: EventActor
+    subtask_id: int | None
+    # The changed fields before and after (JSON objects; their keys depend on the action).
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    patch: PlanPatch
+    created_at: str | None
+    seen: EventSeen | None

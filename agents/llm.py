@@ -36,6 +36,10 @@ logger = logging.getLogger(__name__)
 
 # litellm prints a provider list to stdout on some failures (e.g. costing an unknown model).
 litellm.suppress_debug_info = True
+# litellm hands every streamed chunk to a thread pool for its logging callbacks (observability
+# integrations); we configure none and cost the assembled answer ourselves, and those threads
+# cost each step several milliseconds of GIL (docs/PERFORMANCE.md, benchmark 4).
+litellm.disable_streaming_logging = True
 
 DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY = 1.0

@@ -115,7 +115,7 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
         if stopped is not None:
             return stopped
         step = open_step(run=run, request=request, number=memory.step_number())
-        mark_changes_seen(run=run, step=step, request=request)
+        mark_changes_seen(run=run, step=step, request=request, memory=memory)
         answer = AnswerStream(run=run, answer_id=f"r{run.pk}s{step.number}")
         try:
             result = llm.complete(

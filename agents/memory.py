@@ -47,6 +47,8 @@ class RunMemory:
     own_run_ids: set[int] | None = None
     steps: list[StepRecord] | None = None
     next_step_number: int | None = None
+    # (plan id, version) through which this worker last marked people's changes as seen.
+    marked_through: tuple[int, int] | None = None
     # The newest answer of the run whose tool calls all have results (stored by this worker).
     answered_answer_id: int | None = None
     # The agent profiles the hint offers. Staff rarely change them; a run sees a change at its

@@ -10,7 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import llm
-from agents.context import StepRequest
+from agents.context import MAX_CHANGES, StepRequest
+from agents.memory import RunMemory
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, Message
@@ -160,11 +161,29 @@ def seen_until(answer: Message) -> int:
     return answer.pk
 
 
-def mark_changes_seen(*, run: AgentRun, step: AgentStep, request: StepRequest) -> list[int]:
+def mark_changes_seen(
+    *, run: AgentRun, step: AgentStep, request: StepRequest, memory: RunMemory | None = None
+) -> list[int]:
     """The hint of `step` shows the plan at `request.plan_version`: people's changes up to it
-    are now seen by the agent (the board stops showing them as pending)."""
+    are now seen by the agent (the board stops showing them as pending).
+
+    With the run's `memory`: when this worker's previous step marked the plan through the
+    version that step was shown, and the hint lists no change by a person since, there is
+    nothing new to mark and the database is not asked."""
     if request.plan_id is None or request.plan_version is None:
         return []
+    if memory is not None:
+        marked = memory.marked_through
+        memory.marked_through = (request.plan_id, request.plan_version)
+        by_people = any(e["actor"]["kind"] != "agent" for e in request.changes)
+        if (
+            marked is not None
+            and marked == memory.previous_shown()
+            and marked[0] == request.plan_id
+            and not by_people
+            and len(request.changes) < MAX_CHANGES
+        ):
+            return []
     finished: list[Any] = []
 
     def steps_finished_since(created_at: Any) -> int:

@@ -225,7 +225,7 @@ def write_report(results: list[dict[str, Any]], concurrency: int, cold: list[flo
         f"session); at least 100 steps/s over 32 sessions — "
         f"{'met' if widest['steps_per_second'] >= 100 else 'NOT met'} "
         f"({widest['steps_per_second']:.1f} steps/s with {widest['sessions']}). SQL statements "
-        "per step with one plan tool: 30, pinned by tests/agents/test_query_counts.py (57 "
+        "per step with one plan tool: 28, pinned by tests/agents/test_query_counts.py (57 "
         "before this work).",
     ]
     common.write_section("agent_throughput", "4. Agent throughput through Celery workers", lines)

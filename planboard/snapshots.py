@@ -238,14 +238,16 @@ def serialize_profile(profile: Any) -> dict[str, Any]:
     }
 
 
-def serialize_usage(plan: Any, subtasks: list[Any]) -> dict[str, Any]:
-    """What a plan's work cost: in total and per subtask (ids as keys)."""
+def serialize_usage(
+    plan_id: int, cost_usd: Any, tokens: int, subtasks: Iterable[tuple[int, Any, int]]
+) -> dict[str, Any]:
+    """What a plan's work cost: in total and per subtask (`(id, cost, tokens)`; ids as keys)."""
     return {
-        "plan_id": plan.pk,
-        "cost_usd": float(plan.cost_usd),
-        "tokens": plan.tokens,
+        "plan_id": plan_id,
+        "cost_usd": float(cost_usd),
+        "tokens": tokens,
         "subtasks": {
-            str(s.pk): {"cost_usd": float(s.cost_usd), "tokens": s.tokens} for s in subtasks
+            str(pk): {"cost_usd": float(cost), "tokens": used} for pk, cost, used in subtasks
         },
     }
 

@@ -83,10 +83,18 @@ def plan_snapshot_at(*, plan_id: int, version: int) -> PlanSnapshot | None:
 
 
 def plan_usage(*, plan_id: int) -> dict[str, Any]:
-    """What the plan's work cost, in total and per subtask (two small queries)."""
-    plan = Plan.objects.only("id", "cost_usd", "tokens").get(pk=plan_id)
-    subtasks = list(SubTask.objects.filter(plan_id=plan_id).only("id", "cost_usd", "tokens"))
-    return serialize_usage(plan, subtasks)
+    """What the plan's work cost, in total and per subtask (one query: it is sent after every
+    agent step)."""
+    found = list(
+        Plan.objects.filter(pk=plan_id).values_list(
+            "cost_usd", "tokens", "subtasks__id", "subtasks__cost_usd", "subtasks__tokens"
+        )
+    )
+    if not found:
+        raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
+    cost, tokens = found[0][0], found[0][1]
+    subtasks = [(row[2], row[3], row[4]) for row in found if row[2] is not None]
+    return serialize_usage(plan_id, cost, tokens, subtasks)
 
 
 def plan_unseen_edits(*, plan_id: int) -> list[dict[str, Any]]:

@@ -4,14 +4,15 @@ is encoded once, and a broadcast that cannot reach Redis never fails the write."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from planboard import broadcast
@@ -39,30 +40,35 @@ def test_an_event_is_encoded_once_as_compact_json_with_its_type() -> None:
 
 
 @pytest.mark.redis
-async def test_synchronous_publish_reaches_every_group_through_the_real_layer(
+def test_synchronous_publish_reaches_every_group_through_the_real_layer(
     pubsub_layer: Any,
 ) -> None:
-    plan_follower = await pubsub_layer.new_channel()
-    session_follower = await pubsub_layer.new_channel()
-    bystander = await pubsub_layer.new_channel()
-    await pubsub_layer.group_add("plan.7", plan_follower)
-    await pubsub_layer.group_add("session.5", session_follower)
-    await pubsub_layer.group_add("plan.8", bystander)
+    async def follow_and_publish() -> list[Any]:
+        plan_follower = await pubsub_layer.new_channel()
+        session_follower = await pubsub_layer.new_channel()
+        bystander = await pubsub_layer.new_channel()
+        await pubsub_layer.group_add("plan.7", plan_follower)
+        await pubsub_layer.group_add("session.5", session_follower)
+        await pubsub_layer.group_add("plan.8", bystander)
+        # From a worker thread, as services do on commit: both groups in one pipeline.
+        await asyncio.to_thread(broadcast.publish, ["plan.7", "session.5"], EVENT)
+        await asyncio.to_thread(broadcast.check_access, ["plan.8"], ended_login="abc")
+        received = [
+            await asyncio.wait_for(pubsub_layer.receive(channel), 10)
+            for channel in (plan_follower, session_follower, bystander)
+        ]
+        await pubsub_layer.flush()
+        return received
 
-    # From a worker thread, as services do on commit: both groups in one pipeline.
-    await sync_to_async(broadcast.publish, thread_sensitive=False)(["plan.7", "session.5"], EVENT)
+    # The layer lives on its own event loop in its own thread, like a web process's.
+    with ThreadPoolExecutor(1) as pool:
+        received = pool.submit(asyncio.run, follow_and_publish()).result(timeout=60)
     expected = broadcast.encode_event(EVENT)
-    assert await pubsub_layer.receive(plan_follower) == expected
-    assert await pubsub_layer.receive(session_follower) == expected
-
-    await sync_to_async(broadcast.check_access, thread_sensitive=False)(
-        ["plan.8"], ended_login="abc"
-    )
-    assert await pubsub_layer.receive(bystander) == {
-        "type": "access.check",
-        "ended_login": "abc",
-    }
-    await pubsub_layer.flush()
+    assert received == [
+        expected,
+        expected,
+        {"type": "access.check", "ended_login": "abc"},
+    ]
 
 
 def test_publishing_without_redis_logs_and_returns(

@@ -11,6 +11,7 @@ from django.utils import timezone
 from planboard import broadcast
 from planboard.exceptions import PlanError
 from planboard.models import Plan, PlanEvent, State, SubTask
+from planboard.services import _rows
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -101,13 +102,14 @@ def plan_create(
                 )
                 replaced = previous
 
-        plan = Plan.objects.create(
+        plan = Plan(
             owner=session.owner,
             session=session,
             name=clean_name,
             description=clean_description,
             expected_outcome=clean_expected,
         )
+        _rows.insert(plan)
         created = SubTask.objects.bulk_create(
             [SubTask(plan=plan, position=i, **spec) for i, spec in enumerate(specs)]
         )

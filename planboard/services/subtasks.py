@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from planboard import selectors
 from planboard.exceptions import PlanError
 from planboard.models import (
     FINISHED_STATES,
@@ -63,7 +64,8 @@ def subtask_add(
                 f"so use 0 to {count} ({count} appends at the end).",
                 code="bad_index",
             )
-        limit = _subtask_limit(plan.session)
+        # The session's own limit: its row is already locked (and read fast) by now.
+        limit = _subtask_limit(selectors.rows.session(plan.session_id) if plan.session_id else None)
         if count >= limit:
             raise PlanError(
                 f"The plan already has {count} subtasks, the most allowed is {limit}; "

@@ -342,9 +342,6 @@ def _execute_tool_calls(
                     arguments=function.get("arguments"),
                     shown=shown,
                 )
-                if step is not None and shown is not None and shown.changed:
-                    AgentStep.objects.filter(pk=step.pk).update(shown_plan=shown.to_json())
-                    shown.changed = False
                 stored = services.message_record_agent(
                     session_id=run.session_id,
                     run_id=run.pk,
@@ -353,7 +350,18 @@ def _execute_tool_calls(
                     tool_call_id=call_id,
                     tool_name=name,
                 )
-            stored_here[call_id] = (name, stored.content)
+                stored_here[call_id] = (name, stored.content)
+                if step is not None:
+                    # The step's record of results (and of the plan as the model now saw it)
+                    # commits with the result itself: one write per call, none after the loop.
+                    changes: dict[str, Any] = {
+                        "tool_results": _results_of(message, stored_here),
+                        "tools_ms": step.tools_ms + int((time.monotonic() - started) * 1000),
+                    }
+                    if shown is not None and shown.changed:
+                        changes["shown_plan"] = shown.to_json()
+                        shown.changed = False
+                    AgentStep.objects.filter(pk=step.pk).update(**changes)
         except PlanError as exc:
             if exc.code == "duplicate_tool_call":
                 all_here = False
@@ -362,6 +370,7 @@ def _execute_tool_calls(
         except Exception as exc:
             # A bug or a database hiccup inside a tool: tell the model, keep the run going.
             logger.exception("tool %s failed in run %s", name, run.pk)
+            all_here = False  # its result is recorded on the step after the loop
             failure = services.message_record_agent(
                 session_id=run.session_id,
                 run_id=run.pk,
@@ -372,20 +381,22 @@ def _execute_tool_calls(
                 tool_name=name,
             )
             stored_here[call_id] = (name, failure.content)
-    if step is not None:
+    if step is not None and not (fresh and all_here):
+        # Results stored by others too (external tools, another worker): read them all.
         ids = [c.get("id", "") for c in message.tool_calls or []]
-        if not (fresh and all_here):  # results stored by others too: read them all
-            stored_here = {
-                m.tool_call_id: (m.tool_name, m.content)
-                for m in Message.objects.filter(
-                    session_id=run.session_id, role=Message.Role.TOOL, tool_call_id__in=ids
-                )
-            }
-        step.tool_results = [
-            {"id": i, "name": stored_here[i][0], "result": stored_here[i][1]}
-            for i in ids
-            if i in stored_here
-        ]
+        stored_here = {
+            m.tool_call_id: (m.tool_name, m.content)
+            for m in Message.objects.filter(
+                session_id=run.session_id, role=Message.Role.TOOL, tool_call_id__in=ids
+            )
+        }
+        step.tool_results = _results_of(message, stored_here)
         step.tools_ms += int((time.monotonic() - started) * 1000)
         step.save(update_fields=["tool_results", "tools_ms"])
     return waiting
+
+
+def _results_of(message: Message, stored: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
+    """The step's record of its answer's tool results, in the calls' order."""
+    ids = [c.get("id", "") for c in message.tool_calls or []]
+    return [{"id": i, "name": stored[i][0], "result": stored[i][1]} for i in ids if i in stored]

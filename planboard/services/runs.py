@@ -120,13 +120,15 @@ def message_record_agent(
     }
     # No savepoint of its own inside a caller's transaction: one insert cannot half-happen.
     with transaction.atomic(savepoint=False):
+        # Every step stores one or two of these: a prepared insert (services/_rows.py).
+        message = Message(**fields)
         if not tool_call_id:
-            message = Message.objects.create(**fields)  # no unique key it could collide on
+            _rows.insert(message)  # no unique key it could collide on
         else:
             try:
                 # A savepoint, so a duplicate result leaves the caller's transaction usable.
                 with transaction.atomic():
-                    message = Message.objects.create(**fields)
+                    _rows.insert(message)
             except IntegrityError:
                 raise PlanError(
                     f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"

@@ -15,7 +15,7 @@ from django.db.models import Model
 from django.db.models.signals import post_save, pre_save
 
 from planboard import selectors
-from planboard.models import AgentRun, ChatSession, Plan, PlanEvent, SubTask
+from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, SubTask
 from planboard.selectors import rows
 from planboard.services import _rows
 from planboard.snapshots import build_plan_snapshot
@@ -96,7 +96,7 @@ def test_insert_stores_what_create_would(plan: Plan) -> None:
 
 def test_no_plan_domain_model_listens_to_save_signals() -> None:
     """The helpers skip save signals; this fails when someone adds a receiver they'd miss."""
-    for model in (ChatSession, Plan, SubTask, PlanEvent):
+    for model in (ChatSession, Plan, SubTask, PlanEvent, Message):
         assert not pre_save.has_listeners(model), model
         assert not post_save.has_listeners(model), model
 

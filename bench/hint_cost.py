@@ -176,6 +176,10 @@ def worker(backend: str, sizes: list[int], repeat: int) -> None:
         PLANBOARD_RUN_DISPATCHER="_common.no_dispatch",
         PLANBOARD_LLM_MODEL=MODEL,
     )
+    # As in a Celery worker process, where hints are built (agents/tasks.py).
+    from planboard.gc_tuning import freeze_startup_objects
+
+    freeze_startup_objects()
     print(json.dumps([measure(size, repeat) for size in sizes]))
 
 
@@ -211,7 +215,8 @@ def write_report(results: dict[str, list[dict[str, Any]]], repeat: int) -> None:
         f"- Command: `{common.command_line()}`",
         f"- Workload: median (and p95) of {repeat} rebuilds after a warm-up; the plan has "
         "subtask 0 done, subtask 1 in progress, and 3 edits by a person since the agent's last "
-        "step (listed in the hint). SQLite is a file in WAL mode, PostgreSQL runs locally.",
+        "step (listed in the hint). SQLite is a file in WAL mode, PostgreSQL runs locally. The "
+        "process tunes its garbage collector as a Celery worker does (planboard/gc_tuning.py).",
         "",
     ]
     rows = []

@@ -195,6 +195,10 @@ def worker(backend: str, redis: bool, rounds: int) -> None:
     if redis:
         env["REDIS_URL"] = common.REDIS_BENCH_URL
     common.setup_django(common.database_url(backend), **env)
+    # As in the processes that run tool calls (Celery workers, daphne): planboard/gc_tuning.py.
+    from planboard.gc_tuning import freeze_startup_objects
+
+    freeze_startup_objects()
     from django.db import connection
 
     extras = durable_change_floor() if redis else None

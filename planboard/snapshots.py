@@ -38,7 +38,11 @@ from planboard.shapes import (
 )
 
 
-def iso(value: datetime | None) -> str | None:
+def iso(value: datetime | str | None) -> str | None:
+    """ISO 8601 text of a time; text already in that form (read so from the database by
+    planboard.selectors.rows) passes through."""
+    if isinstance(value, str):
+        return value
     return value.isoformat() if value else None
 
 

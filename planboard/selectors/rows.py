@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Field, Model
+from django.db.models import DateTimeField, Field, Model
 
 from planboard.models import ChatSession, Plan, SubTask
 from planboard.snapshots import SUBTASK_FIELDS
@@ -154,14 +154,29 @@ def _subtask_values_shape(vendor: str) -> tuple[str, list[tuple[int, list[Any]]]
     quote = connection.ops.quote_name
     table = SubTask._meta.db_table
     fields = [field_of(SubTask, name) for name in SUBTASK_FIELDS]
+    selected: list[str] = []
     converters: list[tuple[int, list[Any]]] = []
     for index, field in enumerate(fields):
         column = field.get_col(table)
+        if vendor == "postgresql" and isinstance(field, DateTimeField):
+            # Django's timestamptz loader is Python code (~3 µs a value, then isoformat()
+            # again): most of a large plan's read. PostgreSQL writes the snapshot's ISO text
+            # itself, exactly as Python's isoformat() would (UTC, "+00:00", no fraction when
+            # the microseconds are 0); tests/planboard/test_rows.py compares the two.
+            name = quote(column_of(field))
+            utc = f"({name} AT TIME ZONE 'UTC')"
+            selected.append(
+                f"to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN "
+                f"date_part('microseconds', {utc})::int %% 1000000 = 0 THEN '' "
+                f"ELSE to_char({utc}, '.US') END || '+00:00'"
+            )
+            continue
+        selected.append(quote(column_of(field)))
         found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
         if found:
             converters.append((index, [(fn, column) for fn in found]))
     sql = (
-        f"SELECT {', '.join(quote(column_of(f)) for f in fields)} FROM {quote(table)} "
+        f"SELECT {', '.join(selected)} FROM {quote(table)} "
         f"WHERE {quote('plan_id')} = %s ORDER BY {quote('position')}"
     )
     return sql, converters

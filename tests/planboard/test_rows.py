@@ -59,12 +59,18 @@ def test_the_snapshot_from_column_values_equals_the_one_from_model_instances(
     SubTask.objects.filter(plan=costly_plan, position=1).update(
         state="done", finished_at=dt.datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
     )
+    # A whole second, and a time given in another zone: the same instant comes back in UTC.
+    SubTask.objects.filter(plan=costly_plan, position=2).update(
+        state="done",
+        finished_at=dt.datetime(2026, 1, 1, 0, 0, 0, tzinfo=dt.timezone(dt.timedelta(hours=9))),
+    )
     expected = build_plan_snapshot(
         Plan.objects.select_related("owner").get(pk=costly_plan.pk),
         list(SubTask.objects.filter(plan=costly_plan).order_by("position")),
     )
     assert selectors.plan_snapshot(plan_id=costly_plan.pk) == expected
     assert expected["subtasks"][1]["finished_at"] == "2026-05-06T07:08:09.123456+00:00"
+    assert expected["subtasks"][2]["finished_at"] == "2025-12-31T15:00:00+00:00"
 
 
 def test_update_stores_what_save_would_and_touches_auto_now(plan: Plan) -> None:

@@ -54,7 +54,7 @@ Targets (issue 14): 1. the hint at most 10 ms at 1000 subtasks, queries per step
 2. a mutating plan tool call at most 3x the durable-change floor, a read-only one 1.5x;
 3. p95 at most 35 / 70 / 250 ms at 100 / 300 / 1000 clients, nothing lost; 4. framework time
 at most 10 ms per step, at least 100 steps/s over 32 sessions, SQL statements per step halved.
-Each section ends with its verdict.
+Each section says whether its targets are met.
 
 They all need PostgreSQL on 127.0.0.1:5432 (user `postgres`; the database `bench` is
 recreated) and Redis on 127.0.0.1:6379 (db 9); `BENCH_PG_ADMIN_URL` and `BENCH_REDIS_URL`

@@ -309,6 +309,20 @@ def write_report(results: list[dict[str, Any]], edits: int) -> None:
             f"({'; '.join(r['connect_errors']) or 'no error'}); {r['waited_out']} edits did "
             f"not reach every client within {EDIT_DEADLINE:.0f} s."
         )
+    goals = {100: 0.035, 300: 0.070, 1000: 0.250}
+    judged = [r for r in single if r["clients"] in goals]
+    if judged:
+        met = all(r["p95"] <= goals[r["clients"]] for r in judged)
+        lines += [
+            "",
+            f"Target (issue 14): {'met' if met else 'NOT met'} — p95 "
+            + ", ".join(
+                f"{common.fmt_ms(r['p95'])} ms at {r['clients']} clients "
+                f"(at most {goals[r['clients']] * 1000:.0f})"
+                for r in judged
+            )
+            + f"; {sum(r['lost'] for r in results)} events lost.",
+        ]
     total_lost = sum(r["lost"] for r in results)
     lines += [
         "",

@@ -15,20 +15,9 @@ from agents.memory import RunMemory
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, Message
+from planboard.pgtext import without_nul
 
 # --- steps, answers and tool calls ------------------------------------------------------------
-
-
-def _without_nul(value: Any) -> Any:
-    """The model's output minus NUL characters, which PostgreSQL's text and jsonb refuse
-    (message_record_agent strips them from the transcript's copy the same way)."""
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, list):
-        return [_without_nul(item) for item in value]
-    if isinstance(value, dict):
-        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
-    return value
 
 
 def open_step(*, run: AgentRun, request: StepRequest, number: int | None = None) -> AgentStep:
@@ -84,8 +73,8 @@ def close_step(
     step.error = error
     step.finished_at = timezone.now()
     if result is not None:
-        step.response_content = _without_nul(result.content)
-        step.tool_calls = _without_nul(result.tool_calls)
+        step.response_content = without_nul(result.content)
+        step.tool_calls = without_nul(result.tool_calls)
         step.attempts = result.attempts
         step.prompt_tokens = result.prompt_tokens
         step.completion_tokens = result.completion_tokens

@@ -110,27 +110,39 @@ def owner_username_join(table: str) -> tuple[str, str]:
     )
 
 
+OwnedModel = TypeVar("OwnedModel", Plan, ChatSession)
+
+
 @functools.cache
-def _plan_sql(vendor: str) -> str:
-    table = Plan._meta.db_table
-    username, join = owner_username_join(table)
+def owned_row_sql(model: type[Model], vendor: str, *, locked: bool = False) -> str:
+    """One row of `model` by id with its owner's username (`fetch_owned` reads it); `locked`
+    takes the row lock on PostgreSQL (`FOR NO KEY UPDATE OF` the row only)."""
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
+    table = quote(model._meta.db_table)
+    username, join = owner_username_join(model._meta.db_table)
+    lock = f" FOR NO KEY UPDATE OF {table}" if locked and vendor == "postgresql" else ""
     return (
-        f"SELECT {columns(Plan)}, {username} FROM {quote(table)} {join} "
-        f"WHERE {quote(table)}.{quote('id')} = %s"
+        f"SELECT {columns(model)}, {username} FROM {table} {join} "
+        f"WHERE {table}.{quote('id')} = %s{lock}"
     )
+
+
+def fetch_owned(model: type[OwnedModel], sql: str, params: Sequence[Any]) -> OwnedModel | None:
+    """The row `sql` selects (`columns(model)` then the owner's username), or None."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (found,) = instances(model, [row])
+    attach_owner(found, row[-1])
+    return found
 
 
 def plan(plan_id: int) -> Plan | None:
     """The plan with its owner's username, or None."""
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(_plan_sql(cursor.db.vendor), [plan_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    (found,) = instances(Plan, [row])
-    attach_owner(found, row[-1])
-    return found
+    vendor = connections[DEFAULT_DB_ALIAS].vendor
+    return fetch_owned(Plan, owned_row_sql(Plan, vendor), [plan_id])
 
 
 @functools.cache
@@ -202,24 +214,7 @@ def subtask_values(plan_id: int) -> list[Sequence[Any]]:
     return converted
 
 
-@functools.cache
-def _session_sql(vendor: str) -> str:
-    table = ChatSession._meta.db_table
-    username, join = owner_username_join(table)
-    quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    return (
-        f"SELECT {columns(ChatSession)}, {username} FROM {quote(table)} {join} "
-        f"WHERE {quote(table)}.{quote('id')} = %s"
-    )
-
-
 def session(session_id: int) -> ChatSession | None:
     """The chat session with its owner's username, or None."""
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(_session_sql(cursor.db.vendor), [session_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    (found,) = instances(ChatSession, [row])
-    attach_owner(found, row[-1])
-    return found
+    vendor = connections[DEFAULT_DB_ALIAS].vendor
+    return fetch_owned(ChatSession, owned_row_sql(ChatSession, vendor), [session_id])

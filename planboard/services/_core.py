@@ -163,17 +163,6 @@ def _describe(subtask: SubTask) -> str:
     return f"subtask {subtask.position} ('{subtask.name}')"
 
 
-def _without_nul(value: Any) -> Any:
-    """JSON from a model may carry NUL, which PostgreSQL's jsonb refuses; drop it."""
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, list):
-        return [_without_nul(item) for item in value]
-    if isinstance(value, dict):
-        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
-    return value
-
-
 # --- locking and recording ------------------------------------------------------------
 
 

@@ -50,38 +50,13 @@ def _lock_plan_sql(vendor: str) -> str:
 
 def lock_plan(plan_id: int) -> Plan | None:
     """Lock the plan (and first its session); None when it does not exist."""
-    with _connection().cursor() as cursor:
-        cursor.execute(_lock_plan_sql(cursor.db.vendor), [plan_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    (plan,) = rows.instances(Plan, [row])
-    rows.attach_owner(plan, row[-1])
-    return plan
-
-
-@functools.cache
-def _lock_session_sql(vendor: str) -> str:
-    quote = _connection().ops.quote_name
-    table = quote(ChatSession._meta.db_table)
-    username, join = rows.owner_username_join(ChatSession._meta.db_table)
-    lock = f" FOR NO KEY UPDATE OF {table}" if vendor == "postgresql" else ""
-    return (
-        f"SELECT {rows.columns(ChatSession)}, {username} FROM {table} {join} "
-        f"WHERE {table}.{quote('id')} = %s{lock}"
-    )
+    return rows.fetch_owned(Plan, _lock_plan_sql(_connection().vendor), [plan_id])
 
 
 def lock_session(session_id: int) -> ChatSession | None:
     """Lock the chat session row; None when it does not exist."""
-    with _connection().cursor() as cursor:
-        cursor.execute(_lock_session_sql(cursor.db.vendor), [session_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    (session,) = rows.instances(ChatSession, [row])
-    rows.attach_owner(session, row[-1])
-    return session
+    sql = rows.owned_row_sql(ChatSession, _connection().vendor, locked=True)
+    return rows.fetch_owned(ChatSession, sql, [session_id])
 
 
 def _fields(model: type[Model], names: Sequence[str]) -> list[Field[Any, Any]]:

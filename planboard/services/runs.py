@@ -24,13 +24,13 @@ from planboard.models import (
     SubTask,
     ToolCall,
 )
+from planboard.pgtext import without_nul
 from planboard.services import _rows
 from planboard.services._core import (
     _clean_state,
     _clean_text,
     _lock_session,
     _publish_session,
-    _without_nul,
 )
 from planboard.snapshots import (
     serialize_message,
@@ -113,7 +113,7 @@ def message_record_agent(
         "role": role,
         # Model output is stored as given, minus NUL (PostgreSQL text can't hold it).
         "content": (content or "").replace("\x00", ""),
-        "tool_calls": _without_nul(tool_calls) if tool_calls else None,
+        "tool_calls": without_nul(tool_calls) if tool_calls else None,
         "tool_call_id": tool_call_id,
         "tool_name": tool_name,
         "answer_id": answer_id,

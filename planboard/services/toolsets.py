@@ -34,7 +34,8 @@ from planboard.models import (
     Toolset,
     ToolsetTool,
 )
-from planboard.services._core import _clean_text, _lock_session, _publish_session, _without_nul
+from planboard.pgtext import without_nul
+from planboard.services._core import _clean_text, _lock_session, _publish_session
 from planboard.services.runs import (
     DENIED_BY_STOP,
     _deny_pending_calls,
@@ -466,7 +467,7 @@ def tool_call_open(
                 tool_name=tool_name[:200],
                 toolset_id=toolset_id,
                 tool=tool[:TOOL_NAME_MAX],
-                arguments=_without_nul(arguments),
+                arguments=without_nul(arguments),
                 read_only=read_only,
                 status=status,
             )

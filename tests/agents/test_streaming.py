@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from agents import loop
+from agents.llm import ProviderReply
 from agents.models import AgentStep
 from planboard import broadcast, selectors, services
 from planboard.models import AgentRun, ChatSession, Message
+from tests.support.local_models import SCRIPTED, install
 from tests.support.openai_server import FakeOpenAI, openai_server
 from tests.support.scripted import call
 from tests.support.sockets import ORIGIN, TIMEOUT, cookie_for, open_socket, receive_until, run
@@ -224,3 +226,46 @@ async def test_a_socket_client_sees_the_answer_being_written(
     assert len(deltas) > 1
     assert "".join(d["text"] for d in deltas) == seen[-1]["message"]["content"] == ANSWER
     await socket.disconnect()
+
+
+class _SlowLocalModel:
+    """An in-process model that writes its answer a word every 0.2 s (12 s in all)."""
+
+    def __init__(self) -> None:
+        self.threads_seen: set[str] = set()
+
+    def respond(self, **kwargs: Any) -> ProviderReply:
+        return ProviderReply(content="word " * 60)
+
+    def stream(self, **kwargs: Any) -> Iterator[ProviderReply]:
+        for _ in range(60):
+            self.threads_seen.add(threading.current_thread().name)
+            time.sleep(0.2)
+            yield ProviderReply(content="word ")
+
+
+def test_an_in_process_model_streams_on_the_callers_thread_and_stops_on_cancel(
+    session: ChatSession, user: Any, settings: Any, events: Any
+) -> None:
+    model = _SlowLocalModel()
+    install(settings, provider="slowlocal", slot=SCRIPTED, model=model)
+    settings.PLANBOARD_LLM_MODEL = "slowlocal/words"
+    agent = start(session, user)
+    cancelled_at: list[float] = []
+
+    def on_event(group: str, event: dict[str, Any]) -> None:
+        if event["type"] == "message.delta" and not cancelled_at:
+            cancelled_at.append(time.monotonic())
+            services.run_cancel(session_id=session.pk)
+
+    unsubscribe = broadcast.subscribe(on_event)
+    try:
+        agent = loop.execute_run(run_id=agent.pk)
+    finally:
+        unsubscribe()
+    assert agent.status == AgentRun.Status.CANCELLED
+    assert stored_answers(session) == []
+    # The stop request is checked between words: well before the answer's 12 s.
+    assert time.monotonic() - cancelled_at[0] < 5
+    # No helper thread: the model wrote every word on the thread driving the run.
+    assert model.threads_seen == {threading.current_thread().name}

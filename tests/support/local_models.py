@@ -24,6 +24,12 @@ class ModelSlot:
             raise RuntimeError(f"no model in the test slot {self.name!r}")
         return self.model.respond(**kwargs)
 
+    def __getattr__(self, name: str) -> Any:
+        # Optional abilities (`stream`, `price_per_token`) are the slotted model's own.
+        if name.startswith("_") or self.model is None:
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
 
 SCRIPTED = ModelSlot("SCRIPTED")
 HOOKED = ModelSlot("HOOKED")

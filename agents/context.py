@@ -79,7 +79,9 @@ def build_request(
     `memory` carries what the driving worker already read in earlier steps of the run
     (`agents.memory`); without it everything is read afresh."""
     memory = memory or RunMemory.for_run(run)
-    session = ChatSession.objects.select_related("profile").get(pk=run.session_id)
+    session = selectors.rows.session(run.session_id)
+    if session is None:
+        raise ChatSession.DoesNotExist(f"Chat session {run.session_id} does not exist.")
     transcript = memory.transcript()
     language = _language(session, transcript)
     snapshot = (

@@ -57,7 +57,7 @@ from agents.plan_view import ShownPlan
 from agents.profiles import budget_stop
 from agents.steps import close_step, mark_changes_seen, open_step, seen_until, store_answer
 from agents.streaming import AnswerStream
-from planboard import selectors, services
+from planboard import prepared, selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, State
 from planboard.services import Actor
@@ -98,7 +98,10 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
     budget_factor = 1.0
     memory = RunMemory.for_run(run)
     while True:
-        run.refresh_from_db()
+        fresh = selectors.rows.agent_run(run.pk)
+        if fresh is None:
+            return run  # deleted with its session
+        run = fresh
         if not run.is_active or run.lease_owner != worker:
             return run  # finished elsewhere, or another worker took over after our lease lapsed
         if run.cancel_requested:
@@ -147,7 +150,9 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
             )
 
         answer.flush()  # the last piece of text leaves before the stored message
-        run.refresh_from_db(fields=["cancel_requested", "lease_owner"])
+        # A run deleted meanwhile (with its session) counts as cancelled and given up.
+        flags = selectors.rows.run_stop_flags(run.pk) or (True, "")
+        run.cancel_requested, run.lease_owner = flags
         if run.lease_owner != worker:
             # Our lease lapsed during the call and another worker drives the run now; its
             # answer, not ours, goes into the transcript.
@@ -354,14 +359,15 @@ def _execute_tool_calls(
                 if step is not None:
                     # The step's record of results (and of the plan as the model now saw it)
                     # commits with the result itself: one write per call, none after the loop.
-                    changes: dict[str, Any] = {
-                        "tool_results": _results_of(message, stored_here),
-                        "tools_ms": step.tools_ms + int((time.monotonic() - started) * 1000),
-                    }
+                    step.tool_results = _results_of(message, stored_here)
+                    step.tools_ms += int((time.monotonic() - started) * 1000)
+                    started = time.monotonic()
+                    changed = ["tool_results", "tools_ms"]
                     if shown is not None and shown.changed:
-                        changes["shown_plan"] = shown.to_json()
+                        step.shown_plan = shown.to_json()
                         shown.changed = False
-                    AgentStep.objects.filter(pk=step.pk).update(**changes)
+                        changed.append("shown_plan")
+                    prepared.update(step, changed)
         except PlanError as exc:
             if exc.code == "duplicate_tool_call":
                 all_here = False
@@ -392,7 +398,7 @@ def _execute_tool_calls(
         }
         step.tool_results = _results_of(message, stored_here)
         step.tools_ms += int((time.monotonic() - started) * 1000)
-        step.save(update_fields=["tool_results", "tools_ms"])
+        prepared.update(step, ["tool_results", "tools_ms"])
     return waiting
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from agents.models import AgentStep
 from planboard.models import AgentRun, Message
+from planboard.selectors import rows
 
 
 @dataclass
@@ -64,14 +65,12 @@ class RunMemory:
     def transcript(self) -> list[Message]:
         """The session's messages, oldest first: the ids are read every time (cheap, and exact
         even when a message with a smaller id commits late), the rows only of new ones."""
-        ids = list(
-            Message.objects.filter(session_id=self.session_id)
-            .order_by("id")
-            .values_list("id", flat=True)
-        )
+        ids = rows.message_ids(self.session_id)
         new = [pk for pk in ids if pk not in self.message_ids]
         if new:
-            added = list(Message.objects.filter(pk__in=new))
+            # From the oldest new id on: usually exactly the new rows (ids grow).
+            fresh = set(new)
+            added = [m for m in rows.messages_from(self.session_id, new[0]) if m.pk in fresh]
             for message in added:
                 self.message_ids.add(message.pk)
                 self.remember_calls(message)

@@ -13,7 +13,7 @@ from agents import llm
 from agents.context import MAX_CHANGES, StepRequest
 from agents.memory import RunMemory
 from agents.models import AgentStep
-from planboard import services
+from planboard import prepared, services
 from planboard.models import AgentRun, Message
 from planboard.pgtext import without_nul
 
@@ -26,7 +26,7 @@ def open_step(*, run: AgentRun, request: StepRequest, number: int | None = None)
     if number is None:
         last = AgentStep.objects.filter(run=run).order_by("-number").first()
         number = (last.number + 1) if last else 1
-    return AgentStep.objects.create(
+    step = AgentStep(
         run=run,
         number=number,
         model=request.model,
@@ -44,6 +44,8 @@ def open_step(*, run: AgentRun, request: StepRequest, number: int | None = None)
         trimmed_messages=request.trimmed,
         last_message_id=request.last_message_id,
     )
+    prepared.insert(step)  # every step: one statement built once (planboard.prepared)
+    return step
 
 
 CLOSING_FIELDS = [
@@ -83,7 +85,7 @@ def close_step(
     if attempts is not None:
         step.attempts = attempts
     # Only what closing changes: the hint and shown plan written at opening stay as they are.
-    step.save(update_fields=CLOSING_FIELDS)
+    prepared.update(step, CLOSING_FIELDS)
 
 
 def unique_call_ids(

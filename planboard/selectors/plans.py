@@ -48,15 +48,9 @@ def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
 def plan_events_since(
     *, plan_id: int, version: int, limit: int | None = None
 ) -> list[PlanEventData]:
-    """Events after `version`, oldest first."""
-    queryset = (
-        PlanEvent.objects.filter(plan_id=plan_id, version__gt=version)
-        .select_related("plan", "actor_user", "actor_run")
-        .order_by("version")
-    )
-    if limit is not None:
-        queryset = queryset[:limit]
-    return [serialize_event(e) for e in queryset]
+    """Events after `version`, oldest first (every agent step asks: planboard.selectors.rows)."""
+    found = rows.plan_events_since(plan_id, version, limit if limit is not None else 2**62)
+    return [serialize_event(e) for e in found]
 
 
 def plan_events_window(*, plan_id: int, last: int) -> tuple[list[PlanEventData], int]:

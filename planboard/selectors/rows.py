@@ -1,87 +1,33 @@
-"""Loading the rows every plan change and agent step reads, without the ORM's per-call cost.
+"""The rows every plan change and agent step reads, without the ORM's per-call cost.
 
-Django compiles a queryset to SQL on every execution; on our 2-core machines that costs about
-0.4 ms per statement, more than the database round trip itself, and a plan tool call runs a
-handful of them (docs/PERFORMANCE.md). The few statements on that hot path are built here
-once per process *from the models' own metadata* (columns, converters), executed with
-parameters, and turned into ordinary model instances with `Model.from_db`, exactly as the ORM
-would — a new model field needs no change here. Everything else uses the ORM.
+Each statement is built once per process from the models' metadata (`planboard.prepared`
+says why and how) and gives the same model instances or values the ORM would.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import DateTimeField, Field, Model
+from django.db.models import DateTimeField, ForeignKey, Model
 
-from planboard.models import ChatSession, Plan, SubTask
+from planboard.models import (
+    AgentRun,
+    ChatSession,
+    Message,
+    Plan,
+    PlanEvent,
+    SessionToolset,
+    SubTask,
+    ToolCall,
+    Toolset,
+    ToolsetTool,
+)
+from planboard.prepared import M, column_of, columns, fetch, field_of, instances
 from planboard.snapshots import SUBTASK_FIELDS
-
-M = TypeVar("M", bound=Model)
-Converter = Callable[[Any, Any, Any], Any]
-
-
-def field_of(model: type[Model], name: str) -> Field[Any, Any]:
-    """The model's concrete field `name` (never a reverse relation)."""
-    found = model._meta.get_field(name)
-    if not isinstance(found, Field):
-        raise TypeError(f"{model.__name__}.{name} is not a concrete field")
-    return found
-
-
-def column_of(field: Field[Any, Any]) -> str:
-    if field.column is None:  # only non-concrete fields lack a column
-        raise TypeError(f"{field} has no column")
-    return field.column
-
-
-@functools.cache
-def _shape(model: type[Model], vendor: str) -> tuple[str, list[str], list[tuple[int, list[Any]]]]:
-    """The model's column list (qualified by its table), attribute names, and the value
-    converters the ORM would apply, per column (e.g. decimals and datetimes on SQLite)."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    quote = connection.ops.quote_name
-    table = model._meta.db_table
-    fields = model._meta.concrete_fields
-    columns = ", ".join(f"{quote(table)}.{quote(column_of(f))}" for f in fields)
-    converters: list[tuple[int, list[Any]]] = []
-    for index, field in enumerate(fields):
-        column = field.get_col(table)
-        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        if found:
-            converters.append((index, [(fn, column) for fn in found]))
-    return columns, [f.attname for f in fields], converters
-
-
-def columns(model: type[Model]) -> str:
-    """`"table"."column", …` for every concrete field of `model`, in field order."""
-    return _shape(model, connections[DEFAULT_DB_ALIAS].vendor)[0]
-
-
-def instances(model: type[M], rows: Sequence[Sequence[Any]]) -> list[M]:
-    """Model instances from rows whose leading values are `columns(model)`."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    _, names, converters = _shape(model, connection.vendor)
-    width = len(names)
-    found: list[M] = []
-    for row in rows:
-        values = list(row[:width])
-        for index, steps in converters:
-            for convert, expression in steps:
-                values[index] = convert(values[index], expression, connection)
-        found.append(model.from_db(DEFAULT_DB_ALIAS, names, values))
-    return found
-
-
-def fetch(model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
-    """Run `sql` (which selects `columns(model)` first) and return model instances."""
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(sql, params)
-        return instances(model, cursor.fetchall())
 
 
 def attach_owner(obj: Plan | ChatSession, username: str) -> None:
@@ -218,3 +164,180 @@ def session(session_id: int) -> ChatSession | None:
     """The chat session with its owner's username, or None."""
     vendor = connections[DEFAULT_DB_ALIAS].vendor
     return fetch_owned(ChatSession, owned_row_sql(ChatSession, vendor), [session_id])
+
+
+# --- what an agent step reads -------------------------------------------------------------
+
+
+def _quote(name: str) -> str:
+    return connections[DEFAULT_DB_ALIAS].ops.quote_name(name)
+
+
+def _table(model: type[Model]) -> str:
+    return _quote(model._meta.db_table)
+
+
+def _column(model: type[Model], name: str) -> str:
+    """`"table"."column"` of the model's field `name`."""
+    return f"{_table(model)}.{_quote(column_of(field_of(model, name)))}"
+
+
+def _first(model: type[M], sql: str, params: Sequence[Any]) -> M | None:
+    found = fetch(model, sql, params)
+    return found[0] if found else None
+
+
+def _attach(
+    obj: Model, relation: str, model: type[Model], names: list[str], values: list[Any]
+) -> None:
+    """Cache a related object carrying only `names` (others load on first use), so following
+    `obj.<relation>` costs no query; nothing is cached when the relation is empty."""
+    related = model.from_db(DEFAULT_DB_ALIAS, names, values) if values[0] is not None else None
+    _cache_related(obj, relation, related)
+
+
+def _cache_related(obj: Model, relation: str, related: Model | None) -> None:
+    field = type(obj)._meta.get_field(relation)
+    if not isinstance(field, ForeignKey):
+        raise TypeError(f"{type(obj).__name__}.{relation} is not a foreign key")
+    field.set_cached_value(obj, related)
+
+
+@functools.cache
+def _by_id_sql(model: type[Model], vendor: str) -> str:
+    return f"SELECT {columns(model)} FROM {_table(model)} WHERE {_column(model, 'id')} = %s"
+
+
+def agent_run(run_id: int) -> AgentRun | None:
+    """The run's row as it is now (what `refresh_from_db()` reads)."""
+    return _first(AgentRun, _by_id_sql(AgentRun, connections[DEFAULT_DB_ALIAS].vendor), [run_id])
+
+
+@functools.cache
+def _run_stop_sql(vendor: str) -> str:
+    return (
+        f"SELECT {_column(AgentRun, 'cancel_requested')}, {_column(AgentRun, 'lease_owner')} "
+        f"FROM {_table(AgentRun)} WHERE {_column(AgentRun, 'id')} = %s"
+    )
+
+
+def run_stop_flags(run_id: int) -> tuple[bool, str] | None:
+    """(cancel requested, lease owner) of the run: what the loop checks after a model call."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_run_stop_sql(connections[DEFAULT_DB_ALIAS].vendor), [run_id])
+        row = cursor.fetchone()
+    return (bool(row[0]), str(row[1] or "")) if row is not None else None
+
+
+@functools.cache
+def _message_ids_sql(vendor: str) -> str:
+    return (
+        f"SELECT {_column(Message, 'id')} FROM {_table(Message)} "
+        f"WHERE {_column(Message, 'session')} = %s ORDER BY 1"
+    )
+
+
+def message_ids(session_id: int) -> list[int]:
+    """The ids of the session's messages, oldest first."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(_message_ids_sql(connections[DEFAULT_DB_ALIAS].vendor), [session_id])
+        return [row[0] for row in cursor.fetchall()]
+
+
+@functools.cache
+def _messages_from_sql(vendor: str) -> str:
+    return (
+        f"SELECT {columns(Message)} FROM {_table(Message)} "
+        f"WHERE {_column(Message, 'session')} = %s AND {_column(Message, 'id')} >= %s "
+        f"ORDER BY {_column(Message, 'id')}"
+    )
+
+
+def messages_from(session_id: int, first_id: int) -> list[Message]:
+    """The session's messages from id `first_id` on, oldest first."""
+    vendor = connections[DEFAULT_DB_ALIAS].vendor
+    return fetch(Message, _messages_from_sql(vendor), [session_id, first_id])
+
+
+@functools.cache
+def _events_since_sql(vendor: str) -> str:
+    user_model = get_user_model()
+    username = column_of(field_of(user_model, user_model.USERNAME_FIELD))
+    user_pk = column_of(field_of(user_model, user_model._meta.pk.name))
+    return (
+        f"SELECT {columns(PlanEvent)}, {_column(Plan, 'session')}, "
+        f'"actor".{_quote(user_pk)}, "actor".{_quote(username)} '
+        f"FROM {_table(PlanEvent)} "
+        f"INNER JOIN {_table(Plan)} ON {_column(Plan, 'id')} = {_column(PlanEvent, 'plan')} "
+        f'LEFT OUTER JOIN {_quote(user_model._meta.db_table)} "actor" '
+        f'ON "actor".{_quote(user_pk)} = {_column(PlanEvent, "actor_user")} '
+        f"WHERE {_column(PlanEvent, 'plan')} = %s AND {_column(PlanEvent, 'version')} > %s "
+        f"ORDER BY {_column(PlanEvent, 'version')} LIMIT %s"
+    )
+
+
+def plan_events_since(plan_id: int, version: int, limit: int) -> list[PlanEvent]:
+    """The plan's events after `version` (at most `limit`, oldest first), with what
+    `serialize_event` follows — the plan's session, the acting user's name, the acting run's
+    id — already attached."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(_events_since_sql(connection.vendor), [plan_id, version, limit])
+        found = cursor.fetchall()
+    events = instances(PlanEvent, found)
+    user_model = get_user_model()
+    user_names = [user_model._meta.pk.attname, user_model.USERNAME_FIELD]
+    for event, row in zip(events, found, strict=True):
+        session_id, user_id, username = row[-3:]
+        _attach(event, "plan", Plan, ["id", "session_id"], [event.plan_id, session_id])
+        _attach(event, "actor_user", user_model, user_names, [user_id, username])
+        _attach(event, "actor_run", AgentRun, ["id"], [event.actor_run_id])
+    return events
+
+
+@functools.cache
+def _tool_call_flags_sql(vendor: str) -> str:
+    return (
+        f"SELECT {columns(ToolCall)} FROM {_table(ToolCall)} "
+        f"WHERE {_column(ToolCall, 'session')} = %s AND ({_column(ToolCall, 'always_allow')} "
+        f"OR {_column(ToolCall, 'status')} = %s) ORDER BY {_column(ToolCall, 'id')}"
+    )
+
+
+def tool_calls_allowed_or_pending(session_id: int) -> list[ToolCall]:
+    """The session's external tool calls someone chose to "always allow", and those waiting
+    for a person, oldest first."""
+    sql = _tool_call_flags_sql(connections[DEFAULT_DB_ALIAS].vendor)
+    return fetch(ToolCall, sql, [session_id, ToolCall.Status.PENDING.value])
+
+
+@functools.cache
+def _session_tools_sql(vendor: str) -> str:
+    true = "true" if vendor == "postgresql" else "1"
+    return (
+        f"SELECT {columns(ToolsetTool)}, {columns(Toolset)} FROM {_table(ToolsetTool)} "
+        f"INNER JOIN {_table(Toolset)} "
+        f"ON {_column(Toolset, 'id')} = {_column(ToolsetTool, 'toolset')} "
+        f"INNER JOIN {_table(SessionToolset)} "
+        f"ON {_column(SessionToolset, 'toolset')} = {_column(Toolset, 'id')} "
+        f"WHERE {_column(SessionToolset, 'session')} = %s AND {_column(Toolset, 'enabled')} = "
+        f"{true} AND {_column(ToolsetTool, 'available')} = {true} "
+        f"AND {_column(ToolsetTool, 'policy')} <> %s "
+        f"ORDER BY {_column(Toolset, 'name')}, {_column(ToolsetTool, 'name')}"
+    )
+
+
+def session_tools(session_id: int) -> list[ToolsetTool]:
+    """What `selectors.session_tools` answers (each tool with its toolset attached)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _session_tools_sql(connection.vendor), [session_id, ToolsetTool.Policy.NEVER.value]
+        )
+        found = cursor.fetchall()
+    width = len(ToolsetTool._meta.concrete_fields)
+    tools = instances(ToolsetTool, found)
+    toolsets = instances(Toolset, [row[width:] for row in found])
+    for tool, toolset in zip(tools, toolsets, strict=True):
+        _cache_related(tool, "toolset", toolset)
+    return tools

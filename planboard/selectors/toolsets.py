@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from planboard.models import SessionToolset, ToolCall, Toolset, ToolsetTool
+from planboard.selectors import rows
 from planboard.snapshots import serialize_tool_call, serialize_toolset
 
 # The newest calls a session's call list shows (older ones stay in the admin).
@@ -50,17 +51,9 @@ def session_toolset_ids(*, session_id: int) -> list[int]:
 
 def session_tools(*, session_id: int) -> list[ToolsetTool]:
     """The external tools a session's agent is offered: tools its server still lists, of
-    enabled toolsets the session enables, that staff have not set to `never`."""
-    return list(
-        ToolsetTool.objects.filter(
-            toolset__sessions__session_id=session_id,
-            toolset__enabled=True,
-            available=True,
-        )
-        .exclude(policy=ToolsetTool.Policy.NEVER)
-        .select_related("toolset")
-        .order_by("toolset__name", "name")
-    )
+    enabled toolsets the session enables, that staff have not set to `never`; by toolset and
+    tool name, each with its toolset (every agent step asks: planboard.selectors.rows)."""
+    return rows.session_tools(session_id)
 
 
 def tool_always_allowed(*, session_id: int, toolset_id: int, tool: str) -> bool:
@@ -84,9 +77,7 @@ def tool_call_flags(*, session_id: int) -> tuple[set[tuple[int, str]], list[Tool
     someone chose to "always allow", and the calls waiting for a person (oldest first)."""
     allowed: set[tuple[int, str]] = set()
     pending: list[ToolCall] = []
-    for record in ToolCall.objects.filter(
-        Q(always_allow=True) | Q(status=ToolCall.Status.PENDING), session_id=session_id
-    ).order_by("id"):
+    for record in rows.tool_calls_allowed_or_pending(session_id):
         if record.always_allow and record.toolset_id is not None:
             allowed.add((record.toolset_id, record.tool))
         if record.status == ToolCall.Status.PENDING:

@@ -18,7 +18,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from planboard import broadcast, selectors
+from planboard import broadcast, prepared, selectors
 from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import (
     NAME_MAX,
@@ -237,7 +237,7 @@ def _record(
     if subtasks is not None:
         _sync_plan_state(plan, subtasks)
     plan.version += 1
-    _rows.update(plan, PLAN_WRITTEN_FIELDS)
+    prepared.update(plan, PLAN_WRITTEN_FIELDS)
     patch: PlanPatch = {
         "plan": serialize_plan_header(plan),
         "upsert": [serialize_subtask(s) for s in upsert],
@@ -255,7 +255,7 @@ def _record(
         after=after,
         patch=patch,
     )
-    _rows.insert(event)
+    prepared.insert(event)
     payload = serialize_event(event)
     groups = [broadcast.plan_group(plan.pk)]
     if plan.session_id:
@@ -270,7 +270,7 @@ def _publish_session(session_id: int, payload: Mapping[str, Any]) -> None:
 
 def _set_current_plan(session: ChatSession, plan: Plan | None) -> None:
     session.current_plan = plan
-    _rows.update(session, ["current_plan"])
+    prepared.update(session, ["current_plan"])
     _publish_session(
         session.pk,
         {"type": "session.plan", "session_id": session.pk, "plan_id": plan.pk if plan else None},

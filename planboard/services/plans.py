@@ -8,10 +8,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from planboard import broadcast
+from planboard import broadcast, prepared
 from planboard.exceptions import PlanError
 from planboard.models import Plan, PlanEvent, State, SubTask
-from planboard.services import _rows
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -109,7 +108,7 @@ def plan_create(
             description=clean_description,
             expected_outcome=clean_expected,
         )
-        _rows.insert(plan)
+        prepared.insert(plan)
         created = SubTask.objects.bulk_create(
             [SubTask(plan=plan, position=i, **spec) for i, spec in enumerate(specs)]
         )

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from planboard import broadcast, selectors
+from planboard import broadcast, prepared, selectors
 from planboard.exceptions import PlanError
 from planboard.models import (
     MESSAGE_MAX,
@@ -25,7 +25,6 @@ from planboard.models import (
     ToolCall,
 )
 from planboard.pgtext import without_nul
-from planboard.services import _rows
 from planboard.services._core import (
     _clean_state,
     _clean_text,
@@ -123,12 +122,12 @@ def message_record_agent(
         # Every step stores one or two of these: a prepared insert (services/_rows.py).
         message = Message(**fields)
         if not tool_call_id:
-            _rows.insert(message)  # no unique key it could collide on
+            prepared.insert(message)  # no unique key it could collide on
         else:
             try:
                 # A savepoint, so a duplicate result leaves the caller's transaction usable.
                 with transaction.atomic():
-                    _rows.insert(message)
+                    prepared.insert(message)
             except IntegrityError:
                 raise PlanError(
                     f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
@@ -324,14 +323,14 @@ def run_record_step(
     # One prepared statement each (planboard/services/_rows.py): this runs on every step.
     used = prompt + completion
     if session_id is not None:
-        _rows.add(ChatSession, session_id, {"spent_usd": cost, "spent_tokens": used})
+        prepared.add(ChatSession, session_id, {"spent_usd": cost, "spent_tokens": used})
     if plan_id is not None:
-        _rows.add(Plan, plan_id, {"cost_usd": cost, "tokens": used})
+        prepared.add(Plan, plan_id, {"cost_usd": cost, "tokens": used})
         if subtask_id is not None:
-            _rows.add(
+            prepared.add(
                 SubTask, subtask_id, {"cost_usd": cost, "tokens": used}, where={"plan": plan_id}
             )
-    _rows.add(
+    prepared.add(
         AgentRun,
         run_id,
         {

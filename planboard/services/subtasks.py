@@ -9,14 +9,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from planboard import selectors
+from planboard import prepared, selectors
 from planboard.exceptions import PlanError
 from planboard.models import (
     FINISHED_STATES,
     State,
     SubTask,
 )
-from planboard.services import _rows
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -126,7 +125,7 @@ def subtask_update(
         subtask = _find_subtask(_ordered_subtasks(plan), subtask_id)
         changes = _apply_text_changes(subtask, given)
         if changes:
-            _rows.update(subtask, list(changes))
+            prepared.update(subtask, list(changes))
             before, after = _before_after(changes, index=subtask.position)
             _record(
                 plan,
@@ -241,7 +240,7 @@ def _apply_state(subtask: SubTask, state: str, outcome: str) -> None:
     else:
         subtask.finished_at = None
         subtask.outcome = ""
-    _rows.update(subtask, ["state", "finished_at", "outcome"])
+    prepared.update(subtask, ["state", "finished_at", "outcome"])
 
 
 def subtask_set_state(

@@ -13,12 +13,24 @@ import pytest
 from django.db import connection, connections, transaction
 from django.db.models import Model
 from django.db.models.signals import post_save, pre_save
+from django.test.utils import CaptureQueriesContext
 
-from planboard import selectors
-from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, SubTask
+from planboard import prepared, selectors, services
+from planboard.models import (
+    AgentRun,
+    ChatSession,
+    Message,
+    Plan,
+    PlanEvent,
+    SessionToolset,
+    SubTask,
+    ToolCall,
+    Toolset,
+    ToolsetTool,
+)
 from planboard.selectors import rows
-from planboard.services import _rows
-from planboard.snapshots import build_plan_snapshot
+from planboard.services import Actor, _rows
+from planboard.snapshots import build_plan_snapshot, serialize_event
 
 
 def fields_of(obj: Model) -> dict[str, Any]:
@@ -80,7 +92,7 @@ def test_update_stores_what_save_would_and_touches_auto_now(plan: Plan) -> None:
     loaded.name = "Renamed ✓"
     loaded.finished_at = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
     loaded.tokens = 999  # not named: must not be written
-    _rows.update(loaded, ["name", "finished_at"])
+    prepared.update(loaded, ["name", "finished_at"])
     stored = Plan.objects.get(pk=plan.pk)
     assert stored.name == "Renamed ✓" and stored.finished_at == loaded.finished_at
     assert stored.tokens == 0
@@ -93,7 +105,7 @@ def test_insert_stores_what_create_would(plan: Plan) -> None:
     event = PlanEvent(
         plan=plan, version=99, action="test", actor_run=run, before=None, after=payload
     )
-    _rows.insert(event)
+    prepared.insert(event)
     assert event.pk is not None and not event._state.adding
     stored = PlanEvent.objects.get(pk=event.pk)
     assert stored.after == payload and stored.before is None and stored.patch == {}
@@ -135,3 +147,105 @@ def test_lock_plan_holds_the_session_and_the_plan(postgres: None, plan: Plan) ->
     finally:
         release.set()
         thread.join()
+
+
+# --- what an agent step reads: each equals what the ORM gives --------------------------------
+
+
+def test_a_runs_row_and_its_stop_flags_equal_the_orms(chat_session: ChatSession, user: Any) -> None:
+    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
+    services.run_cancel(session_id=chat_session.pk)
+    loaded = rows.agent_run(run.pk)
+    assert loaded is not None
+    assert fields_of(loaded) == fields_of(AgentRun.objects.get(pk=run.pk))
+    fresh = AgentRun.objects.get(pk=run.pk)
+    assert rows.run_stop_flags(run.pk) == (fresh.cancel_requested, fresh.lease_owner)
+    assert rows.agent_run(10**9) is None and rows.run_stop_flags(10**9) is None
+
+
+def test_the_transcript_reads_equal_the_orms(chat_session: ChatSession, user: Any) -> None:
+    services.message_post(session_id=chat_session.pk, author=user, content="京都\x01 <b>hi</b>")
+    services.message_record_agent(
+        session_id=chat_session.pk,
+        run_id=None,
+        role=Message.Role.ASSISTANT,
+        tool_calls=[{"id": "c1", "type": "function", "function": {"name": "x", "arguments": "{}"}}],
+    )
+    expected = list(Message.objects.filter(session=chat_session).order_by("id"))
+    assert rows.message_ids(chat_session.pk) == [m.pk for m in expected]
+    loaded = rows.messages_from(chat_session.pk, expected[1].pk)
+    assert [fields_of(m) for m in loaded] == [fields_of(m) for m in expected[1:]]
+    assert loaded[0].tool_calls[0]["id"] == "c1"  # JSON comes back decoded
+    assert rows.message_ids(10**9) == [] and rows.messages_from(10**9, 0) == []
+
+
+def test_events_since_serialise_as_the_orms_do(
+    plan: Plan, chat_session: ChatSession, user: Any
+) -> None:
+    services.subtask_update(
+        plan_id=plan.pk,
+        subtask_id=SubTask.objects.filter(plan=plan).order_by("position")[0].pk,
+        actor=Actor.person(user),
+        name="Renamed by a person",
+    )
+    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
+    services.plan_update_info(plan_id=plan.pk, actor=Actor.agent(run), name="Renamed by the agent")
+    queryset = PlanEvent.objects.filter(plan=plan, version__gt=1).order_by("version")
+    expected = [
+        serialize_event(e) for e in queryset.select_related("plan", "actor_user", "actor_run")
+    ]
+    assert {e["actor"]["kind"] for e in expected} >= {"user", "agent"}
+    with CaptureQueriesContext(connection) as queries:
+        found = [serialize_event(e) for e in rows.plan_events_since(plan.pk, 1, 100)]
+    assert found == expected
+    assert len(queries.captured_queries) == 1  # nothing is loaded on the side
+    assert [
+        e["version"] for e in selectors.plan_events_since(plan_id=plan.pk, version=1, limit=1)
+    ] == [2]
+
+
+def test_a_sessions_tools_and_flagged_calls_equal_the_orms(chat_session: ChatSession) -> None:
+    shown = Toolset.objects.create(name="files", kind="stdio", command="x")
+    off = Toolset.objects.create(name="off", kind="stdio", command="x", enabled=False)
+    other = Toolset.objects.create(name="other", kind="stdio", command="x")
+    for toolset in (shown, off, other):
+        ToolsetTool.objects.create(toolset=toolset, name="read", input_schema={"type": "object"})
+    ToolsetTool.objects.create(toolset=shown, name="delete", policy=ToolsetTool.Policy.NEVER)
+    ToolsetTool.objects.create(toolset=shown, name="gone", available=False)
+    ToolsetTool.objects.create(toolset=shown, name="append", policy=ToolsetTool.Policy.AUTO)
+    SessionToolset.objects.create(session=chat_session, toolset=shown)
+    SessionToolset.objects.create(session=chat_session, toolset=off)
+    expected = list(
+        ToolsetTool.objects.filter(
+            toolset__sessions__session_id=chat_session.pk, toolset__enabled=True, available=True
+        )
+        .exclude(policy=ToolsetTool.Policy.NEVER)
+        .select_related("toolset")
+        .order_by("toolset__name", "name")
+    )
+    with CaptureQueriesContext(connection) as queries:
+        loaded = rows.session_tools(chat_session.pk)
+        names = [(t.toolset.name, t.name) for t in loaded]
+    # The session's built-in workspace tools come too; never-offered, gone, disabled don't.
+    assert [n for n in names if n[0] != "workspace"] == [("files", "append"), ("files", "read")]
+    assert len(queries.captured_queries) == 1
+    assert [fields_of(t) for t in loaded] == [fields_of(t) for t in expected]
+    assert [fields_of(t.toolset) for t in loaded] == [fields_of(t.toolset) for t in expected]
+
+    def call(number: int, **fields: Any) -> ToolCall:
+        return ToolCall.objects.create(
+            session=chat_session,
+            tool_call_id=f"c{number}",
+            tool_name="files__read",
+            toolset=shown,
+            tool="read",
+            **fields,
+        )
+
+    call(1, status=ToolCall.Status.SUCCEEDED)
+    allowed = call(2, status=ToolCall.Status.SUCCEEDED, always_allow=True)
+    waiting = call(3)
+    assert [c.pk for c in rows.tool_calls_allowed_or_pending(chat_session.pk)] == [
+        allowed.pk,
+        waiting.pk,
+    ]

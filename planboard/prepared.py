@@ -1,0 +1,178 @@
+"""Statements built once per process from the models' metadata, for the hot paths.
+
+Django compiles a queryset to SQL on every execution; on our 2-core machines that costs about
+0.4 ms per statement, more than a local database round trip, and a plan tool call or an agent
+step runs a handful (docs/PERFORMANCE.md). These helpers generate the SQL from the models
+themselves (columns, converters, each field's `pre_save` and `get_db_prep_save`), so a read
+gives the instances the ORM would and a write stores what `Model.save()` would — a new model
+field needs no change here. They skip Django's save signals, which none of our models use
+(tests/planboard/test_rows.py checks both). Everything off the hot paths uses the ORM.
+
+Writes of plan-domain rows still belong to `planboard.services` (the architecture test checks
+the ORM calls; these helpers are called only there and for the agent's own step records).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Field, Model
+
+M = TypeVar("M", bound=Model)
+Converter = Callable[[Any, Any, Any], Any]
+
+
+def field_of(model: type[Model], name: str) -> Field[Any, Any]:
+    """The model's concrete field `name` (never a reverse relation)."""
+    found = model._meta.get_field(name)
+    if not isinstance(found, Field):
+        raise TypeError(f"{model.__name__}.{name} is not a concrete field")
+    return found
+
+
+def column_of(field: Field[Any, Any]) -> str:
+    if field.column is None:  # only non-concrete fields lack a column
+        raise TypeError(f"{field} has no column")
+    return field.column
+
+
+@functools.cache
+def _shape(model: type[Model], vendor: str) -> tuple[str, list[str], list[tuple[int, list[Any]]]]:
+    """The model's column list (qualified by its table), attribute names, and the value
+    converters the ORM would apply, per column (e.g. decimals and datetimes on SQLite)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    quote = connection.ops.quote_name
+    table = model._meta.db_table
+    fields = model._meta.concrete_fields
+    columns = ", ".join(f"{quote(table)}.{quote(column_of(f))}" for f in fields)
+    converters: list[tuple[int, list[Any]]] = []
+    for index, field in enumerate(fields):
+        column = field.get_col(table)
+        found = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if found:
+            converters.append((index, [(fn, column) for fn in found]))
+    return columns, [f.attname for f in fields], converters
+
+
+def columns(model: type[Model]) -> str:
+    """`"table"."column", …` for every concrete field of `model`, in field order."""
+    return _shape(model, connections[DEFAULT_DB_ALIAS].vendor)[0]
+
+
+def instances(model: type[M], rows: Sequence[Sequence[Any]]) -> list[M]:
+    """Model instances from rows whose leading values are `columns(model)`."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    _, names, converters = _shape(model, connection.vendor)
+    width = len(names)
+    found: list[M] = []
+    for row in rows:
+        values = list(row[:width])
+        for index, steps in converters:
+            for convert, expression in steps:
+                values[index] = convert(values[index], expression, connection)
+        found.append(model.from_db(DEFAULT_DB_ALIAS, names, values))
+    return found
+
+
+def fetch(model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
+    """Run `sql` (which selects `columns(model)` first) and return model instances."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
+        return instances(model, cursor.fetchall())
+
+
+# --- writes -----------------------------------------------------------------------------------
+
+
+def _connection() -> BaseDatabaseWrapper:
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def _fields(model: type[Model], names: Sequence[str]) -> list[Field[Any, Any]]:
+    """The named fields plus the model's `auto_now` fields (as a whole-row save would)."""
+    chosen = [field_of(model, name) for name in names]
+    chosen += [
+        f
+        for f in model._meta.concrete_fields
+        if getattr(f, "auto_now", False) and f not in chosen  # e.g. updated_at
+    ]
+    return chosen
+
+
+@functools.cache
+def _update_sql(model: type[Model], columns: tuple[str, ...]) -> str:
+    quote = _connection().ops.quote_name
+    assignments = ", ".join(f"{quote(column)} = %s" for column in columns)
+    pk = quote(column_of(model._meta.pk))
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {pk} = %s"
+
+
+def update(obj: Model, names: Sequence[str]) -> None:
+    """`obj.save(update_fields=names)` (plus `auto_now` fields), as one prepared UPDATE."""
+    connection = _connection()
+    fields = _fields(type(obj), names)
+    values = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in fields]
+    sql = _update_sql(type(obj), tuple(column_of(f) for f in fields))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*values, obj.pk])
+
+
+@functools.cache
+def _insert_sql(model: type[Model], returning: bool) -> tuple[str, tuple[Field[Any, Any], ...]]:
+    quote = _connection().ops.quote_name
+    fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+    names = ", ".join(quote(column_of(f)) for f in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    tail = f" RETURNING {quote(column_of(model._meta.pk))}" if returning else ""
+    return f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES ({marks}){tail}", fields
+
+
+def insert(obj: Model) -> None:
+    """`obj.save()` of a new row with a database-generated primary key, as one INSERT."""
+    connection = _connection()
+    returning = connection.features.can_return_columns_from_insert
+    sql, fields = _insert_sql(type(obj), returning)
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        obj.pk = cursor.fetchone()[0] if returning else cursor.lastrowid
+    obj._state.adding = False
+    obj._state.db = DEFAULT_DB_ALIAS
+
+
+@functools.cache
+def _add_sql(model: type[Model], columns: tuple[str, ...], extra: tuple[str, ...]) -> str:
+    quote = _connection().ops.quote_name
+    assignments = ", ".join(f"{quote(c)} = {quote(c)} + %s" for c in columns)
+    where = " AND ".join(f"{quote(c)} = %s" for c in (column_of(model._meta.pk), *extra))
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {where}"
+
+
+def add(
+    model: type[Model], pk: int, amounts: dict[str, Any], *, where: dict[str, Any] | None = None
+) -> None:
+    """Add `amounts` ({field: number}) to one row's counters, atomically in the database
+    (`F(field) + amount`), optionally only if it also matches `where` ({field: value})."""
+    connection = _connection()
+    fields = [field_of(model, name) for name in amounts]
+    conditions = [field_of(model, name) for name in (where or {})]
+    values = [
+        f.get_db_prep_save(amount, connection)
+        for f, amount in zip(fields, amounts.values(), strict=True)
+    ]
+    values.append(pk)
+    values += [
+        f.get_db_prep_value(v, connection)
+        for f, v in zip(conditions, (where or {}).values(), strict=True)
+    ]
+    sql = _add_sql(
+        model,
+        tuple(column_of(f) for f in fields),
+        tuple(column_of(f) for f in conditions),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)

@@ -79,14 +79,15 @@ def build_request(
     `memory` carries what the driving worker already read in earlier steps of the run
     (`agents.memory`); without it everything is read afresh."""
     memory = memory or RunMemory.for_run(run)
-    session = selectors.rows.session(run.session_id)
-    if session is None:
+    found = selectors.rows.session_with_plan(run.session_id)
+    if found is None:
         raise ChatSession.DoesNotExist(f"Chat session {run.session_id} does not exist.")
+    session, current_plan = found
     transcript = memory.transcript()
     language = _language(session, transcript)
     snapshot = (
-        selectors.plan_snapshot(plan_id=session.current_plan_id)
-        if session.plan_mode and session.current_plan_id
+        selectors.plan_snapshot_of(current_plan)
+        if session.plan_mode and current_plan is not None
         else None
     )
     acting = acting_profile(session=session, snapshot=snapshot, default_model=run.model)

@@ -55,7 +55,14 @@ from agents.memory import RunMemory
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
 from agents.profiles import budget_stop
-from agents.steps import close_step, mark_changes_seen, open_step, seen_until, store_answer
+from agents.steps import (
+    AnswerSuperseded,
+    close_step,
+    mark_changes_seen,
+    open_step,
+    seen_until,
+    store_answer,
+)
 from agents.streaming import AnswerStream
 from planboard import prepared, selectors, services
 from planboard.exceptions import PlanError
@@ -150,33 +157,34 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
             )
 
         answer.flush()  # the last piece of text leaves before the stored message
-        # A run deleted meanwhile (with its session) counts as cancelled and given up.
-        flags = selectors.rows.run_stop_flags(run.pk) or (True, "")
-        run.cancel_requested, run.lease_owner = flags
-        if run.lease_owner != worker:
-            # Our lease lapsed during the call and another worker drives the run now; its
-            # answer, not ours, goes into the transcript.
-            close_step(
-                step,
-                status=AgentStep.Status.DISCARDED,
+        try:
+            message = store_answer(
+                run=run,
+                step=step,
                 result=result,
-                error="Another worker took the run over while the model was answering.",
+                request=request,
+                answer_id=answer.answer_id,
+                worker=worker,
             )
+        except AnswerSuperseded as superseded:
             answer.end()
-            return run
-        if run.cancel_requested:
+            if superseded.taken_over(worker):
+                # Our lease lapsed during the call and another worker drives the run now;
+                # its answer, not ours, goes into the transcript.
+                close_step(
+                    step,
+                    status=AgentStep.Status.DISCARDED,
+                    result=result,
+                    error="Another worker took the run over while the model was answering.",
+                )
+                return selectors.rows.agent_run(run.pk) or run
             close_step(
                 step,
                 status=AgentStep.Status.DISCARDED,
                 result=result,
                 error="The run was cancelled while the model was answering.",
             )
-            answer.end()
             return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
-
-        message = store_answer(
-            run=run, step=step, result=result, request=request, answer_id=answer.answer_id
-        )
         answer.end()
         memory.step_completed(step, answer=message)
         if message.tool_calls:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agents.models import AgentStep
+from planboard import selectors
 from planboard.models import AgentRun, Message
-from planboard.selectors import rows
 
 
 @dataclass
@@ -63,14 +63,18 @@ class RunMemory:
     # --- the transcript ---------------------------------------------------------------------
 
     def transcript(self) -> list[Message]:
-        """The session's messages, oldest first: the ids are read every time (cheap, and exact
-        even when a message with a smaller id commits late), the rows only of new ones."""
-        ids = rows.message_ids(self.session_id)
-        new = [pk for pk in ids if pk not in self.message_ids]
-        if new:
-            # From the oldest new id on: usually exactly the new rows (ids grow).
-            fresh = set(new)
-            added = [m for m in rows.messages_from(self.session_id, new[0]) if m.pk in fresh]
+        """The session's messages, oldest first: every id is read each time (exact even when
+        a message with a smaller id commits late), whole rows only of the new ones."""
+        known_up_to = max(self.message_ids, default=0)
+        found = selectors.rows.transcript_after(self.session_id, known_up_to)
+        ids = [pk for pk, _ in found]
+        added = [message for _, message in found if message is not None]
+        late = {pk for pk, message in found if message is None and pk not in self.message_ids}
+        if late:  # committed after a newer one we already hold: rare, one more read
+            added += [
+                m for m in selectors.rows.messages_from(self.session_id, min(late)) if m.pk in late
+            ]
+        if added:
             for message in added:
                 self.message_ids.add(message.pk)
                 self.remember_calls(message)

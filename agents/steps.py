@@ -108,6 +108,18 @@ def unique_call_ids(
         used.add(call_id)
 
 
+class AnswerSuperseded(Exception):
+    """The run was cancelled, or another worker took it over, while the model answered: the
+    answer is not stored (`store_answer` rolled it back)."""
+
+    def __init__(self, flags: services.RunStopFlags | None) -> None:
+        super().__init__("the answer no longer counts")
+        self.flags = flags
+
+    def taken_over(self, worker: str) -> bool:
+        return self.flags is None or self.flags.lease_owner != worker
+
+
 def store_answer(
     *,
     run: AgentRun,
@@ -115,29 +127,45 @@ def store_answer(
     result: llm.LLMResult,
     request: StepRequest,
     answer_id: str = "",
+    worker: str | None = None,
 ) -> Message:
-    """Persist the answer, count the step and complete its record, all or nothing."""
+    """Persist the answer, count the step and complete its record, all or nothing.
+
+    With `worker` (the one driving the run), the answer counts only while the run is not
+    cancelled and that worker still holds its lease; both are read in the same transaction,
+    from the statement that counts the step, so no cancel can slip in between the check and
+    the write. Otherwise nothing is stored and `AnswerSuperseded` says why.
+    """
     unique_call_ids(run, step, result.tool_calls, request.used_call_ids)
-    with transaction.atomic():
-        message = services.message_record_agent(
-            session_id=run.session_id,
-            run_id=run.pk,
-            role=Message.Role.ASSISTANT,
-            content=result.content,
-            tool_calls=result.tool_calls or None,
-            answer_id=answer_id,
-        )
-        services.run_record_step(
-            run_id=run.pk,
-            session_id=run.session_id,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            cost_usd=result.cost_usd,
-            plan_id=request.plan_id,
-            subtask_id=request.subtask_id,
-        )
-        step.assistant_message = message
-        close_step(step, status=AgentStep.Status.COMPLETED, result=result)
+    try:
+        with transaction.atomic():
+            message = services.message_record_agent(
+                session_id=run.session_id,
+                run_id=run.pk,
+                role=Message.Role.ASSISTANT,
+                content=result.content,
+                tool_calls=result.tool_calls or None,
+                answer_id=answer_id,
+            )
+            flags = services.run_record_step(
+                run_id=run.pk,
+                session_id=run.session_id,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                cost_usd=result.cost_usd,
+                plan_id=request.plan_id,
+                subtask_id=request.subtask_id,
+                returning_flags=worker is not None,
+            )
+            if worker is not None and (
+                flags is None or flags.cancel_requested or flags.lease_owner != worker
+            ):
+                raise AnswerSuperseded(flags)  # rolls the answer and its counting back
+            step.assistant_message = message
+            close_step(step, status=AgentStep.Status.COMPLETED, result=result)
+    except AnswerSuperseded:
+        step.assistant_message = None
+        raise
     return message
 
 

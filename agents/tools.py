@@ -20,7 +20,7 @@ from agents.hints import render_plan_markdown, render_subtask_markdown
 from agents.plan_view import ShownPlan, text_digest
 from planboard import selectors, services
 from planboard.exceptions import PlanError, StaleVersion
-from planboard.models import ChatSession
+from planboard.models import ChatSession, Plan
 from planboard.services import Actor
 from planboard.shapes import PlanSnapshot, SubtaskSnapshot
 from planboard.snapshots import serialize_subtask
@@ -340,6 +340,8 @@ class _Call:
     # The plan as the model last saw it: indices in the call are resolved through it.
     shown: ShownPlan
 
+    # The current plan's row, read with the session (its subtasks are read when needed).
+    current_row: Plan | None = None
     # The current plan as read for this call (read once, then reused).
     read: list[PlanSnapshot] = field(default_factory=list)
 
@@ -351,7 +353,10 @@ class _Call:
                 "earlier one with recover_historical_plan."
             )
         if not self.read:
-            self.read.append(selectors.plan_snapshot(plan_id=self.session.current_plan_id))
+            if self.current_row is not None:
+                self.read.append(selectors.plan_snapshot_of(self.current_row))
+            else:
+                self.read.append(selectors.plan_snapshot(plan_id=self.session.current_plan_id))
         return self.read[0]
 
     def show(self, snapshot: PlanSnapshot) -> str:
@@ -780,16 +785,19 @@ def execute_tool_call(
         args = _validate(name, _parse_arguments(arguments))
         attempts_left = _STALE_ATTEMPTS
         while True:
-            session = selectors.rows.session(session_id)
-            if session is None:
+            found = selectors.rows.session_with_plan(session_id)
+            if found is None:
                 raise _BadCall(f"session {session_id} does not exist.")
+            session, current_plan = found
             if not session.plan_mode:
                 raise _BadCall(
                     "plan mode is off in this session, so the plan tools are not available. "
                     "Answer directly, or ask the user to switch plan mode on."
                 )
             view = shown if shown is not None else ShownPlan.of(None)
-            call = _Call(session=session, actor=actor, args=args, shown=view)
+            call = _Call(
+                session=session, actor=actor, args=args, shown=view, current_row=current_plan
+            )
             if shown is None and session.current_plan_id:
                 # What the model was shown is the plan as it is now: one read serves both.
                 view.show_plan(call.plan())

@@ -122,13 +122,17 @@ def update(obj: Model, names: Sequence[str]) -> None:
 
 
 @functools.cache
-def _insert_sql(model: type[Model], returning: bool) -> tuple[str, tuple[Field[Any, Any], ...]]:
+def _insert_sql(
+    model: type[Model], returning: bool, unless_duplicate: bool = False
+) -> tuple[str, tuple[Field[Any, Any], ...]]:
     quote = _connection().ops.quote_name
     fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
     names = ", ".join(quote(column_of(f)) for f in fields)
     marks = ", ".join(["%s"] * len(fields))
+    skip = " ON CONFLICT DO NOTHING" if unless_duplicate else ""
     tail = f" RETURNING {quote(column_of(model._meta.pk))}" if returning else ""
-    return f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES ({marks}){tail}", fields
+    table = quote(model._meta.db_table)
+    return f"INSERT INTO {table} ({names}) VALUES ({marks}){skip}{tail}", fields
 
 
 def insert(obj: Model) -> None:
@@ -144,19 +148,56 @@ def insert(obj: Model) -> None:
     obj._state.db = DEFAULT_DB_ALIAS
 
 
+def can_insert_unless_duplicate() -> bool:
+    """Whether `insert_unless_duplicate` works on this database (PostgreSQL, SQLite 3.35+)."""
+    return bool(_connection().features.can_return_columns_from_insert)
+
+
+def insert_unless_duplicate(obj: Model) -> bool:
+    """Insert `obj` unless a unique constraint already holds an equal row; returns whether it
+    was inserted. One statement (`ON CONFLICT DO NOTHING`): unlike catching the
+    IntegrityError, it needs no savepoint to keep the caller's transaction usable."""
+    connection = _connection()
+    sql, fields = _insert_sql(type(obj), True, unless_duplicate=True)
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    obj.pk = row[0]
+    obj._state.adding = False
+    obj._state.db = DEFAULT_DB_ALIAS
+    return True
+
+
 @functools.cache
-def _add_sql(model: type[Model], columns: tuple[str, ...], extra: tuple[str, ...]) -> str:
+def _add_sql(
+    model: type[Model],
+    columns: tuple[str, ...],
+    extra: tuple[str, ...],
+    returning: tuple[str, ...] = (),
+) -> str:
     quote = _connection().ops.quote_name
     assignments = ", ".join(f"{quote(c)} = {quote(c)} + %s" for c in columns)
     where = " AND ".join(f"{quote(c)} = %s" for c in (column_of(model._meta.pk), *extra))
-    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {where}"
+    tail = f" RETURNING {', '.join(quote(c) for c in returning)}" if returning else ""
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {where}{tail}"
 
 
 def add(
-    model: type[Model], pk: int, amounts: dict[str, Any], *, where: dict[str, Any] | None = None
-) -> None:
+    model: type[Model],
+    pk: int,
+    amounts: dict[str, Any],
+    *,
+    where: dict[str, Any] | None = None,
+    returning: Sequence[str] = (),
+) -> tuple[Any, ...] | None:
     """Add `amounts` ({field: number}) to one row's counters, atomically in the database
-    (`F(field) + amount`), optionally only if it also matches `where` ({field: value})."""
+    (`F(field) + amount`), optionally only if it also matches `where` ({field: value}).
+
+    With `returning` (field names) the row's values of those fields after the update come
+    back in the same statement (None when no row matched); PostgreSQL and SQLite 3.35+."""
     connection = _connection()
     fields = [field_of(model, name) for name in amounts]
     conditions = [field_of(model, name) for name in (where or {})]
@@ -169,10 +210,32 @@ def add(
         f.get_db_prep_value(v, connection)
         for f, v in zip(conditions, (where or {}).values(), strict=True)
     ]
+    shown = [field_of(model, name) for name in returning]
+    # Without RETURNING (SQLite before 3.35) the values are read after the update.
+    inline = connection.features.can_return_columns_from_insert
     sql = _add_sql(
         model,
         tuple(column_of(f) for f in fields),
         tuple(column_of(f) for f in conditions),
+        tuple(column_of(f) for f in shown) if inline else (),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
+        if not shown:
+            return None
+        if inline:
+            row = cursor.fetchone()
+        elif cursor.rowcount:
+            row = model._default_manager.filter(pk=pk).values_list(*returning).first()
+        else:
+            row = None
+    if row is None:
+        return None
+    found = list(row)
+    for index, field in enumerate(shown):
+        column = field.get_col(model._meta.db_table)
+        for convert in connection.ops.get_db_converters(column) + column.get_db_converters(
+            connection
+        ):
+            found[index] = convert(found[index], column, connection)
+    return tuple(found)

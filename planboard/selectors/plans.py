@@ -42,7 +42,13 @@ def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
     plan = rows.plan(plan_id)
     if plan is None:
         raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
-    return build_plan_snapshot_from_values(plan, rows.subtask_values(plan_id))
+    return plan_snapshot_of(plan)
+
+
+def plan_snapshot_of(plan: Plan) -> PlanSnapshot:
+    """`plan_snapshot` of a plan row just read (e.g. with its session,
+    `rows.session_with_plan`): one query for its subtasks."""
+    return build_plan_snapshot_from_values(plan, rows.subtask_values(plan.pk))
 
 
 def plan_events_since(

@@ -166,6 +166,44 @@ def session(session_id: int) -> ChatSession | None:
     return fetch_owned(ChatSession, owned_row_sql(ChatSession, vendor), [session_id])
 
 
+@functools.cache
+def _session_with_plan_sql(vendor: str) -> str:
+    session_name, session_join = owner_username_join(ChatSession._meta.db_table)
+    user_model = get_user_model()
+    username = column_of(field_of(user_model, user_model.USERNAME_FIELD))
+    user_pk = column_of(field_of(user_model, user_model._meta.pk.name))
+    return (
+        f"SELECT {columns(ChatSession)}, {session_name}, {columns(Plan)}, "
+        f'"plan_owner".{_quote(username)} FROM {_table(ChatSession)} {session_join} '
+        f"LEFT OUTER JOIN {_table(Plan)} "
+        f"ON {_column(Plan, 'id')} = {_column(ChatSession, 'current_plan')} "
+        f'LEFT OUTER JOIN {_quote(user_model._meta.db_table)} "plan_owner" '
+        f'ON "plan_owner".{_quote(user_pk)} = {_column(Plan, "owner")} '
+        f"WHERE {_column(ChatSession, 'id')} = %s"
+    )
+
+
+def session_with_plan(session_id: int) -> tuple[ChatSession, Plan | None] | None:
+    """The chat session and its current plan (each with its owner's username) in one
+    statement: every agent step and plan tool call starts with both. None: no session."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(_session_with_plan_sql(connection.vendor), [session_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(ChatSession._meta.concrete_fields)
+    (found,) = instances(ChatSession, [row[:width]])
+    attach_owner(found, row[width])
+    plan_row = row[width + 1 :]
+    if plan_row[0] is None:
+        return found, None
+    (current,) = instances(Plan, [plan_row[:-1]])
+    attach_owner(current, plan_row[-1])
+    _cache_related(found, "current_plan", current)
+    return found, current
+
+
 # --- what an agent step reads -------------------------------------------------------------
 
 
@@ -257,6 +295,32 @@ def messages_from(session_id: int, first_id: int) -> list[Message]:
     """The session's messages from id `first_id` on, oldest first."""
     vendor = connections[DEFAULT_DB_ALIAS].vendor
     return fetch(Message, _messages_from_sql(vendor), [session_id, first_id])
+
+
+@functools.cache
+def _transcript_sql(vendor: str) -> str:
+    width = len(Message._meta.concrete_fields)
+    only_id = ", ".join([_column(Message, "id"), *(["NULL"] * (width - 1))])
+    where = f"WHERE {_column(Message, 'session')} = %s AND {_column(Message, 'id')}"
+    return (
+        f"SELECT {columns(Message)}, 1 FROM {_table(Message)} {where} > %s "
+        f"UNION ALL SELECT {only_id}, 0 FROM {_table(Message)} {where} <= %s ORDER BY 1"
+    )
+
+
+def transcript_after(session_id: int, known_up_to: int) -> list[tuple[int, Message | None]]:
+    """Every message id of the session, oldest first, with the whole message for ids above
+    `known_up_to` (None for the others): what a step needs of the transcript, in one
+    statement, when it already holds the messages up to `known_up_to`."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _transcript_sql(connection.vendor),
+            [session_id, known_up_to, session_id, known_up_to],
+        )
+        found = cursor.fetchall()
+    whole = iter(instances(Message, [row for row in found if row[-1]]))
+    return [(row[0], next(whole) if row[-1] else None) for row in found]
 
 
 @functools.cache

@@ -38,6 +38,7 @@ from planboard.services.profiles import (
     profile_update,
 )
 from planboard.services.runs import (
+    RunStopFlags,
     message_post,
     message_record_agent,
     run_cancel,
@@ -88,6 +89,7 @@ __all__ = [
     "SUBTASK_TEXT_FIELDS",
     "TOOLSET_FIELDS",
     "Actor",
+    "RunStopFlags",
     "TextChanges",
     "message_post",
     "message_record_agent",

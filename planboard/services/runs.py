@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -40,6 +40,13 @@ from planboard.snapshots import (
 # What a call still waiting for a decision is told when its run moves on without one.
 DENIED_BY_MESSAGE = "The person wrote a message instead of deciding; read it."
 DENIED_BY_STOP = "The run was stopped before anyone decided."
+
+
+class RunStopFlags(NamedTuple):
+    """What decides whether a running run's worker goes on (`run_record_step`)."""
+
+    cancel_requested: bool
+    lease_owner: str
 
 
 def _dispatch_on_commit(run_id: int) -> None:
@@ -117,23 +124,34 @@ def message_record_agent(
         "tool_name": tool_name,
         "answer_id": answer_id,
     }
+    message = Message(**fields)
     # No savepoint of its own inside a caller's transaction: one insert cannot half-happen.
     with transaction.atomic(savepoint=False):
-        # Every step stores one or two of these: a prepared insert (services/_rows.py).
-        message = Message(**fields)
-        if not tool_call_id:
-            prepared.insert(message)  # no unique key it could collide on
-        else:
-            try:
-                # A savepoint, so a duplicate result leaves the caller's transaction usable.
-                with transaction.atomic():
-                    prepared.insert(message)
-            except IntegrityError:
-                raise PlanError(
-                    f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
-                ) from None
-        _publish_message(message)
+        stored = _insert_message(message)
+        if stored:
+            _publish_message(message)
+    if not stored:
+        # Raised outside the block: the caller's transaction stays usable.
+        raise PlanError(
+            f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
+        )
     return message
+
+
+def _insert_message(message: Message) -> bool:
+    """Store a new message (every step stores one or two: prepared statements); False when
+    its tool call already has a result."""
+    if not message.tool_call_id:
+        prepared.insert(message)  # no unique key it could collide on
+        return True
+    if prepared.can_insert_unless_duplicate():
+        return prepared.insert_unless_duplicate(message)  # one statement, no savepoint
+    try:
+        with transaction.atomic():  # a savepoint keeps the caller's transaction usable
+            prepared.insert(message)
+    except IntegrityError:
+        return False
+    return True
 
 
 def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:
@@ -309,10 +327,15 @@ def run_record_step(
     cost_usd: float = 0.0,
     plan_id: int | None = None,
     subtask_id: int | None = None,
-) -> None:
+    returning_flags: bool = False,
+) -> RunStopFlags | None:
     """Count one LLM call of a run and add its usage to the run, its session, and the plan and
     subtask it was spent on (the subtask in progress at the step). Usage is not plan content:
     no version bump, no history event; clients get a `plan.usage` event with the new totals.
+
+    With `returning_flags`, returns the run's cancel request and lease owner as they are
+    once the run's row is locked by this update (None if the run is gone): the agent loop
+    decides in the same transaction whether the answer it stores still counts.
     """
     prompt = max(0, int(prompt_tokens or 0))
     completion = max(0, int(completion_tokens or 0))
@@ -320,7 +343,7 @@ def run_record_step(
     # Rows are updated in the one lock order: session, plan, subtask, run.
     if session_id is None:
         session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
-    # One prepared statement each (planboard/services/_rows.py): this runs on every step.
+    # One prepared statement each (planboard/prepared.py): this runs on every step.
     used = prompt + completion
     if session_id is not None:
         prepared.add(ChatSession, session_id, {"spent_usd": cost, "spent_tokens": used})
@@ -330,7 +353,7 @@ def run_record_step(
             prepared.add(
                 SubTask, subtask_id, {"cost_usd": cost, "tokens": used}, where={"plan": plan_id}
             )
-    prepared.add(
+    flags = prepared.add(
         AgentRun,
         run_id,
         {
@@ -339,9 +362,12 @@ def run_record_step(
             "completion_tokens": completion,
             "cost_usd": cost,
         },
+        # What the loop must know before it keeps the answer, read in the same statement.
+        returning=["cancel_requested", "lease_owner"] if returning_flags else [],
     )
+    stop = RunStopFlags(bool(flags[0]), str(flags[1] or "")) if flags else None
     if plan_id is None:
-        return
+        return stop
     groups = [broadcast.plan_group(plan_id)]
     if session_id:
         groups.append(broadcast.session_group(session_id))
@@ -351,6 +377,7 @@ def run_record_step(
         broadcast.publish(groups, {"type": "plan.usage", "session_id": session_id, **usage})
 
     transaction.on_commit(tell)
+    return stop
 
 
 def run_cancel(*, session_id: int) -> AgentRun | None:

@@ -338,6 +338,31 @@ def test_cancel_while_the_model_thinks_discards_its_answer(
     assert AgentStep.objects.get(run=run).status == AgentStep.Status.DISCARDED
 
 
+def test_a_cancel_landing_while_the_answer_is_stored_discards_it(
+    session, user, scripted_model: ScriptedModel, monkeypatch
+):
+    """The cancel check and the answer's write are one transaction: a cancel that lands after
+    the model answered but before the answer is counted still wins."""
+    real = services.message_record_agent
+
+    def record_then_cancel(**kwargs: Any) -> Message:
+        message = real(**kwargs)
+        if kwargs["role"] == Message.Role.ASSISTANT:
+            AgentRun.objects.filter(session=session).update(cancel_requested=True)
+        return message
+
+    monkeypatch.setattr(services, "message_record_agent", record_then_cancel)
+    scripted_model.script.append(tool_calls(create_plan_call()))
+    run = run_to_stop(post(session, user, "Plan a trip"))
+
+    assert run.status == AgentRun.Status.CANCELLED
+    assert not Message.objects.filter(session=session, role=Message.Role.ASSISTANT).exists()
+    assert ChatSession.objects.get(pk=session.pk).current_plan_id is None  # never executed
+    step = AgentStep.objects.get(run=run)
+    assert step.status == AgentStep.Status.DISCARDED and step.assistant_message_id is None
+    assert run.step_count == 0  # the discarded answer is not counted either
+
+
 def test_cancel_between_steps_stops_before_the_next_call(
     session, user, scripted_model: ScriptedModel, monkeypatch
 ):

@@ -249,3 +249,22 @@ def test_a_sessions_tools_and_flagged_calls_equal_the_orms(chat_session: ChatSes
         allowed.pk,
         waiting.pk,
     ]
+
+
+def test_the_transcript_after_a_known_id_holds_every_id_and_only_new_rows_whole(
+    chat_session: ChatSession, user: Any
+) -> None:
+    for text in ("one", "two", "three"):
+        services.message_post(session_id=chat_session.pk, author=user, content=text)
+    expected = list(Message.objects.filter(session=chat_session).order_by("id"))
+    found = rows.transcript_after(chat_session.pk, expected[0].pk)
+    assert [pk for pk, _ in found] == [m.pk for m in expected]
+    assert found[0][1] is None
+    assert [fields_of(m) for _, m in found[1:] if m is not None] == [
+        fields_of(m) for m in expected[1:]
+    ]
+    assert all(m is not None for _, m in found[1:])
+    assert [m.pk for _, m in rows.transcript_after(chat_session.pk, 0) if m] == [
+        m.pk for m in expected
+    ]
+    assert rows.transcript_after(10**9, 0) == []

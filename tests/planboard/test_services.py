@@ -412,8 +412,21 @@ class TestMessagesAndRuns:
         _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
         kwargs = {"session_id": chat_session.pk, "run_id": run.pk, "role": "tool"}
         services.message_record_agent(**kwargs, content="ok", tool_call_id="call_1")
-        with pytest.raises(PlanError, match="already has a result"):
-            services.message_record_agent(**kwargs, content="again", tool_call_id="call_1")
+        with transaction.atomic():
+            with pytest.raises(PlanError, match="already has a result"):
+                services.message_record_agent(**kwargs, content="again", tool_call_id="call_1")
+            # The caller's transaction is still usable: it stores what comes next.
+            services.message_record_agent(**kwargs, content="next", tool_call_id="call_2")
+        results = Message.objects.filter(session=chat_session, role="tool").order_by("id")
+        assert [(m.tool_call_id, m.content) for m in results] == [
+            ("call_1", "ok"),
+            ("call_2", "next"),
+        ]
+        # Ids are unique per session only.
+        other = services.session_create(owner=user)
+        services.message_record_agent(
+            session_id=other.pk, run_id=None, role="tool", content="ok", tool_call_id="call_1"
+        )
 
     def test_empty_and_oversized_messages(self, chat_session: Any, user: Any) -> None:
         with pytest.raises(PlanError, match="must not be empty"):

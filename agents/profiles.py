@@ -92,7 +92,11 @@ def acting_profile(
     working = in_progress_subtask(snapshot)
     wanted = (working["agent"] if working else None) or ""
     names = [n for n in (wanted, session.profile.name if session.profile else "") if n]
-    found = {p.name: p for p in AgentProfile.objects.filter(name__in=names, enabled=True)}
+    found = (
+        {p.name: p for p in AgentProfile.objects.filter(name__in=names, enabled=True)}
+        if names
+        else {}  # the common case: no profile named, nothing to read
+    )
     if wanted and wanted in found:
         return _from_profile(found[wanted], default_model)
     fallback = (

@@ -480,7 +480,8 @@ def _create_plan(call: _Call) -> str:
         subtasks=specs,
     )
     lines = [f"Created plan {plan.pk} ('{plan.name}') with {len(specs)} subtasks:"]
-    lines.append(call.show(selectors.plan_snapshot(plan_id=plan.pk)))
+    # The service's plan row is the one it wrote: only its subtasks are read for the result.
+    lines.append(call.show(selectors.plan_snapshot_of(plan)))
     if replaced is not None:
         lines.append(
             f"The previous plan {replaced.pk} ('{replaced.name}') was not finished; it was "
@@ -736,7 +737,7 @@ def _recover_historical_plan(call: _Call) -> str:
         session_id=call.session.pk, actor=call.actor, plan_id=call.args["plan_id"]
     )
     lines = [f"Recovered plan {plan.pk} ('{plan.name}'); it is the current plan again:"]
-    lines.append(call.show(selectors.plan_snapshot(plan_id=plan.pk)))
+    lines.append(call.show(selectors.plan_snapshot_of(plan)))  # the row the service wrote
     if displaced is not None:
         lines.append(
             f"The unfinished plan {displaced.pk} ('{displaced.name}') that was current was "

@@ -231,11 +231,20 @@ def add(
             row = None
     if row is None:
         return None
-    found = list(row)
-    for index, field in enumerate(shown):
-        column = field.get_col(model._meta.db_table)
+    return converted(row, shown)
+
+
+def converted(row: Sequence[Any], fields: Sequence[Field[Any, Any] | None]) -> tuple[Any, ...]:
+    """The row's values as the ORM gives them (each through its field's converters, e.g.
+    decimals on SQLite); None among `fields` leaves that value as it is, as do NULLs."""
+    connection = _connection()
+    values = list(row)
+    for index, field in enumerate(fields):
+        if field is None or values[index] is None:
+            continue
+        column = field.get_col(field.model._meta.db_table)
         for convert in connection.ops.get_db_converters(column) + column.get_db_converters(
             connection
         ):
-            found[index] = convert(found[index], column, connection)
-    return tuple(found)
+            values[index] = convert(values[index], column, connection)
+    return tuple(values)

@@ -85,11 +85,7 @@ def plan_snapshot_at(*, plan_id: int, version: int) -> PlanSnapshot | None:
 def plan_usage(*, plan_id: int) -> dict[str, Any]:
     """What the plan's work cost, in total and per subtask (one query: it is sent after every
     agent step)."""
-    found = list(
-        Plan.objects.filter(pk=plan_id).values_list(
-            "cost_usd", "tokens", "subtasks__id", "subtasks__cost_usd", "subtasks__tokens"
-        )
-    )
+    found = rows.plan_usage(plan_id)
     if not found:
         raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
     cost, tokens = found[0][0], found[0][1]

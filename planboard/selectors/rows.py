@@ -26,7 +26,7 @@ from planboard.models import (
     Toolset,
     ToolsetTool,
 )
-from planboard.prepared import M, column_of, columns, fetch, field_of, instances
+from planboard.prepared import M, column_of, columns, converted, fetch, field_of, instances
 from planboard.snapshots import SUBTASK_FIELDS
 
 
@@ -405,3 +405,26 @@ def session_tools(session_id: int) -> list[ToolsetTool]:
     for tool, toolset in zip(tools, toolsets, strict=True):
         _cache_related(tool, "toolset", toolset)
     return tools
+
+
+@functools.cache
+def _plan_usage_sql(vendor: str) -> str:
+    return (
+        f"SELECT {_column(Plan, 'cost_usd')}, {_column(Plan, 'tokens')}, "
+        f"{_column(SubTask, 'id')}, {_column(SubTask, 'cost_usd')}, {_column(SubTask, 'tokens')} "
+        f"FROM {_table(Plan)} LEFT OUTER JOIN {_table(SubTask)} "
+        f"ON {_column(SubTask, 'plan')} = {_column(Plan, 'id')} "
+        f"WHERE {_column(Plan, 'id')} = %s ORDER BY {_column(SubTask, 'position')}"
+    )
+
+
+def plan_usage(plan_id: int) -> list[tuple[Any, ...]]:
+    """(plan cost, plan tokens, subtask id, subtask cost, subtask tokens) per subtask of the
+    plan in board order (one row with NULL subtask values when it has none; no rows when
+    there is no such plan). Sent to clients after every agent step."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(_plan_usage_sql(connection.vendor), [plan_id])
+        found = cursor.fetchall()
+    shape = [field_of(Plan, "cost_usd"), None, None, field_of(SubTask, "cost_usd"), None]
+    return [converted(row, shape) for row in found]

@@ -232,12 +232,20 @@ def _record(
     upsert: Sequence[SubTask] = (),
     remove: Sequence[int] = (),
     order_changed: bool = False,
+    inserted: bool = False,
 ) -> PlanEvent:
-    """Bump the version, store the event, and broadcast it once the transaction commits."""
-    if subtasks is not None:
-        _sync_plan_state(plan, subtasks)
-    plan.version += 1
-    prepared.update(plan, PLAN_WRITTEN_FIELDS)
+    """Bump the version, store the event, and broadcast it once the transaction commits.
+
+    `inserted`: the plan row was just inserted at version 1 with its final fields, so it
+    needs no update."""
+    if inserted:
+        if plan.version != 1:
+            raise ValueError("a plan recorded as inserted starts at version 1")
+    else:
+        if subtasks is not None:
+            _sync_plan_state(plan, subtasks)
+        plan.version += 1
+        prepared.update(plan, PLAN_WRITTEN_FIELDS)
     patch: PlanPatch = {
         "plan": serialize_plan_header(plan),
         "upsert": [serialize_subtask(s) for s in upsert],

@@ -107,6 +107,7 @@ def plan_create(
             name=clean_name,
             description=clean_description,
             expected_outcome=clean_expected,
+            version=1,  # the creation event's version: the row needs no update after it
         )
         prepared.insert(plan)
         created = SubTask.objects.bulk_create(
@@ -122,6 +123,7 @@ def plan_create(
             after={"name": clean_name, "subtasks": [s.name for s in created]},
             upsert=created,
             order_changed=True,
+            inserted=True,
         )
         _set_current_plan(session, plan)
     return plan, replaced

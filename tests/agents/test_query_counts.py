@@ -31,8 +31,8 @@ def _subtask(number: int) -> dict[str, str]:
 # (tool, arguments, statements): one agent run over a plan of four subtasks. "Session" is the
 # session with its current plan's row, in one statement.
 CALLS: list[tuple[str, dict[str, Any], int]] = [
-    # session; BEGIN, lock session, insert plan, insert subtasks (ids returned), update plan,
-    # insert event, set current plan, COMMIT; the new plan (plan, subtasks) for the result
+    # session; BEGIN, lock session, insert plan (at version 1), insert subtasks (ids returned),
+    # insert event, set current plan, COMMIT; the new plan's subtasks for the result
     (
         "create_plan",
         {
@@ -41,7 +41,7 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
             "expected_outcome": "A report.",
             "subtasks": [_subtask(n) for n in range(4)],
         },
-        11,
+        9,
     ),
     # session, subtasks
     ("view_subtasks", {"subtask_idx": [0, 1]}, 2),

@@ -268,3 +268,18 @@ def test_the_transcript_after_a_known_id_holds_every_id_and_only_new_rows_whole(
         m.pk for m in expected
     ]
     assert rows.transcript_after(10**9, 0) == []
+
+
+def test_plan_usage_equals_the_orms(costly_plan: Plan) -> None:
+    expected = [
+        (costly_plan.pk, s.pk, s.cost_usd, s.tokens)
+        for s in SubTask.objects.filter(plan=costly_plan).order_by("position")
+    ]
+    plan = Plan.objects.get(pk=costly_plan.pk)
+    found = rows.plan_usage(costly_plan.pk)
+    assert [(costly_plan.pk, r[2], r[3], r[4]) for r in found] == expected
+    assert {(r[0], r[1]) for r in found} == {(plan.cost_usd, plan.tokens)}
+    assert found[0][3] == Decimal("0.000001") and isinstance(found[0][0], Decimal)
+    usage = selectors.plan_usage(plan_id=costly_plan.pk)
+    assert usage["cost_usd"] == float(plan.cost_usd) and len(usage["subtasks"]) == len(expected)
+    assert rows.plan_usage(10**9) == []

@@ -146,23 +146,13 @@ class _ProviderAdapter(litellm.CustomLLM):
         local = _local_model(self.provider)
         optional = kwargs.get("optional_params") or {}
         reply = local.respond(model=model, messages=messages, tools=optional.get("tools"))
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
-        if reply.tool_calls:
-            message["tool_calls"] = reply.tool_calls
-        return litellm.ModelResponse(
-            model=model,
-            choices=[
-                {
-                    "index": 0,
-                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-                    "message": message,
-                }
-            ],
-            usage={
-                "prompt_tokens": reply.prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
-                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-            },
+        return _model_response(
+            model,
+            content=reply.content,
+            tool_calls=reply.tool_calls,
+            finish_reason="tool_calls" if reply.tool_calls else "stop",
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
         )
 
     def streaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
@@ -190,6 +180,30 @@ class _ProviderAdapter(litellm.CustomLLM):
         for index, call in enumerate(calls):
             yield _chunk(tool_use={**call, "index": index})
         yield _chunk(finished="tool_calls" if calls else "stop", usage=usage)
+
+
+def _model_response(
+    model: str,
+    *,
+    content: str,
+    tool_calls: list[dict[str, Any]],
+    finish_reason: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> Any:
+    """A whole answer as litellm's `ModelResponse`."""
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return litellm.ModelResponse(
+        model=model,
+        choices=[{"index": 0, "finish_reason": finish_reason, "message": message}],
+        usage={
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    )
 
 
 def _chunk(
@@ -255,6 +269,36 @@ def _sync_providers() -> None:
         litellm.custom_provider_map = entries
         # litellm re-reads the map on every call; this also makes the names known right away.
         litellm.utils.custom_llm_setup()
+
+
+# In-process model names litellm has been told the price of (`_price_for_litellm`).
+_priced: set[str] = set()
+
+
+def _price_for_litellm(name: str) -> None:
+    """Tell litellm what an in-process model costs, once per model name.
+
+    litellm prices every streamed answer for its own bookkeeping; a model missing from its
+    price list is looked up under many spellings first, which was about a third of a local
+    model's streamed call (docs/PERFORMANCE.md, benchmark 4). Our own cost (`_cost`) still
+    comes from the model's `price_per_token`; this only spares litellm the search.
+    """
+    if name in _priced:
+        return
+    price = float(getattr(_local_model(name.split("/", 1)[0]), "price_per_token", 0) or 0)
+    litellm.register_model(
+        {
+            name: {
+                "input_cost_per_token": price,
+                "output_cost_per_token": price,
+                "cache_creation_input_token_cost": 0.0,
+                "cache_read_input_token_cost": 0.0,
+                "litellm_provider": name.split("/", 1)[0],
+                "mode": "chat",
+            }
+        }
+    )
+    _priced.add(name)
 
 
 def is_local_model(model: str) -> bool:
@@ -436,7 +480,7 @@ def _streamed(kwargs: dict[str, Any], listener: StreamListener, *, local: bool) 
 def _streamed_inline(kwargs: dict[str, Any], listener: StreamListener) -> Any:
     chunks: list[Any] = []
     next_check = time.monotonic() + STOP_CHECK_SECONDS
-    stream = litellm.completion(**kwargs, stream=True)
+    stream = litellm.completion(**kwargs, stream=True, stream_options={"include_usage": True})
     for chunk in stream:
         if time.monotonic() >= next_check:
             next_check = time.monotonic() + STOP_CHECK_SECONDS
@@ -447,7 +491,46 @@ def _streamed_inline(kwargs: dict[str, Any], listener: StreamListener) -> Any:
         text = _delta_text(chunk)
         if text:
             listener.on_text(text)
-    return _assembled(chunks, kwargs)
+    return _joined(chunks, str(kwargs["model"])) or _assembled(chunks, kwargs)
+
+
+def _joined(chunks: list[Any], model: str) -> Any:
+    """The answer an in-process model streamed, put together from its chunks (text pieces,
+    tool calls by index, the final usage chunk): what litellm's `stream_chunk_builder` gives
+    for these plain OpenAI-shaped chunks, without its generality (half a millisecond a step,
+    docs/PERFORMANCE.md). None when no usage came: the general builder then counts tokens."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish_reason = ""
+    usage = None
+    for chunk in chunks:
+        usage = getattr(chunk, "usage", None) or usage
+        for choice in getattr(chunk, "choices", None) or []:
+            finish_reason = str(choice.finish_reason or finish_reason)
+            delta = choice.delta
+            if delta is None:
+                continue
+            if delta.content:
+                text.append(delta.content)
+            for piece in getattr(delta, "tool_calls", None) or []:
+                call = calls.setdefault(
+                    int(piece.index or 0),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                call["id"] = piece.id or call["id"]
+                if piece.function is not None:
+                    call["function"]["name"] = piece.function.name or call["function"]["name"]
+                    call["function"]["arguments"] += piece.function.arguments or ""
+    if usage is None:
+        return None
+    return _model_response(
+        model,
+        content="".join(text),
+        tool_calls=[calls[index] for index in sorted(calls)],
+        finish_reason=finish_reason or "stop",
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+    )
 
 
 def _assembled(chunks: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -522,6 +605,8 @@ def complete(
     if key:
         kwargs["api_key"] = key
 
+    if is_local_model(name):
+        _price_for_litellm(name)
     streaming = listener is not None and _can_stream(name)
     started = time.monotonic()
     for attempt in range(1, attempts + 1):

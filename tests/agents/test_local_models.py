@@ -97,3 +97,82 @@ def test_workers_warm_up_when_they_start(monkeypatch: pytest.MonkeyPatch) -> Non
     worker_init.send(sender=None)
     worker_process_init.send(sender=None)  # same process: warmed once only
     assert warmed == ["yes"]
+
+
+class PricedModel:
+    price_per_token = 0.000003
+
+    def respond(self, *, model: str, messages: list[Any], tools: Any) -> ProviderReply:
+        return ProviderReply(content="ok", prompt_tokens=10, completion_tokens=2)
+
+
+def test_litellm_is_told_an_in_process_models_price_once(settings: Any) -> None:
+    """litellm prices every answer for itself; told the price, it finds the model at once
+    instead of searching its price list under many spellings (a third of a local call)."""
+    import litellm  # noqa: TID251 - the test checks what agents.llm told litellm
+
+    settings.PLANBOARD_LOCAL_MODELS = {"priced": f"{__name__}.PricedModel"}
+    result = llm.complete(messages=[{"role": "user", "content": "hi"}], model="priced/small")
+    known = litellm.model_cost["priced/small"]
+    assert known["input_cost_per_token"] == known["output_cost_per_token"] == 0.000003
+    # Our own cost still comes from the model's price.
+    assert result.cost_usd == pytest.approx(12 * 0.000003)
+
+
+class ChattyModel:
+    """Streams text word by word, then two tool calls."""
+
+    def respond(self, **kwargs: Any) -> ProviderReply:
+        raise AssertionError("streamed only")
+
+    def stream(self, **kwargs: Any) -> Any:
+        for word in ("Let ", "me ", "plan ", "that **now**."):
+            yield ProviderReply(content=word)
+        yield ProviderReply(
+            tool_calls=[
+                {"id": "a", "type": "function", "function": {"name": "one", "arguments": "{}"}},
+                {
+                    "id": "b",
+                    "type": "function",
+                    "function": {"name": "two", "arguments": '{"x": 1}'},
+                },
+            ],
+            prompt_tokens=40,
+            completion_tokens=9,
+        )
+
+
+def test_a_local_streamed_answer_is_joined_as_litellms_builder_would(settings: Any) -> None:
+    import litellm  # noqa: TID251 - compared with litellm's own chunk builder
+
+    settings.PLANBOARD_LOCAL_MODELS = {"chatty": f"{__name__}.ChattyModel"}
+    llm._sync_providers()
+    messages = [{"role": "user", "content": "hi"}]
+    chunks = list(
+        litellm.completion(
+            model="chatty/m", messages=messages, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    ours = llm._joined(chunks, "chatty/m")
+    theirs = litellm.stream_chunk_builder(chunks, messages=messages)
+    assert ours is not None and theirs is not None
+    for built in (ours, theirs):
+        assert built.choices[0].message.content == "Let me plan that **now**."
+        assert built.choices[0].finish_reason == "tool_calls"
+        assert (built.usage.prompt_tokens, built.usage.completion_tokens) == (40, 9)
+    assert llm._normalise_tool_calls(
+        ours.choices[0].message.tool_calls
+    ) == llm._normalise_tool_calls(theirs.choices[0].message.tool_calls)
+    assert [
+        c["function"]["name"] for c in llm._normalise_tool_calls(ours.choices[0].message.tool_calls)
+    ] == ["one", "two"]
+    # Without a usage chunk the general builder is used (it counts the tokens itself).
+    assert llm._joined(chunks[:-1], "chatty/m") is None
+    # The whole call streams its text to the listener and gives the same answer.
+    pieces: list[str] = []
+    result = llm.complete(
+        messages=messages, model="chatty/m", listener=llm.StreamListener(on_text=pieces.append)
+    )
+    assert "".join(pieces) == result.content == "Let me plan that **now**."
+    assert [c["id"] for c in result.tool_calls] == ["a", "b"]
+    assert (result.prompt_tokens, result.completion_tokens) == (40, 9)

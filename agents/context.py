@@ -128,8 +128,13 @@ def build_request(
     tail = [{"role": "user", "content": hint}] if hint else []
 
     model = acting.model
-    fixed = llm.count_tokens(messages=[system, *tail], model=model) + _tools_tokens(
-        model, json.dumps(offered, ensure_ascii=False)
+    # The system prompt is the same step after step (counted once per process); the hint is
+    # new every time. Counted apart, each adds litellm's few tokens of reply priming: a
+    # slight over-estimate, on the safe side.
+    fixed = (
+        _system_tokens(model, prompt)
+        + (llm.count_tokens(messages=tail, model=model) if tail else 0)
+        + _tools_tokens(model, json.dumps(offered, ensure_ascii=False))
     )
     budget = int(llm.context_budget(model) * budget_factor)
     room = budget - fixed - min(ANSWER_RESERVE_TOKENS, budget // 4)
@@ -160,6 +165,11 @@ def build_request(
         session=session,
         used_call_ids=memory.call_ids,
     )
+
+
+@lru_cache(maxsize=64)
+def _system_tokens(model: str, prompt: str) -> int:
+    return llm.count_tokens(messages=[{"role": "system", "content": prompt}], model=model)
 
 
 @lru_cache(maxsize=32)

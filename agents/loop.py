@@ -64,7 +64,7 @@ from agents.steps import (
     store_answer,
 )
 from agents.streaming import AnswerStream
-from planboard import prepared, selectors, services
+from planboard import broadcast, prepared, selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, State
 from planboard.services import Actor
@@ -347,7 +347,8 @@ def _execute_tool_calls(
             all_here = False
             continue
         try:
-            with transaction.atomic():
+            # The commit's events (the change, the result) leave in one round trip.
+            with broadcast.batched(), transaction.atomic():
                 result = tools.execute_tool_call(
                     session_id=run.session_id,
                     actor=actor,

@@ -13,7 +13,7 @@ from agents import llm
 from agents.context import MAX_CHANGES, StepRequest
 from agents.memory import RunMemory
 from agents.models import AgentStep
-from planboard import prepared, services
+from planboard import broadcast, prepared, services
 from planboard.models import AgentRun, Message
 from planboard.pgtext import without_nul
 
@@ -138,7 +138,8 @@ def store_answer(
     """
     unique_call_ids(run, step, result.tool_calls, request.used_call_ids)
     try:
-        with transaction.atomic():
+        # The commit's events (the answer, usage totals) leave in one round trip.
+        with broadcast.batched(), transaction.atomic():
             message = services.message_record_agent(
                 session_id=run.session_id,
                 run_id=run.pk,

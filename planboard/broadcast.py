@@ -16,10 +16,11 @@ through their async `group_send`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
 import redis
@@ -37,6 +38,8 @@ _listeners: list[Listener] = []
 _server_loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
 _publisher: _RedisPublisher | None = None
+# The events of the current `batched()` block, per thread (None: send at once).
+_batch = threading.local()
 
 
 def plan_group(plan_id: int) -> str:
@@ -95,17 +98,49 @@ def publish(groups: list[str], event: Mapping[str, Any]) -> None:
     _send(groups, encode_event(event))
 
 
+@contextlib.contextmanager
+def batched() -> Iterator[None]:
+    """Send what is published inside the block in one round trip when it ends, in order.
+
+    The agent loop wraps each of its transactions in one: the events their commit sends
+    (the stored message, the plan change, usage totals) leave together instead of one Redis
+    round trip each. A block inside another sends with the outer one."""
+    if getattr(_batch, "pending", None) is not None:
+        yield
+        return
+    _batch.pending = []
+    try:
+        yield
+    finally:
+        pending: list[tuple[list[str], dict[str, Any]]] = _batch.pending
+        _batch.pending = None
+        if pending:
+            _send_now(pending)
+
+
 def _send(groups: list[str], message: dict[str, Any]) -> None:
+    if not groups:
+        return
+    pending = getattr(_batch, "pending", None)
+    if pending is not None:
+        pending.append((groups, message))
+        return
+    _send_now([(groups, message)])
+
+
+def _send_now(messages: list[tuple[list[str], dict[str, Any]]]) -> None:
     layer = get_channel_layer()
-    if layer is None or not groups:
+    if layer is None:
         return
     try:
         if isinstance(layer, RedisPubSubChannelLayer):
-            _redis_publisher(layer).publish(groups, message)
+            _redis_publisher(layer).publish(messages)
         else:
-            for group in groups:
-                _group_send(layer, group, message)
+            for groups, message in messages:
+                for group in groups:
+                    _group_send(layer, group, message)
     except Exception:
+        groups = sorted({group for targets, _ in messages for group in targets})
         logger.warning("broadcast to %s failed; clients will resync", groups, exc_info=True)
 
 
@@ -149,14 +184,17 @@ class _RedisPublisher:
         # channels_redis.pubsub.RedisPubSubLoopLayer._get_group_channel_name
         return f"{self.prefix}__group__{group}"
 
-    def publish(self, groups: list[str], message: dict[str, Any]) -> None:
-        data = self.layer.serialize(message)
-        if len(groups) == 1:
-            self.client.publish(self.channel_name(groups[0]), data)
+    def publish(self, messages: list[tuple[list[str], dict[str, Any]]]) -> None:
+        """Each message to each of its groups, in order, in one round trip."""
+        if len(messages) == 1 and len(messages[0][0]) == 1:
+            (groups, message) = messages[0]
+            self.client.publish(self.channel_name(groups[0]), self.layer.serialize(message))
             return
         pipe = self.client.pipeline(transaction=False)
-        for group in groups:
-            pipe.publish(self.channel_name(group), data)
+        for groups, message in messages:
+            data = self.layer.serialize(message)
+            for group in groups:
+                pipe.publish(self.channel_name(group), data)
         pipe.execute()
 
 

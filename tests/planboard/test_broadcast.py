@@ -90,3 +90,43 @@ def test_publishing_without_redis_logs_and_returns(
     assert "clients will resync" in caplog.text
     # In-process listeners (the embedded worker's streams) still heard it.
     assert seen == [("plan.1", EVENT)]
+
+
+def test_a_batch_leaves_in_one_round_trip_in_order_through_the_real_layer(
+    pubsub_layer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    second = {**EVENT, "version": 4}
+    round_trips: list[int] = []
+
+    async def follow_and_publish() -> list[Any]:
+        follower = await pubsub_layer.new_channel()
+        await pubsub_layer.group_add("plan.7", follower)
+        await pubsub_layer.group_add("session.5", follower)
+
+        def publish_a_batch() -> None:
+            publisher = broadcast._redis_publisher(pubsub_layer)
+            real_pipeline = publisher.client.pipeline
+
+            def counted_pipeline(**kwargs: Any) -> Any:
+                pipe = real_pipeline(**kwargs)
+                real_execute = pipe.execute
+                pipe.execute = lambda: round_trips.append(len(pipe)) or real_execute()
+                return pipe
+
+            monkeypatch.setattr(publisher.client, "pipeline", counted_pipeline)
+            with broadcast.batched():
+                broadcast.publish(["plan.7", "session.5"], EVENT)
+                with broadcast.batched():  # an inner block sends with the outer one
+                    broadcast.publish(["plan.7"], second)
+                assert round_trips == []  # nothing has left yet
+
+        await asyncio.to_thread(publish_a_batch)
+        received = [await asyncio.wait_for(pubsub_layer.receive(follower), 10) for _ in range(3)]
+        await pubsub_layer.flush()
+        return received
+
+    with ThreadPoolExecutor(1) as pool:
+        received = pool.submit(asyncio.run, follow_and_publish()).result(timeout=60)
+    assert round_trips == [3]  # three PUBLISHes, one pipeline
+    first = broadcast.encode_event(EVENT)
+    assert received == [first, first, broadcast.encode_event(second)]

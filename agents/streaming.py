@@ -65,7 +65,11 @@ class AnswerStream:
         self.sent_any = False
 
     def end(self) -> None:
-        streams.answer_ended(session_id=self.session_id)
+        if self.sent_any:
+            # Only an answer that wrote text left a partial one behind (one Redis round
+            # trip less for the many answers that only call tools; a partial left by a
+            # crashed worker expires on its own).
+            streams.answer_ended(session_id=self.session_id)
 
     def _cancel_requested(self) -> bool:
         return AgentRun.objects.filter(pk=self.run_id, cancel_requested=True).exists()

@@ -17,14 +17,14 @@ import pytest
 from agents import loop
 from agents.llm import ProviderReply
 from agents.models import AgentStep
-from planboard import broadcast, selectors, services
+from planboard import broadcast, selectors, services, streams
 from planboard.models import AgentRun, ChatSession, Message
 from tests.support.local_models import SCRIPTED, install
 from tests.support.openai_server import FakeOpenAI, openai_server
-from tests.support.scripted import call
+from tests.support.scripted import call, say, scripted_model, tool_calls
 from tests.support.sockets import ORIGIN, TIMEOUT, cookie_for, open_socket, receive_until, run
 
-__all__ = ["openai_server"]  # the fixture, imported for pytest
+__all__ = ["openai_server", "scripted_model"]  # the fixtures, imported for pytest
 
 ANSWER = (
     "Here is what I found:\n\n- **Day 1**: Fushimi Inari early, then Gion.\n"
@@ -269,3 +269,19 @@ def test_an_in_process_model_streams_on_the_callers_thread_and_stops_on_cancel(
     assert time.monotonic() - cancelled_at[0] < 5
     # No helper thread: the model wrote every word on the thread driving the run.
     assert model.threads_seen == {threading.current_thread().name}
+
+
+def test_an_answer_that_only_calls_tools_leaves_the_partial_answer_store_alone(
+    session: ChatSession, user: Any, monkeypatch: pytest.MonkeyPatch, scripted_model: Any
+) -> None:
+    ended: list[int] = []
+    real = streams.answer_ended
+    monkeypatch.setattr(streams, "answer_ended", lambda **kw: ended.append(1) or real(**kw))
+    scripted_model.script.extend(
+        [tool_calls(call("view_historical_plans")), say("No earlier plans.")]
+    )
+    agent = loop.execute_run(run_id=start(session, user).pk)
+    assert agent.status == AgentRun.Status.SUCCEEDED
+    # The scripted model answers in one piece: nothing was streamed, nothing to clear.
+    assert ended == []
+    assert selectors.session_snapshot(session_id=session.pk)["streaming"] is None

@@ -66,7 +66,7 @@ from agents.steps import (
 from agents.streaming import AnswerStream
 from planboard import broadcast, prepared, selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import AgentRun, ChatSession, Message, State
+from planboard.models import AgentRun, Message, State
 from planboard.services import Actor
 
 logger = logging.getLogger(__name__)
@@ -207,7 +207,10 @@ def _settle_stored_answer(
     run again, or None when the next step is a new model call."""
     if memory.answered_answer_id is not None:
         return None  # this worker just stored a result for every call of the newest answer
-    last = _last_answer(run)
+    # The newest answer: the one this worker just stored (it holds the run's lease, so no
+    # other answer can be newer), else read.
+    mine = memory.last_answer
+    last = mine[0] if mine is not None else _last_answer(run)
     if last is not None and last.tool_calls:
         if not _unanswered_calls(last):
             return None
@@ -215,16 +218,17 @@ def _settle_stored_answer(
         # its tool results.
         paused = _execute_and_settle(run=run, actor=actor, message=last, memory=memory)
         return paused if paused is not None else _AGAIN
-    if last is not None and not _user_wrote_after(run.session_id, seen_until(last)):
-        # The final answer is stored; only the status is left to settle.
-        finished = services.run_finish(
-            run_id=run.pk,
-            status=_status_after_answer(run.session_id),
-            unless_user_message_after=seen_until(last),
-        )
-        # Still active: the user wrote in the meantime, so take another step.
-        return _AGAIN if finished.is_active else finished
-    return None
+    if last is None:
+        return None
+    # The final answer is stored; only the status is left to settle, unless the user wrote
+    # something the model has not read yet (checked under the session lock).
+    finished = services.run_finish(
+        run_id=run.pk,
+        status=_status_after_answer(run.session_id),
+        unless_user_message_after=mine[1] if mine is not None else seen_until(last),
+    )
+    # Still active: the user wrote in the meantime, so the next step reads it.
+    return None if finished.is_active else finished
 
 
 def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | None:
@@ -274,18 +278,12 @@ def _unanswered_calls(message: Message) -> list[dict[str, Any]]:
     return [c for c in calls if c.get("id", "") not in answered]
 
 
-def _user_wrote_after(session_id: int, message_id: int) -> bool:
-    return Message.objects.filter(
-        session_id=session_id, role=Message.Role.USER, pk__gt=message_id
-    ).exists()
-
-
 def _status_after_answer(session_id: int) -> str:
     """`waiting_for_user` when a plan was presented for confirmation and not started."""
-    session = ChatSession.objects.get(pk=session_id)
-    if not session.need_user_confirm or session.current_plan_id is None:
+    found = selectors.rows.session_with_plan(session_id)
+    if found is None or not found[0].need_user_confirm or found[1] is None:
         return AgentRun.Status.SUCCEEDED
-    snapshot = selectors.plan_snapshot(plan_id=session.current_plan_id)
+    snapshot = selectors.plan_snapshot_of(found[1])
     states = [s["state"] for s in snapshot["subtasks"]]
     presented = (
         snapshot["state"] not in (State.DONE, State.ABANDONED)

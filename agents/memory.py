@@ -52,6 +52,8 @@ class RunMemory:
     marked_through: tuple[int, int] | None = None
     # The newest answer of the run whose tool calls all have results (stored by this worker).
     answered_answer_id: int | None = None
+    # The newest answer this worker stored, and the newest message its model had been shown.
+    last_answer: tuple[Message, int] | None = None
     # The agent profiles the hint offers. Staff rarely change them; a run sees a change at its
     # next drive, and a profile disabled meanwhile is refused when the agent names it.
     profiles: list[dict[str, str]] | None = None
@@ -153,6 +155,7 @@ class RunMemory:
             self.steps.insert(0, StepRecord(nudged=step.nudged, tool_names=step.tool_names))
         self.remember_calls(answer)
         self.answered_answer_id = None
+        self.last_answer = (answer, step.last_message_id or answer.pk)
 
     def calls_answered(self, answer: Message) -> None:
         """Every tool call of `answer` (the run's newest) has a stored result."""

@@ -21,7 +21,7 @@ from agents.prompts import (
     TRIMMED_NOTE,
 )
 from planboard import selectors
-from planboard.models import AgentRun, ChatSession, Message, State
+from planboard.models import AgentRun, ChatSession, Message, Plan, State
 from planboard.shapes import PlanEventData, PlanSnapshot
 
 # After a model has gone this many steps without a plan tool while a subtask is in progress,
@@ -70,16 +70,21 @@ class StepRequest:
 
 
 def build_request(
-    *, run: AgentRun, budget_factor: float = 1.0, memory: RunMemory | None = None
+    *,
+    run: AgentRun,
+    budget_factor: float = 1.0,
+    memory: RunMemory | None = None,
+    read: tuple[ChatSession, Plan | None] | None = None,
 ) -> StepRequest:
     """The messages for the next LLM call: system prompt (plus the acting profile's
     instructions), fitted transcript, the session's external tools, and — in plan mode — the
     plan tools and a fresh hint (the one real hint block: the last message).
 
     `memory` carries what the driving worker already read in earlier steps of the run
-    (`agents.memory`); without it everything is read afresh."""
+    (`agents.memory`); without it everything is read afresh. `read`: the session and its
+    current plan, when the caller has just read them (`rows.run_with_session_and_plan`)."""
     memory = memory or RunMemory.for_run(run)
-    found = selectors.rows.session_with_plan(run.session_id)
+    found = read if read is not None else selectors.rows.session_with_plan(run.session_id)
     if found is None:
         raise ChatSession.DoesNotExist(f"Chat session {run.session_id} does not exist.")
     session, current_plan = found
@@ -95,9 +100,9 @@ def build_request(
     changes: list[PlanEventData] = []
     nudge = False
     hint = ""
-    allowed, pending = selectors.tool_call_flags(session_id=session.pk)
+    session_tools, allowed, pending = selectors.session_tools_and_call_flags(session_id=session.pk)
     external = external_tools.offered_tools(
-        session_id=session.pk, within=acting.toolset_ids, allowed=allowed
+        session_id=session.pk, within=acting.toolset_ids, allowed=allowed, tools=session_tools
     )
     if session.plan_mode:
         changes = _changes_since_last_step(memory=memory, snapshot=snapshot)

@@ -67,10 +67,11 @@ def offered_tools(
     session_id: int,
     within: frozenset[int] | None = None,
     allowed: set[tuple[int, str]] | None = None,
+    tools: list[ToolsetTool] | None = None,
 ) -> list[Offered]:
     """The session's enabled tools, limited to the toolsets `within` when the acting profile
-    names some. `allowed`: the always-allowed (toolset, tool) pairs, if already read
-    (`selectors.tool_call_flags`)."""
+    names some. `allowed`: the always-allowed (toolset, tool) pairs, and `tools`: the
+    session's tools, if already read (`selectors.session_tools_and_call_flags`)."""
     if allowed is None:
         allowed = set(
             ToolCall.objects.filter(session_id=session_id, always_allow=True).values_list(
@@ -83,7 +84,7 @@ def offered_tools(
             tool=t,
             asks=t.policy == ToolsetTool.Policy.ASK and (t.toolset_id, t.name) not in allowed,
         )
-        for t in selectors.session_tools(session_id=session_id)
+        for t in (tools if tools is not None else selectors.session_tools(session_id=session_id))
         if within is None or t.toolset_id in within
     ]
 

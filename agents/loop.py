@@ -105,10 +105,11 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
     budget_factor = 1.0
     memory = RunMemory.for_run(run)
     while True:
-        fresh = selectors.rows.agent_run(run.pk)
-        if fresh is None:
+        # The run as it is now, with its session and current plan (one statement).
+        found = selectors.rows.run_with_session_and_plan(run.pk)
+        if found is None:
             return run  # deleted with its session
-        run = fresh
+        run, session, current_plan = found
         if not run.is_active or run.lease_owner != worker:
             return run  # finished elsewhere, or another worker took over after our lease lapsed
         if run.cancel_requested:
@@ -120,7 +121,10 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
         if isinstance(settled, AgentRun):
             return settled
 
-        request = build_request(run=run, budget_factor=budget_factor, memory=memory)
+        # Settling wrote nothing the request reads: the session and plan just read serve it.
+        request = build_request(
+            run=run, budget_factor=budget_factor, memory=memory, read=(session, current_plan)
+        )
         stopped = _stop_before_step(run, request)
         if stopped is not None:
             return stopped

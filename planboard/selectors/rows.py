@@ -167,31 +167,32 @@ def session(session_id: int) -> ChatSession | None:
 
 
 @functools.cache
-def _session_with_plan_sql(vendor: str) -> str:
+def _session_with_plan_sql(vendor: str, with_run: bool = False) -> str:
     session_name, session_join = owner_username_join(ChatSession._meta.db_table)
     user_model = get_user_model()
     username = column_of(field_of(user_model, user_model.USERNAME_FIELD))
     user_pk = column_of(field_of(user_model, user_model._meta.pk.name))
+    run_columns = f"{columns(AgentRun)}, " if with_run else ""
+    source = (
+        f"{_table(AgentRun)} INNER JOIN {_table(ChatSession)} "
+        f"ON {_column(ChatSession, 'id')} = {_column(AgentRun, 'session')}"
+        if with_run
+        else _table(ChatSession)
+    )
+    wanted = _column(AgentRun, "id") if with_run else _column(ChatSession, "id")
     return (
-        f"SELECT {columns(ChatSession)}, {session_name}, {columns(Plan)}, "
-        f'"plan_owner".{_quote(username)} FROM {_table(ChatSession)} {session_join} '
+        f"SELECT {run_columns}{columns(ChatSession)}, {session_name}, {columns(Plan)}, "
+        f'"plan_owner".{_quote(username)} FROM {source} {session_join} '
         f"LEFT OUTER JOIN {_table(Plan)} "
         f"ON {_column(Plan, 'id')} = {_column(ChatSession, 'current_plan')} "
         f'LEFT OUTER JOIN {_quote(user_model._meta.db_table)} "plan_owner" '
         f'ON "plan_owner".{_quote(user_pk)} = {_column(Plan, "owner")} '
-        f"WHERE {_column(ChatSession, 'id')} = %s"
+        f"WHERE {wanted} = %s"
     )
 
 
-def session_with_plan(session_id: int) -> tuple[ChatSession, Plan | None] | None:
-    """The chat session and its current plan (each with its owner's username) in one
-    statement: every agent step and plan tool call starts with both. None: no session."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    with connection.cursor() as cursor:
-        cursor.execute(_session_with_plan_sql(connection.vendor), [session_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
+def _session_and_plan(row: Sequence[Any]) -> tuple[ChatSession, Plan | None]:
+    """The session and its current plan from a row of `_session_with_plan_sql`'s columns."""
     width = len(ChatSession._meta.concrete_fields)
     (found,) = instances(ChatSession, [row[:width]])
     attach_owner(found, row[width])
@@ -202,6 +203,34 @@ def session_with_plan(session_id: int) -> tuple[ChatSession, Plan | None] | None
     attach_owner(current, plan_row[-1])
     _cache_related(found, "current_plan", current)
     return found, current
+
+
+def session_with_plan(session_id: int) -> tuple[ChatSession, Plan | None] | None:
+    """The chat session and its current plan (each with its owner's username) in one
+    statement: every agent step and plan tool call starts with both. None: no session."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(_session_with_plan_sql(connection.vendor), [session_id])
+        row = cursor.fetchone()
+    return _session_and_plan(row) if row is not None else None
+
+
+def run_with_session_and_plan(
+    run_id: int,
+) -> tuple[AgentRun, ChatSession, Plan | None] | None:
+    """The run's row as it is now, with its session and the session's current plan, in one
+    statement: what the agent loop reads before each step. None: no such run."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(_session_with_plan_sql(connection.vendor, with_run=True), [run_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(AgentRun._meta.concrete_fields)
+    (run,) = instances(AgentRun, [row[:width]])
+    session, plan = _session_and_plan(row[width:])
+    _cache_related(run, "session", session)
+    return run, session, plan
 
 
 # --- what an agent step reads -------------------------------------------------------------
@@ -360,22 +389,6 @@ def plan_events_since(plan_id: int, version: int, limit: int) -> list[PlanEvent]
 
 
 @functools.cache
-def _tool_call_flags_sql(vendor: str) -> str:
-    return (
-        f"SELECT {columns(ToolCall)} FROM {_table(ToolCall)} "
-        f"WHERE {_column(ToolCall, 'session')} = %s AND ({_column(ToolCall, 'always_allow')} "
-        f"OR {_column(ToolCall, 'status')} = %s) ORDER BY {_column(ToolCall, 'id')}"
-    )
-
-
-def tool_calls_allowed_or_pending(session_id: int) -> list[ToolCall]:
-    """The session's external tool calls someone chose to "always allow", and those waiting
-    for a person, oldest first."""
-    sql = _tool_call_flags_sql(connections[DEFAULT_DB_ALIAS].vendor)
-    return fetch(ToolCall, sql, [session_id, ToolCall.Status.PENDING.value])
-
-
-@functools.cache
 def _session_tools_sql(vendor: str) -> str:
     true = "true" if vendor == "postgresql" else "1"
     return (
@@ -405,6 +418,68 @@ def session_tools(session_id: int) -> list[ToolsetTool]:
     for tool, toolset in zip(tools, toolsets, strict=True):
         _cache_related(tool, "toolset", toolset)
     return tools
+
+
+@functools.cache
+def _tools_and_flagged_calls_sql(vendor: str) -> str:
+    """Two row kinds in one statement (UNION ALL; the other kind's columns are NULL): the
+    session's offered tools with their toolsets, then its flagged tool calls."""
+    true = "true" if vendor == "postgresql" else "1"
+    tool_width = len(ToolsetTool._meta.concrete_fields) + len(Toolset._meta.concrete_fields)
+    call_width = len(ToolCall._meta.concrete_fields)
+    tool_nulls = ", ".join(["NULL"] * tool_width)
+    call_nulls = ", ".join(["NULL"] * call_width)
+    # 1-based positions for ORDER BY: kind, toolset name, tool name, call id.
+    kind = tool_width + call_width + 1
+    toolset_name = len(ToolsetTool._meta.concrete_fields) + _position(Toolset, "name")
+    tool_name = _position(ToolsetTool, "name")
+    call_id = tool_width + _position(ToolCall, "id")
+    return (
+        f"SELECT {columns(ToolsetTool)}, {columns(Toolset)}, {call_nulls}, 0 "
+        f"FROM {_table(ToolsetTool)} INNER JOIN {_table(Toolset)} "
+        f"ON {_column(Toolset, 'id')} = {_column(ToolsetTool, 'toolset')} "
+        f"INNER JOIN {_table(SessionToolset)} "
+        f"ON {_column(SessionToolset, 'toolset')} = {_column(Toolset, 'id')} "
+        f"WHERE {_column(SessionToolset, 'session')} = %s AND {_column(Toolset, 'enabled')} = "
+        f"{true} AND {_column(ToolsetTool, 'available')} = {true} "
+        f"AND {_column(ToolsetTool, 'policy')} <> %s "
+        f"UNION ALL SELECT {tool_nulls}, {columns(ToolCall)}, 1 FROM {_table(ToolCall)} "
+        f"WHERE {_column(ToolCall, 'session')} = %s AND ({_column(ToolCall, 'always_allow')} "
+        f"OR {_column(ToolCall, 'status')} = %s) "
+        f"ORDER BY {kind}, {toolset_name}, {tool_name}, {call_id}"
+    )
+
+
+def _position(model: type[Model], name: str) -> int:
+    """1-based position of the field `name` among `columns(model)`."""
+    return [f.name for f in model._meta.concrete_fields].index(name) + 1
+
+
+def session_tools_and_flagged_calls(session_id: int) -> tuple[list[ToolsetTool], list[ToolCall]]:
+    """`session_tools`, and the session's tool calls someone chose to "always allow" or
+    that wait for a person (oldest first), in one statement: what every agent step reads of
+    the session's external tools."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _tools_and_flagged_calls_sql(connection.vendor),
+            [
+                session_id,
+                ToolsetTool.Policy.NEVER.value,
+                session_id,
+                ToolCall.Status.PENDING.value,
+            ],
+        )
+        found = cursor.fetchall()
+    tool_width = len(ToolsetTool._meta.concrete_fields)
+    toolset_end = tool_width + len(Toolset._meta.concrete_fields)
+    tool_rows = [row for row in found if not row[-1]]
+    tools = instances(ToolsetTool, tool_rows)
+    toolsets = instances(Toolset, [row[tool_width:toolset_end] for row in tool_rows])
+    for tool, toolset in zip(tools, toolsets, strict=True):
+        _cache_related(tool, "toolset", toolset)
+    calls = instances(ToolCall, [row[toolset_end:-1] for row in found if row[-1]])
+    return tools, calls
 
 
 @functools.cache

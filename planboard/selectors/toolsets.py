@@ -72,12 +72,20 @@ def session_tool_calls(*, session_id: int, status: str | None = None) -> list[di
     return [serialize_tool_call(r) for r in reversed(newest)]
 
 
-def tool_call_flags(*, session_id: int) -> tuple[set[tuple[int, str]], list[ToolCall]]:
-    """In one read, what a step needs of a session's tool calls: the (toolset, tool) pairs
-    someone chose to "always allow", and the calls waiting for a person (oldest first)."""
+def session_tools_and_call_flags(
+    *, session_id: int
+) -> tuple[list[ToolsetTool], set[tuple[int, str]], list[ToolCall]]:
+    """In one read, what an agent step needs of a session's external tools: `session_tools`,
+    the (toolset, tool) pairs someone chose to "always allow", and the calls waiting for a
+    person (oldest first)."""
+    tools, flagged = rows.session_tools_and_flagged_calls(session_id)
+    return (tools, *_flags(flagged))
+
+
+def _flags(flagged: list[ToolCall]) -> tuple[set[tuple[int, str]], list[ToolCall]]:
     allowed: set[tuple[int, str]] = set()
     pending: list[ToolCall] = []
-    for record in rows.tool_calls_allowed_or_pending(session_id):
+    for record in flagged:
         if record.always_allow and record.toolset_id is not None:
             allowed.add((record.toolset_id, record.tool))
         if record.status == ToolCall.Status.PENDING:

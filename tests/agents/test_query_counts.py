@@ -118,13 +118,13 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
     return session
 
 
-# Per model call with one read-only plan tool: the run row; the session with its current
-# plan's row, the transcript (every id, only new rows whole), the subtasks, its tool calls'
-# flags, the external tools, people's changes; the step record; storing the answer (BEGIN,
-# insert, 3 usage counters — the run's also reads its cancel flag and lease owner —, the step,
-# COMMIT) and the usage totals for clients; the tool (BEGIN, session and plan, subtasks,
-# result, the step's results, COMMIT). 57 before issue 14.
-STATEMENTS_PER_STEP = 22
+# Per model call with one read-only plan tool: the run row with its session and current
+# plan's row, the transcript (every id, only new rows whole), the subtasks, the external tools
+# with the calls flagged "always allow" or waiting, people's changes; the step record;
+# storing the answer (BEGIN, insert, 3 usage counters — the run's also reads its cancel flag
+# and lease owner —, the step, COMMIT) and the usage totals for clients; the tool (BEGIN,
+# session and plan, subtasks, result, the step's results, COMMIT). 57 before issue 14.
+STATEMENTS_PER_STEP = 20
 
 
 def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcript(

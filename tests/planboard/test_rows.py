@@ -242,13 +242,21 @@ def test_a_sessions_tools_and_flagged_calls_equal_the_orms(chat_session: ChatSes
             **fields,
         )
 
-    call(1, status=ToolCall.Status.SUCCEEDED)
+    done = call(1, status=ToolCall.Status.SUCCEEDED)
     allowed = call(2, status=ToolCall.Status.SUCCEEDED, always_allow=True)
     waiting = call(3)
-    assert [c.pk for c in rows.tool_calls_allowed_or_pending(chat_session.pk)] == [
-        allowed.pk,
-        waiting.pk,
-    ]
+    # Both in one statement, equal to the two reads.
+    with CaptureQueriesContext(connection) as queries:
+        tools, calls = rows.session_tools_and_flagged_calls(chat_session.pk)
+        names = [(t.toolset.name, t.name) for t in tools]
+    assert len(queries.captured_queries) == 1
+    assert names == [(t.toolset.name, t.name) for t in loaded]
+    assert [fields_of(t) for t in tools] == [fields_of(t) for t in loaded]
+    assert [fields_of(t.toolset) for t in tools] == [fields_of(t.toolset) for t in loaded]
+    assert [c.pk for c in calls] == [allowed.pk, waiting.pk]
+    flagged = ToolCall.objects.filter(session=chat_session).exclude(pk=done.pk)
+    assert [fields_of(c) for c in calls] == [fields_of(c) for c in flagged.order_by("id")]
+    assert rows.session_tools_and_flagged_calls(10**9) == ([], [])
 
 
 def test_the_transcript_after_a_known_id_holds_every_id_and_only_new_rows_whole(
@@ -283,3 +291,25 @@ def test_plan_usage_equals_the_orms(costly_plan: Plan) -> None:
     usage = selectors.plan_usage(plan_id=costly_plan.pk)
     assert usage["cost_usd"] == float(plan.cost_usd) and len(usage["subtasks"]) == len(expected)
     assert rows.plan_usage(10**9) == []
+
+
+def test_a_run_with_its_session_and_plan_in_one_statement(
+    plan: Plan, chat_session: ChatSession, user: Any
+) -> None:
+    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
+    with CaptureQueriesContext(connection) as queries:
+        found = rows.run_with_session_and_plan(run.pk)
+        assert found is not None
+        loaded_run, session, current = found
+        names = (session.owner.get_username(), current.owner.get_username() if current else None)
+    assert len(queries.captured_queries) == 1
+    assert fields_of(loaded_run) == fields_of(AgentRun.objects.get(pk=run.pk))
+    assert fields_of(session) == fields_of(ChatSession.objects.get(pk=chat_session.pk))
+    assert current is not None and fields_of(current) == fields_of(Plan.objects.get(pk=plan.pk))
+    assert names == (user.get_username(), user.get_username())
+    assert loaded_run.session is session and session.current_plan is current
+    # Without a current plan, and for no run at all.
+    ChatSession.objects.filter(pk=chat_session.pk).update(current_plan=None)
+    again = rows.run_with_session_and_plan(run.pk)
+    assert again is not None and again[2] is None
+    assert rows.run_with_session_and_plan(10**9) is None

@@ -279,6 +279,8 @@ def _changes_since_last_step(
     previous_plan, previous_version = previous
     events: list[PlanEventData] = []
     current_id = snapshot["id"] if snapshot else None
+    if snapshot is not None and previous == (current_id, snapshot["version"]):
+        return []  # the same plan at the same version: nobody changed anything since
     if previous_plan is not None:
         events += selectors.plan_events_since(
             plan_id=previous_plan, version=previous_version or 0, limit=MAX_CHANGES

@@ -551,7 +551,7 @@ def _revise_current_plan(call: _Call) -> str:
             if position == index
             else f" (the plan changed since you saw it, so it went in {where}, at index {position})"
         )
-        plan_text = call.show(selectors.plan_snapshot(plan_id=snapshot["id"]))
+        plan_text = call.show(selectors.plan_snapshot_of(added.plan))  # the row it left
         return f"Added subtask {position} ('{added.name}'){moved}:\n{plan_text}"
 
     target = _resolve(call, snapshot, index)

@@ -446,15 +446,16 @@ def _floor_lines(results: dict[str, dict[str, Any]]) -> list[str]:
     lines += [
         "",
         f"Target (issue 14), mutating calls at most 3x the floor: {verdict} "
-        f"({common.fmt_ratio(floor['mutating_mean'] / floor['mean'])} on average); read-only "
+        f"({floor['mutating_mean'] / floor['mean']:.2f}x on average); read-only "
         f"calls at most 1.5x: {'met' if max(read_only) <= 1.5 else 'NOT met'} (at most "
         f"{common.fmt_ratio(max(read_only))}). The floor runs 3 statements in one transaction; "
-        "a mutating call reads the session and the current plan (3 statements, to resolve the "
-        "model's indices), then locks session and plan in one statement, reads the subtasks "
-        "under the lock and writes 2-4 rows. create_plan, and revise_current_plan's add and "
-        "delete, also read the new plan back (2 statements) to show it in their result. The "
-        "column above says how much of each call is spent inside statements; the rest is "
-        "Python (validation, the result text, building the event) and BEGIN/COMMIT.",
+        "a mutating call reads the session with its current plan and the subtasks (2 "
+        "statements, to resolve the model's indices), then locks session and plan in one "
+        "statement, reads the subtasks under the lock and writes 2-4 rows. "
+        "revise_current_plan's add and delete also read the new plan back (2 statements) to "
+        "show it in their result; create_plan and recover_historical_plan read only its "
+        "subtasks. The column above says how much of each call is spent inside statements; the "
+        "rest is Python (validation, the result text, building the event) and BEGIN/COMMIT.",
     ]
     if r.get("publish"):
         lines += [

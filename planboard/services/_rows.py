@@ -10,7 +10,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from planboard import prepared
-from planboard.models import ChatSession, Plan
+from planboard.models import ChatSession, Plan, SubTask
 from planboard.selectors import rows
 
 
@@ -50,3 +50,20 @@ def lock_session(session_id: int) -> ChatSession | None:
     """Lock the chat session row; None when it does not exist."""
     sql = rows.owned_row_sql(ChatSession, _connection().vendor, locked=True)
     return rows.fetch_owned(ChatSession, sql, [session_id])
+
+
+@functools.cache
+def _shift_sql(vendor: str) -> str:
+    quote = _connection().ops.quote_name
+    table = quote(SubTask._meta.db_table)
+    position = quote("position")
+    return (
+        f"UPDATE {table} SET {position} = {position} + %s "
+        f"WHERE {quote('plan_id')} = %s AND {position} >= %s"
+    )
+
+
+def shift_positions(plan_id: int, *, start: int, by: int) -> None:
+    """Move the plan's subtasks at `start` and after by `by` places (one prepared UPDATE)."""
+    with _connection().cursor() as cursor:
+        cursor.execute(_shift_sql(_connection().vendor), [by, plan_id, start])

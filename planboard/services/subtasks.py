@@ -16,6 +16,7 @@ from planboard.models import (
     State,
     SubTask,
 )
+from planboard.services import _rows
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -50,7 +51,8 @@ def subtask_add(
     agent: str = "",
     expected_version: int | None = None,
 ) -> SubTask:
-    """Insert a `todo` subtask before position `index` (append when None)."""
+    """Insert a `todo` subtask before position `index` (append when None). The new subtask's
+    `plan` is the plan row as this change left it."""
     with transaction.atomic():
         plan = _lock_open_plan(plan_id, expected_version=expected_version)
         subtasks = _ordered_subtasks(plan)
@@ -77,8 +79,10 @@ def subtask_add(
             "expected_outcome": _clean_text(expected_outcome, field="expected_outcome"),
             "agent": _clean_agent(agent),
         }
-        SubTask.objects.filter(plan=plan, position__gte=index).update(position=F("position") + 1)
-        subtask = SubTask.objects.create(plan=plan, position=index, **fields)
+        # The agent's hot path: prepared statements (planboard/prepared.py).
+        _rows.shift_positions(plan.pk, start=index, by=1)
+        subtask = SubTask(plan=plan, position=index, **fields)
+        prepared.insert(subtask)
         subtasks.insert(index, subtask)
         for position, item in enumerate(subtasks):
             item.position = position

@@ -52,8 +52,8 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
     ("revise_current_plan", {"subtask_idx": 1, "action": "revise", "subtask": _subtask(7)}, 9),
     # as above, and a second subtask update for the one started next
     ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": "First done."}, 10),
-    # + the session's subtask limit, shift the later positions, and the plan for the result
-    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 13),
+    # + the session's subtask limit, shift the later positions, and the subtasks for the result
+    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 12),
     # + delete, shift the later positions, and the plan for the result
     ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 12),
     # session, subtasks; BEGIN, lock session+plan, update plan, insert event,

@@ -61,7 +61,9 @@ def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
     raise SystemExit(f"the worker did not answer pings:\n{worker.tail()}")
 
 
-def measure(sessions: int) -> dict[str, Any]:
+def measure(sessions: int, rounds: int = 1) -> dict[str, Any]:
+    """`rounds` times: one message to each of `sessions` new sessions at once, then wait until
+    every run has ended (a few rounds give the small sizes enough steps to measure)."""
     from django.contrib.auth import get_user_model
 
     from agents.models import AgentStep
@@ -69,25 +71,28 @@ def measure(sessions: int) -> dict[str, Any]:
     from planboard.models import AgentRun
 
     users = get_user_model().objects
-    targets = []
-    for number in range(sessions):
-        user = users.create_user(f"throughput-{sessions}-{number}-{time.monotonic_ns()}")
-        targets.append((user, services.session_create(owner=user, need_user_confirm=False)))
-
-    started = time.perf_counter()
-    run_ids = []
-    for number, (user, session) in enumerate(targets):
-        _, run = services.message_post(
-            session_id=session.pk, author=user, content=REQUESTS[number % len(REQUESTS)]
-        )
-        run_ids.append(run.pk)
-    deadline = time.monotonic() + RUN_TIMEOUT
-    active = AgentRun.objects.filter(pk__in=run_ids, status__in=AgentRun.ACTIVE_STATUSES)
-    while active.exists():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"runs still active after {RUN_TIMEOUT:.0f}s")
-        time.sleep(0.05)
-    wall = time.perf_counter() - started
+    wall = 0.0
+    run_ids: list[int] = []
+    for _ in range(rounds):
+        targets = []
+        for number in range(sessions):
+            user = users.create_user(f"throughput-{sessions}-{number}-{time.monotonic_ns()}")
+            targets.append((user, services.session_create(owner=user, need_user_confirm=False)))
+        started = time.perf_counter()
+        posted = []
+        for number, (user, session) in enumerate(targets):
+            _, run = services.message_post(
+                session_id=session.pk, author=user, content=REQUESTS[number % len(REQUESTS)]
+            )
+            posted.append(run.pk)
+        deadline = time.monotonic() + RUN_TIMEOUT
+        active = AgentRun.objects.filter(pk__in=posted, status__in=AgentRun.ACTIVE_STATUSES)
+        while active.exists():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"runs still active after {RUN_TIMEOUT:.0f}s")
+            time.sleep(0.01)
+        wall += time.perf_counter() - started
+        run_ids += posted
 
     runs = list(AgentRun.objects.filter(pk__in=run_ids))
     failed = [f"{r.pk}: {r.status} {r.error}" for r in runs if r.status != "succeeded"]
@@ -111,7 +116,8 @@ def measure(sessions: int) -> dict[str, Any]:
         "wall": wall,
         "steps_per_second": step_count / wall,
         "runs_per_second": len(runs) / wall,
-        "run_step_mean": sum(per_run_step) / len(per_run_step),
+        # The median run: one slow run on a shared machine does not move it.
+        "run_step_mean": common.percentile(per_run_step, 0.5),
         "step_record_mean": sum(step_seconds) / len(step_seconds),
         "llm_mean": sum(llm_ms) / len(llm_ms),
         "tools_mean": sum(tools_ms) / len(tools_ms),
@@ -272,7 +278,7 @@ def main() -> None:
         print(f"warm-up: first-call seconds {warm['first_calls']}", flush=True)
         for sessions in args.sessions:
             print(f"{sessions} concurrent sessions ...", flush=True)
-            result = measure(sessions)
+            result = measure(sessions, rounds=max(1, 16 // sessions))
             print(result, flush=True)
             if result["runs_failed"]:
                 raise SystemExit(f"runs failed: {result['runs_failed']}\n{worker.tail()}")
@@ -298,8 +304,11 @@ def write_report(
         "PostgreSQL, DJANGO_DEBUG=0, the demo model with PLANBOARD_DEMO_STEP_DELAY=0 through "
         "litellm's custom-provider path; the benchmark process posts the messages through "
         "`services.message_post` (as the API does) and polls the database until every run ends.",
+        "- Rounds: 1 session 16 times in a row, 8 sessions twice, 32 sessions once; steps/s "
+        "is all steps over all wall time.",
         "- Per-step numbers: *step* = a run's wall time from start to finish divided by its "
-        "steps (everything the framework does per LLM call: request and hint from the database, "
+        "steps, for the median run (everything the framework does per LLM call: request and "
+        "hint from the database, "
         "the litellm call, storing the answer, executing the tool, broadcasting); *litellm* = "
         "time inside `litellm.completion` with a model that answers instantly; *tool* = plan "
         "tool execution.",

@@ -281,37 +281,6 @@ def agent_run(run_id: int) -> AgentRun | None:
 
 
 @functools.cache
-def _run_stop_sql(vendor: str) -> str:
-    return (
-        f"SELECT {_column(AgentRun, 'cancel_requested')}, {_column(AgentRun, 'lease_owner')} "
-        f"FROM {_table(AgentRun)} WHERE {_column(AgentRun, 'id')} = %s"
-    )
-
-
-def run_stop_flags(run_id: int) -> tuple[bool, str] | None:
-    """(cancel requested, lease owner) of the run: what the loop checks after a model call."""
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(_run_stop_sql(connections[DEFAULT_DB_ALIAS].vendor), [run_id])
-        row = cursor.fetchone()
-    return (bool(row[0]), str(row[1] or "")) if row is not None else None
-
-
-@functools.cache
-def _message_ids_sql(vendor: str) -> str:
-    return (
-        f"SELECT {_column(Message, 'id')} FROM {_table(Message)} "
-        f"WHERE {_column(Message, 'session')} = %s ORDER BY 1"
-    )
-
-
-def message_ids(session_id: int) -> list[int]:
-    """The ids of the session's messages, oldest first."""
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(_message_ids_sql(connections[DEFAULT_DB_ALIAS].vendor), [session_id])
-        return [row[0] for row in cursor.fetchall()]
-
-
-@functools.cache
 def _messages_from_sql(vendor: str) -> str:
     return (
         f"SELECT {columns(Message)} FROM {_table(Message)} "

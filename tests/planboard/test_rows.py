@@ -311,3 +311,17 @@ def test_a_run_with_its_session_and_plan_in_one_statement(
     again = rows.run_with_session_and_plan(run.pk)
     assert again is not None and again[2] is None
     assert rows.run_with_session_and_plan(10**9) is None
+
+
+def test_sqlite_datetimes_are_re_punctuated_and_odd_shapes_parsed() -> None:
+    column = SubTask._meta.get_field("finished_at").get_col(SubTask._meta.db_table)
+    convert = rows._sqlite_iso
+    assert convert("2026-05-06 07:08:09.123456", column, connection) == (
+        "2026-05-06T07:08:09.123456+00:00"
+    )
+    assert convert("2026-05-06 07:08:09", column, connection) == "2026-05-06T07:08:09+00:00"
+    assert convert(None, column, connection) is None
+    if connection.vendor == "sqlite":  # Django's own parser for anything else
+        assert convert("2026-05-06 07:08:09.5", column, connection) == (
+            "2026-05-06T07:08:09.500000+00:00"
+        )

@@ -23,6 +23,11 @@ def visible_plan(user: Any, plan_id: int) -> Plan:
 
 
 def editable_plan(user: Any, plan_id: int) -> Plan:
+    # Every edit asks: the owner and admins may edit (and so see) the plan, which one row
+    # tells; only for anyone else does visibility decide between 404 and 403.
+    found = selectors.rows.plan(plan_id)
+    if found is not None and selectors.can_edit(user, found.owner_id):
+        return found
     plan = visible_plan(user, plan_id)
     if not selectors.can_edit(user, plan.owner_id):
         raise PermissionDenied(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -367,7 +368,10 @@ def subtask_change(
     """
     common: dict[str, Any] = {"plan_id": plan_id, "actor": actor, "subtask_id": subtask_id}
     version = expected_version
-    with transaction.atomic():
+    asked = sum(1 for part in (texts, state, index) if part not in (None, {}))
+    # One edit is its own service's transaction; only several need one around them (whose
+    # inner transactions would each cost a savepoint).
+    with transaction.atomic() if asked != 1 else contextlib.nullcontext():
         if texts:
             subtask_update(**common, expected_version=version, **texts)
             version = None

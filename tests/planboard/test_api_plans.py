@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -490,3 +492,19 @@ class TestErrors:
         )
         assert response["Content-Type"].startswith("application/json")
         assert_error(response, 400, "name")
+
+
+@pytest.mark.django_db(transaction=True)  # as in production: the service's own transaction
+def test_an_owners_edit_costs_a_pinned_number_of_statements(api: APIClient, plan: Plan) -> None:
+    """Every board edit comes this way (docs/PERFORMANCE.md, benchmark 3): the plan's row for
+    the permission; BEGIN, lock session and plan, subtasks, update the subtask, update the plan,
+    insert the event, COMMIT (no savepoint for a single edit); the new snapshot (plan,
+    subtasks)."""
+    target = subtask_ids(plan)[1]
+    api.patch(url(plan, "subtasks", target), {"name": "Warm"}, "json")
+    with CaptureQueriesContext(connection) as queries:
+        response = api.patch(url(plan, "subtasks", target), {"name": "Book ryokan"}, "json")
+    assert response.status_code == 200, response.content
+    statements = [q["sql"][:60] for q in queries.captured_queries]
+    assert not any("SAVEPOINT" in sql for sql in statements), statements
+    assert len(statements) == 10, statements

@@ -223,15 +223,13 @@ def add(
         cursor.execute(sql, values)
         if not shown:
             return None
-        if inline:
-            row = cursor.fetchone()
-        elif cursor.rowcount:
-            row = model._default_manager.filter(pk=pk).values_list(*returning).first()
-        else:
-            row = None
-    if row is None:
-        return None
-    return converted(row, shown)
+        if not inline:  # no RETURNING: the ORM reads them after, already converted
+            if not cursor.rowcount:
+                return None
+            found = model._default_manager.filter(pk=pk).values_list(*returning).first()
+            return tuple(found) if found is not None else None
+        row = cursor.fetchone()
+    return converted(row, shown) if row is not None else None
 
 
 def converted(row: Sequence[Any], fields: Sequence[Field[Any, Any] | None]) -> tuple[Any, ...]:

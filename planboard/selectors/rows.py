@@ -377,18 +377,37 @@ def plan_events_since(plan_id: int, version: int, limit: int) -> list[PlanEvent]
     return events
 
 
-@functools.cache
-def _session_tools_sql(vendor: str) -> str:
+def _offered_tools_sql(vendor: str, more_columns: str = "") -> str:
+    """The session's offered tools with their toolsets (then `more_columns`), unordered; two
+    parameters: the session's id, the `never` policy. Tools its server still lists, of
+    enabled toolsets the session enables, not set to `never`."""
     true = "true" if vendor == "postgresql" else "1"
     return (
-        f"SELECT {columns(ToolsetTool)}, {columns(Toolset)} FROM {_table(ToolsetTool)} "
-        f"INNER JOIN {_table(Toolset)} "
+        f"SELECT {columns(ToolsetTool)}, {columns(Toolset)}{more_columns} "
+        f"FROM {_table(ToolsetTool)} INNER JOIN {_table(Toolset)} "
         f"ON {_column(Toolset, 'id')} = {_column(ToolsetTool, 'toolset')} "
         f"INNER JOIN {_table(SessionToolset)} "
         f"ON {_column(SessionToolset, 'toolset')} = {_column(Toolset, 'id')} "
         f"WHERE {_column(SessionToolset, 'session')} = %s AND {_column(Toolset, 'enabled')} = "
         f"{true} AND {_column(ToolsetTool, 'available')} = {true} "
-        f"AND {_column(ToolsetTool, 'policy')} <> %s "
+        f"AND {_column(ToolsetTool, 'policy')} <> %s"
+    )
+
+
+def _tools_with_toolsets(found: Sequence[Sequence[Any]]) -> list[ToolsetTool]:
+    """Tools from rows that start with `_offered_tools_sql`'s columns, toolsets attached."""
+    width = len(ToolsetTool._meta.concrete_fields)
+    tools = instances(ToolsetTool, found)
+    toolsets = instances(Toolset, [row[width:] for row in found])
+    for tool, toolset in zip(tools, toolsets, strict=True):
+        _cache_related(tool, "toolset", toolset)
+    return tools
+
+
+@functools.cache
+def _session_tools_sql(vendor: str) -> str:
+    return (
+        f"{_offered_tools_sql(vendor)} "
         f"ORDER BY {_column(Toolset, 'name')}, {_column(ToolsetTool, 'name')}"
     )
 
@@ -400,20 +419,13 @@ def session_tools(session_id: int) -> list[ToolsetTool]:
         cursor.execute(
             _session_tools_sql(connection.vendor), [session_id, ToolsetTool.Policy.NEVER.value]
         )
-        found = cursor.fetchall()
-    width = len(ToolsetTool._meta.concrete_fields)
-    tools = instances(ToolsetTool, found)
-    toolsets = instances(Toolset, [row[width:] for row in found])
-    for tool, toolset in zip(tools, toolsets, strict=True):
-        _cache_related(tool, "toolset", toolset)
-    return tools
+        return _tools_with_toolsets(cursor.fetchall())
 
 
 @functools.cache
 def _tools_and_flagged_calls_sql(vendor: str) -> str:
     """Two row kinds in one statement (UNION ALL; the other kind's columns are NULL): the
     session's offered tools with their toolsets, then its flagged tool calls."""
-    true = "true" if vendor == "postgresql" else "1"
     tool_width = len(ToolsetTool._meta.concrete_fields) + len(Toolset._meta.concrete_fields)
     call_width = len(ToolCall._meta.concrete_fields)
     tool_nulls = ", ".join(["NULL"] * tool_width)
@@ -424,14 +436,7 @@ def _tools_and_flagged_calls_sql(vendor: str) -> str:
     tool_name = _position(ToolsetTool, "name")
     call_id = tool_width + _position(ToolCall, "id")
     return (
-        f"SELECT {columns(ToolsetTool)}, {columns(Toolset)}, {call_nulls}, 0 "
-        f"FROM {_table(ToolsetTool)} INNER JOIN {_table(Toolset)} "
-        f"ON {_column(Toolset, 'id')} = {_column(ToolsetTool, 'toolset')} "
-        f"INNER JOIN {_table(SessionToolset)} "
-        f"ON {_column(SessionToolset, 'toolset')} = {_column(Toolset, 'id')} "
-        f"WHERE {_column(SessionToolset, 'session')} = %s AND {_column(Toolset, 'enabled')} = "
-        f"{true} AND {_column(ToolsetTool, 'available')} = {true} "
-        f"AND {_column(ToolsetTool, 'policy')} <> %s "
+        f"{_offered_tools_sql(vendor, f', {call_nulls}, 0')} "
         f"UNION ALL SELECT {tool_nulls}, {columns(ToolCall)}, 1 FROM {_table(ToolCall)} "
         f"WHERE {_column(ToolCall, 'session')} = %s AND ({_column(ToolCall, 'always_allow')} "
         f"OR {_column(ToolCall, 'status')} = %s) "
@@ -460,13 +465,8 @@ def session_tools_and_flagged_calls(session_id: int) -> tuple[list[ToolsetTool],
             ],
         )
         found = cursor.fetchall()
-    tool_width = len(ToolsetTool._meta.concrete_fields)
-    toolset_end = tool_width + len(Toolset._meta.concrete_fields)
-    tool_rows = [row for row in found if not row[-1]]
-    tools = instances(ToolsetTool, tool_rows)
-    toolsets = instances(Toolset, [row[tool_width:toolset_end] for row in tool_rows])
-    for tool, toolset in zip(tools, toolsets, strict=True):
-        _cache_related(tool, "toolset", toolset)
+    toolset_end = len(ToolsetTool._meta.concrete_fields) + len(Toolset._meta.concrete_fields)
+    tools = _tools_with_toolsets([row[:toolset_end] for row in found if not row[-1]])
     calls = instances(ToolCall, [row[toolset_end:-1] for row in found if row[-1]])
     return tools, calls
 

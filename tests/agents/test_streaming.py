@@ -57,6 +57,25 @@ def start(session: ChatSession, user: Any) -> AgentRun:
     return agent
 
 
+def run_cancelling_at_the_first_piece(session: ChatSession, user: Any) -> tuple[AgentRun, float]:
+    """Run the agent, cancelling the run when the first piece of its answer reaches clients;
+    returns the run and the moment of the cancel."""
+    agent = start(session, user)
+    cancelled_at: list[float] = []
+
+    def on_event(group: str, event: dict[str, Any]) -> None:
+        if event["type"] == "message.delta" and not cancelled_at:
+            cancelled_at.append(time.monotonic())
+            services.run_cancel(session_id=session.pk)
+
+    unsubscribe = broadcast.subscribe(on_event)
+    try:
+        agent = loop.execute_run(run_id=agent.pk)
+    finally:
+        unsubscribe()
+    return agent, cancelled_at[0]
+
+
 def of_type(events: list[tuple[float, dict[str, Any]]], kind: str) -> list[dict[str, Any]]:
     return [event for _, event in events if event["type"] == kind]
 
@@ -128,25 +147,13 @@ def test_cancel_stops_a_streaming_answer_within_a_second(
     session: ChatSession, user: Any, openai_server: FakeOpenAI, events: Any
 ) -> None:
     openai_server.answer("slow " * 60, chunk_delay=0.5)  # ~22 s if it ran to the end
-    agent = start(session, user)
-    cancelled_at: list[float] = []
-
-    def on_event(group: str, event: dict[str, Any]) -> None:
-        if event["type"] == "message.delta" and not cancelled_at:
-            cancelled_at.append(time.monotonic())
-            services.run_cancel(session_id=session.pk)
-
-    unsubscribe = broadcast.subscribe(on_event)
-    try:
-        agent = loop.execute_run(run_id=agent.pk)
-    finally:
-        unsubscribe()
+    agent, cancelled_at = run_cancelling_at_the_first_piece(session, user)
     stopped = time.monotonic()
     assert agent.status == AgentRun.Status.CANCELLED
     assert stored_answers(session) == []
     assert AgentStep.objects.get(run=agent).status == AgentStep.Status.DISCARDED
     # Generous for a loaded machine; the full answer would take over 20 s.
-    assert stopped - cancelled_at[0] < 5
+    assert stopped - cancelled_at < 5
     assert selectors.session_snapshot(session_id=session.pk)["streaming"] is None
 
 
@@ -250,23 +257,11 @@ def test_an_in_process_model_streams_on_the_callers_thread_and_stops_on_cancel(
     model = _SlowLocalModel()
     install(settings, provider="slowlocal", slot=SCRIPTED, model=model)
     settings.PLANBOARD_LLM_MODEL = "slowlocal/words"
-    agent = start(session, user)
-    cancelled_at: list[float] = []
-
-    def on_event(group: str, event: dict[str, Any]) -> None:
-        if event["type"] == "message.delta" and not cancelled_at:
-            cancelled_at.append(time.monotonic())
-            services.run_cancel(session_id=session.pk)
-
-    unsubscribe = broadcast.subscribe(on_event)
-    try:
-        agent = loop.execute_run(run_id=agent.pk)
-    finally:
-        unsubscribe()
+    agent, cancelled_at = run_cancelling_at_the_first_piece(session, user)
     assert agent.status == AgentRun.Status.CANCELLED
     assert stored_answers(session) == []
     # The stop request is checked between words: well before the answer's 12 s.
-    assert time.monotonic() - cancelled_at[0] < 5
+    assert time.monotonic() - cancelled_at < 5
     # No helper thread: the model wrote every word on the thread driving the run.
     assert model.threads_seen == {threading.current_thread().name}
 

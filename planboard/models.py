@@ -65,6 +65,12 @@ class TeamMembership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
+class BudgetPeriod(models.TextChoices):
+    DAY = "day", "Per day"
+    WEEK = "week", "Per week"
+    MONTH = "month", "Per month"
+
+
 class AgentProfile(models.Model):
     """Who does a subtask: a model, extra instructions, the tools it may use, and its limits.
 
@@ -89,6 +95,21 @@ class AgentProfile(models.Model):
     max_steps = models.PositiveIntegerField(null=True, blank=True)
     budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     budget_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # A limit per person and period, so starting new sessions does not reset what one person
+    # may spend with this profile (counted in `ProfileUsage`).
+    user_budget_period = models.CharField(
+        max_length=5, choices=BudgetPeriod.choices, default=BudgetPeriod.MONTH
+    )
+    user_budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    user_budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    # What the model costs when litellm does not know its price (US dollars per million
+    # tokens); without either, a US-dollar budget cannot be kept and runs refuse to start.
+    price_input_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=4, null=True, blank=True
+    )
+    price_output_per_mtok = models.DecimalField(
+        max_digits=12, decimal_places=4, null=True, blank=True
+    )
     enabled = models.BooleanField(default=True)
     # The external toolsets this profile may use; none chosen = the session's toolsets.
     toolsets: models.ManyToManyField[Toolset, Any] = models.ManyToManyField(
@@ -400,6 +421,11 @@ class Toolset(models.Model):
 
     class Meta:
         ordering = ["name"]
+        permissions = [
+            # More than add/change: a stdio toolset is a command the workers run with their
+            # own user's rights. No group gets it by default; superusers have it implicitly.
+            ("run_stdio_toolset", "Can configure toolsets that run a program on the workers"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.name
@@ -422,6 +448,10 @@ class ToolsetTool(models.Model):
     policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.ASK)
     # Set by staff: a refresh keeps this policy instead of deriving it from `read_only`.
     policy_overridden = models.BooleanField(default=False)
+    # A hash of the description and input schema when a person last set the policy; a
+    # refresh that finds them changed sets `needs_review` (and keeps the stricter policy).
+    policy_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    needs_review = models.BooleanField(default=False)
     # False once the server stopped listing it (kept so a staff override survives).
     available = models.BooleanField(default=True)
 
@@ -539,3 +569,25 @@ class WorkspaceFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path} (session {self.session_id})"
+
+
+class ProfileUsage(models.Model):
+    """What one person spent with one agent profile in one budget period (its first day)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile_usage"
+    )
+    profile = models.ForeignKey(AgentProfile, on_delete=models.CASCADE, related_name="usage")
+    period_start = models.DateField()
+    spent_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    spent_tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "profile", "period_start"], name="unique_profile_usage_period"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}/{self.profile_id} from {self.period_start}"

@@ -276,6 +276,7 @@ def _parse_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any]:
 
 
 _DIGITS = re.compile(r"[+-]?[0-9]+")
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
 def _lax_int(value: Any) -> Any:
@@ -305,6 +306,10 @@ def _coerce(tool: str, arg: str, value: Any, spec: dict[str, Any]) -> Any:
         raise _BadCall(
             f"'{arg}' of {tool} must be {label}, not {_type_label(value)} ({value!r:.60})."
         )
+    numbers = value if isinstance(value, list) else [value]
+    if any(isinstance(n, int) and not _INT_MIN <= n <= _INT_MAX for n in numbers):
+        # Ids and indices are 64-bit in the database; a bigger number names nothing.
+        raise _BadCall(f"'{arg}' of {tool} is out of range: no plan, subtask or index has it.")
     return value
 
 

@@ -971,3 +971,13 @@ def test_errors_inside_an_outer_transaction_leave_it_usable(
     assert states(plan) == ["done", "in_progress", "todo"]
     broadcast = [e["action"] for e in events.plan_events(plan.pk)]
     assert broadcast == ["subtask_finished"]
+
+
+@pytest.mark.parametrize("huge", [2**63, -(2**63) - 1, 10**30, str(10**30)])
+def test_a_number_no_database_column_can_hold_is_a_clear_error(
+    plan: Plan, chat_session: ChatSession, agent: Actor, huge: int | str
+) -> None:
+    # SQLite refused such a number with an OverflowError that escaped as a crash.
+    assert_error_unchanged(
+        chat_session, agent, "recover_historical_plan", {"plan_id": huge}, "out of range"
+    )

@@ -9,7 +9,7 @@ class PlanboardConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete
 
-        from planboard import access_events
+        from planboard import access_events, checks  # noqa: F401 (registers the checks)
         from planboard.models import WorkspaceFile
         from planboard.services.workspace import forget_blob_of_deleted_row
 

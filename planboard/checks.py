@@ -1,0 +1,33 @@
+"""Django system checks for deployment settings the code relies on (`manage.py check`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Tags, register
+from django.core.checks import Warning as CheckWarning
+
+PUBSUB_LAYER = "channels_redis.pubsub.RedisPubSubChannelLayer"
+
+
+@register(Tags.compatibility)
+def broadcast_single_redis_host(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The broadcast publisher (planboard/broadcast.py) PUBLISHes to one Redis server. The
+    pub/sub layer shards groups over several hosts, so with more than one the web processes
+    would listen where nothing is published: every live update lost, only a log line each."""
+    layer = getattr(settings, "CHANNEL_LAYERS", {}).get("default", {})
+    if layer.get("BACKEND") != PUBSUB_LAYER:
+        return []
+    hosts = layer.get("CONFIG", {}).get("hosts") or ["redis://localhost:6379"]
+    if len(hosts) == 1:
+        return []
+    return [
+        CheckWarning(
+            f"CHANNEL_LAYERS lists {len(hosts)} Redis hosts, but live updates are published "
+            "to one Redis server only; with several, browsers receive no live updates.",
+            hint="List one Redis host (REDIS_URL), or extend planboard/broadcast.py to shard "
+            "as channels_redis does.",
+            id="planboard.W001",
+        )
+    ]

@@ -294,6 +294,9 @@ class SubtaskSnapshotSerializer(serializers.Serializer):
     expected_outcome = serializers.CharField()
     outcome = serializers.CharField()
     state = serializers.ChoiceField(choices=State.choices)
+    agent = serializers.CharField(
+        allow_null=True, help_text="The agent profile that does this subtask (null: default)."
+    )
     created_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
 
@@ -340,6 +343,13 @@ class ActorSerializer(serializers.Serializer):
     run_id = serializers.IntegerField(allow_null=True)
 
 
+class EventSeenSerializer(serializers.Serializer):
+    at = serializers.DateTimeField(allow_null=True)
+    run_id = serializers.IntegerField(allow_null=True)
+    step = serializers.IntegerField(allow_null=True)
+    after_steps = serializers.IntegerField(allow_null=True)
+
+
 class PlanEventSerializer(serializers.Serializer):
     type = serializers.CharField(help_text='Always "plan.event", as on the websockets.')
     plan_id = serializers.IntegerField()
@@ -352,6 +362,9 @@ class PlanEventSerializer(serializers.Serializer):
     after = serializers.JSONField(allow_null=True)
     patch = serializers.JSONField(help_text="Applied to the snapshot at version-1.")
     created_at = serializers.DateTimeField(allow_null=True)
+    seen = EventSeenSerializer(
+        allow_null=True, help_text="When the agent was first shown this change (people's edits)."
+    )
 
 
 class RunSerializer(serializers.Serializer):

@@ -78,6 +78,9 @@ worker: deps
 	$(VENV)/bin/celery -A planboard worker -l info --concurrency $${CONCURRENCY:-4}
 
 ## Run every test (unit, PostgreSQL/Redis integration when configured, real-browser).
+## Locally the PostgreSQL test database is kept between runs (migrations still apply);
+## CI passes its own PYTEST_ARGS and so starts from an empty one.
+PYTEST_ARGS ?= --reuse-db
 test: deps-dev browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -30,6 +30,12 @@ const ATTRIBUTES_BY_TAG = new Map([
   ["INPUT", new Set(["type", "checked", "disabled"])],
 ]);
 
+/** @type {Record<string, (value: string) => boolean>} the few values markdown writes */
+const VALID_VALUES = {
+  align: (value) => ALIGNMENTS.has(value),
+  start: (value) => /^\d{1,9}$/.test(value),
+};
+
 const SANITIZE = {
   ALLOWED_TAGS: [
     ...["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "code"],
@@ -66,22 +72,18 @@ const purify = DOMPurify(window);
 
 purify.addHook("afterSanitizeAttributes", (node) => {
   const allowed = ATTRIBUTES_BY_TAG.get(node.tagName);
-  for (const { name } of [...node.attributes]) {
-    if (!allowed || !allowed.has(name)) node.removeAttribute(name);
+  for (const { name, value } of [...node.attributes]) {
+    const valid = VALID_VALUES[name];
+    if (!allowed || !allowed.has(name) || (valid && !valid(value))) node.removeAttribute(name);
   }
-  if (node.tagName === "A") placeLink(/** @type {HTMLAnchorElement} */ (node));
+  if (node.tagName === "A") placeLink(node);
   else if (node.tagName === "INPUT") keepCheckboxOnly(node);
-  else if (node.hasAttribute("align") && !ALIGNMENTS.has(node.getAttribute("align") || "")) {
-    node.removeAttribute("align");
-  } else if (node.hasAttribute("start") && !/^\d{1,9}$/.test(node.getAttribute("start") || "")) {
-    node.removeAttribute("start");
-  }
 });
 
 /**
  * An on-site link stays as written; any other allowed link points at its resolved URL and
  * opens in a new tab; a link to anything else loses its `href` (its text stays).
- * @param {HTMLAnchorElement} anchor
+ * @param {Element} anchor
  */
 function placeLink(anchor) {
   const href = anchor.getAttribute("href");

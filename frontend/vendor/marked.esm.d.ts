@@ -1,9 +1,21 @@
 // The part of marked's API that frontend/js/markdown.js uses. tsc reads this instead of the
 // vendored marked.esm.js, which is third-party code we do not type-check.
+export interface ImageToken {
+  href: string;
+  title: string | null;
+  /** The alt text, as written. */
+  text: string;
+}
+
+export interface RendererOverrides {
+  image?(token: ImageToken): string;
+}
+
 export interface MarkedOptions {
   gfm?: boolean;
   breaks?: boolean;
   async?: false;
+  renderer?: RendererOverrides;
 }
 
 export class Marked {

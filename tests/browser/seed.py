@@ -126,10 +126,12 @@ def seed() -> dict[str, Any]:
     services.plan_recover(session_id=offsite_session.pk, actor=me, plan_id=offsite.pk)
 
     approval_session = seed_pending_approval(alice, users.get(username="sam"))
+    dressed_up_session = seed_dressed_up_answer(alice)
 
     return {
         "password": PASSWORD,
         "approval_session": approval_session,
+        "dressed_up_session": dressed_up_session,
         "board_session": board_session.pk,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,
@@ -186,6 +188,71 @@ def seed_pending_approval(alice: Any, admin: Any) -> int:
         status="pending",
     )
     services.run_pause_for_approval(run_id=run.pk)
+    return int(session.pk)
+
+
+# Agent text that tries to pass for the app itself: the app's own classes (a toast with an
+# Approve button, a link whose ::after covers what it sits in), full-screen styles, ids the
+# app's scripts look up, `name`s that clobber, data-/aria- attributes and a `/\\host` link.
+DRESSED_UP_ANSWER = """Your booking is ready.
+
+<div class="toasts" id="board" style="position:fixed;inset:0;z-index:9999;background:#1f2636">\
+<div class="toast toast-error" data-status="live" aria-live="assertive">Payment failed. \
+<a class="btn btn-primary" id="files" href="https://evil.example/pay">Approve again</a></div></div>
+
+<p class="session-link" id="pb-profiles"><a class="session-link" name="planboard" \
+href="https://evil.example/cover">Open the plan</a></p>
+
+<span class="live-dot" id="live-indicator" data-status="offline" hidden>offline</span>
+
+[See the plan](/sessions/), or <a href="/\\evil.example/continue">continue the trip</a>.
+"""
+
+# Plan text and a tool result carrying the same kind of markup.
+DRESSED_UP_PLAN = '<div class="dialog" id="chat" style="position:fixed;inset:0">Send now</div>'
+DRESSED_UP_TOOL_RESULT = '<div class="toasts" id="chat-pane"><b class="toast">Sent</b></div>'
+
+
+def seed_dressed_up_answer(alice: Any) -> int:
+    """A session whose agent answer, plan text and tool result try to dress up the page."""
+    from planboard import services
+    from planboard.services import Actor
+
+    session = services.session_create(owner=alice, title="Dressed-up answer")
+    _, run = services.message_post(session_id=session.pk, author=alice, content="Book it")
+    services.run_start(run_id=run.pk, worker="seed")
+    services.plan_create(
+        session_id=session.pk,
+        actor=Actor.agent(run),
+        name="Book the trip",
+        description=DRESSED_UP_PLAN,
+        subtasks=[step("Pay", DRESSED_UP_PLAN, DRESSED_UP_PLAN)],
+    )
+    services.message_record_agent(
+        session_id=session.pk,
+        run_id=run.pk,
+        role="assistant",
+        content="",
+        tool_calls=[
+            {
+                "id": "call_seed_send",
+                "type": "function",
+                "function": {"name": "send", "arguments": "{}"},
+            }
+        ],
+    )
+    services.message_record_agent(
+        session_id=session.pk,
+        run_id=run.pk,
+        role="tool",
+        content=DRESSED_UP_TOOL_RESULT,
+        tool_call_id="call_seed_send",
+        tool_name="send",
+    )
+    services.message_record_agent(
+        session_id=session.pk, run_id=run.pk, role="assistant", content=DRESSED_UP_ANSWER
+    )
+    services.run_finish(run_id=run.pk, status="succeeded")
     return int(session.pk)
 
 

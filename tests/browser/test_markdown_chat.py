@@ -62,7 +62,7 @@ def test_markdown_renders_and_payloads_stay_inert(browsing: Browsing) -> None:
     for href, rel, target in result["links"]:
         assert href is None or href.startswith(("http://", "https://", "mailto:", "#", "/"))
         if href:
-            assert rel == "noopener noreferrer" and target == "_blank"
+            assert rel == "noopener noreferrer nofollow" and target == "_blank"
 
     # What markdown is for still works.
     rendered = page.evaluate(
@@ -78,7 +78,8 @@ def test_markdown_renders_and_payloads_stay_inert(browsing: Browsing) -> None:
         "<li><strong>Fushimi Inari</strong> at dawn</li>",
         "<code>Gion</code>",
         "<table>",
-        '<a href="https://example.com/map" target="_blank" rel="noopener noreferrer">map</a>',
+        '<a href="https://example.com/map" target="_blank" rel="noopener noreferrer nofollow">'
+        "map</a>",
     ):
         assert fragment in rendered, rendered
 

@@ -1,5 +1,6 @@
-"""Who may open which socket: owners and staff follow, leads review read-only, others and
-anonymous users are refused, and foreign origins are rejected at the handshake."""
+"""Who may open which socket: owners and staff with the model permissions follow, leads review
+read-only, others (bare staff too) and anonymous users are refused, and foreign origins are
+rejected at the handshake."""
 
 from __future__ import annotations
 
@@ -106,12 +107,18 @@ async def test_lead_of_another_team_is_refused(user: Any, plan: Plan) -> None:
         assert await close_code(socket) == 4404
 
 
-async def test_staff_sees_everything(staff: Any, plan: Plan) -> None:
+async def test_staff_with_the_permissions_see_everything(staff_admin: Any, plan: Plan) -> None:
     for path in paths(plan):
-        socket = await open_socket(path, ORIGIN, await token_for(staff))
+        socket = await open_socket(path, ORIGIN, await token_for(staff_admin))
         snapshot = await socket.receive_json_from(timeout=TIMEOUT)
         assert snapshot["can_edit"] is True
         await socket.disconnect()
+
+
+async def test_bare_staff_see_only_their_own(staff: Any, plan: Plan) -> None:
+    for path in paths(plan):
+        socket = await open_socket(path, ORIGIN, await token_for(staff))
+        assert await close_code(socket) == 4404
 
 
 async def test_inactive_token_user_is_refused(user: Any, plan: Plan) -> None:

@@ -14,6 +14,7 @@ from planboard import services
 from planboard.models import Plan, Team, TeamMembership
 from planboard.realtime.routing import websocket_application
 from planboard.services import Actor
+from tests.support.permissions import grant
 from tests.support.sockets import (
     HOST,
     ORIGIN,
@@ -112,6 +113,15 @@ async def test_staff_with_the_permissions_see_everything(staff_admin: Any, plan:
         socket = await open_socket(path, ORIGIN, await token_for(staff_admin))
         snapshot = await socket.receive_json_from(timeout=TIMEOUT)
         assert snapshot["can_edit"] is True
+        await socket.disconnect()
+
+
+async def test_staff_who_may_only_view_watch_read_only(staff: Any, plan: Plan) -> None:
+    viewer = await run(grant, staff, "planboard.view_chatsession", "planboard.view_plan")
+    for path in paths(plan):
+        socket = await open_socket(path, ORIGIN, await token_for(viewer))
+        snapshot = await socket.receive_json_from(timeout=TIMEOUT)
+        assert snapshot["type"] == "snapshot" and snapshot["can_edit"] is False
         await socket.disconnect()
 
 

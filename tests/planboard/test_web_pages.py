@@ -11,6 +11,7 @@ from django.urls import reverse
 from planboard import services
 from planboard.models import ChatSession, Plan, Team, TeamMembership
 from planboard.services import Actor
+from tests.support.permissions import grant
 from tests.support.web import client_for, finished_plan, page_data
 
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -69,6 +70,10 @@ def test_staff_with_the_permissions_edit_any_session(
     assert page_data(response)["can_edit"] is True
     # Bare staff have a member's rights: someone else's session is not theirs to see.
     assert client_for(staff).get(reverse("web:session", args=[plan.session_id])).status_code == 404
+    # Staff who may view sessions and plans watch, read-only.
+    viewer = grant(staff, "planboard.view_chatsession", "planboard.view_plan")
+    response = client_for(viewer).get(reverse("web:session", args=[plan.session_id]))
+    assert response.status_code == 200 and page_data(response)["can_edit"] is False
 
 
 def test_other_user_gets_404(other_user: Any, plan: Plan) -> None:

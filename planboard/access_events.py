@@ -7,6 +7,8 @@ longer see their target close with 4403. What can take access away, and who is t
 - a team membership added, changed or removed: the member and everyone in the team (a lead
   sees the members' work, so both sides' visibility changes);
 - a user saved (deactivated, staff flag or password changed) or deleted: that user;
+- permissions given or taken (a user's own, their groups, a group's permissions, a group
+  deleted): the users concerned — staff see others' work through model permissions;
 - an API token deleted (revoked, regenerated): its user — sockets opened with it close;
 - a logout: that user — cookie sockets of the ended login close at once;
 - a chat session or plan deleted: the sockets following it.
@@ -20,9 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import Group, User
 from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db.models import Model
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
 from rest_framework.authtoken.models import Token
 
 from planboard import broadcast
@@ -50,6 +54,49 @@ def _user_changed(sender: Any, instance: Any, **kwargs: Any) -> None:
         return  # a new user has no sockets yet
     user_id = instance.pk
     transaction.on_commit(lambda: _tell_users({user_id}))
+
+
+# The links that give people permissions: user-group, user-permission, group-permission.
+_USER_GROUPS = User.groups.through
+_USER_PERMISSIONS = User.user_permissions.through
+_GROUP_PERMISSIONS = Group.permissions.through
+
+
+def _linked_ids(link: type[Model], instance: Model) -> set[int]:
+    """The ids on the far side of `instance`'s rows in the link table."""
+    near = next(f for f in link._meta.fields if f.related_model is type(instance))
+    far = next(f for f in link._meta.fields if f.is_relation and f is not near)
+    rows = link._default_manager.filter(**{near.attname: instance.pk})
+    return set(rows.values_list(far.attname, flat=True))
+
+
+def _permission_links_changed(
+    sender: type[Model],
+    instance: Model,
+    action: str,
+    reverse: bool,
+    pk_set: set[int] | None,
+    **kwargs: Any,
+) -> None:
+    if action not in ("post_add", "post_remove", "pre_clear"):
+        return
+    # Seen from `instance`: itself, and the rows on the other side (all of them when cleared).
+    far = _linked_ids(sender, instance) if action == "pre_clear" else set(pk_set or ())
+    if sender is _GROUP_PERMISSIONS:
+        group_ids = far if reverse else {instance.pk}
+        user_ids = set(
+            _USER_GROUPS.objects.filter(group_id__in=group_ids).values_list("user_id", flat=True)
+        )
+    else:
+        user_ids = far if reverse else {instance.pk}
+    if user_ids:
+        transaction.on_commit(lambda: _tell_users(user_ids))
+
+
+def _group_deleted(sender: Any, instance: Group, **kwargs: Any) -> None:
+    user_ids = set(instance.user_set.values_list("pk", flat=True))
+    if user_ids:
+        transaction.on_commit(lambda: _tell_users(user_ids))
 
 
 def _token_deleted(sender: Any, instance: Token, **kwargs: Any) -> None:
@@ -83,6 +130,9 @@ def connect() -> None:
     post_save.connect(_user_changed, sender=settings.AUTH_USER_MODEL, dispatch_uid=f"{uid}.u1")
     post_delete.connect(_user_changed, sender=settings.AUTH_USER_MODEL, dispatch_uid=f"{uid}.u2")
     post_delete.connect(_token_deleted, sender=Token, dispatch_uid=f"{uid}.t")
+    for n, link in enumerate((_USER_GROUPS, _USER_PERMISSIONS, _GROUP_PERMISSIONS)):
+        m2m_changed.connect(_permission_links_changed, sender=link, dispatch_uid=f"{uid}.l{n}")
+    pre_delete.connect(_group_deleted, sender=Group, dispatch_uid=f"{uid}.g")
     user_logged_out.connect(_logged_out, dispatch_uid=f"{uid}.logout")
     post_delete.connect(_session_deleted, sender=ChatSession, dispatch_uid=f"{uid}.s")
     post_delete.connect(_plan_deleted, sender=Plan, dispatch_uid=f"{uid}.p")

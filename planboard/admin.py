@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
 from django.db import models, transaction
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
@@ -187,7 +188,8 @@ class PlanAdmin(admin.ModelAdmin):
         for formset in formsets:
             self.save_formset(request, form, formset, change)
 
-    @admin.action(description="Abandon selected plans")
+    # Abandoning changes the plans: the same permission as editing them.
+    @admin.action(description="Abandon selected plans", permissions=["change"])
     def abandon_plans(self, request: HttpRequest, queryset: QuerySet[Plan]) -> None:
         done = 0
         for plan in queryset:
@@ -389,7 +391,11 @@ class AgentRunAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.action(description="Cancel selected runs")
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        # Stopping a run is acting in its session, as the REST API's cancel is.
+        return selectors.staff_may(signed_in(request), selectors.permission("change", ChatSession))
+
+    @admin.action(description="Cancel selected runs", permissions=["cancel"])
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[AgentRun]) -> None:
         for run in queryset:
             services.run_cancel(session_id=run.session_id)
@@ -515,9 +521,18 @@ class ToolsetToolInline(admin.TabularInline):
         return False
 
 
+# How a stdio toolset runs its program; only people allowed to run programs change these.
+_PROGRAM_FIELDS = ("command", "args", "env")
+_ALL_TOOLSET_FIELDS = ("name", "title", "kind", "command", "args", "env", "url", "headers")
+
+
 @admin.register(Toolset)
 class ToolsetAdmin(admin.ModelAdmin):
-    """Toolsets are written through the services; secret values never appear on a page."""
+    """Toolsets are written through the services; secret values never appear on a page.
+
+    A stdio toolset runs a program on the workers: without `planboard.run_stdio_toolset` its
+    kind, command, args and env are read-only (env by name only), and a new toolset can only
+    be an HTTP one. The service refuses the same, whatever a form sends."""
 
     form = ToolsetAdminForm
     list_display = ("name", "title", "kind", "enabled", "refreshed_at")
@@ -526,23 +541,72 @@ class ToolsetAdmin(admin.ModelAdmin):
     inlines = [ToolsetToolInline]
     actions = ["refresh_tools"]
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
-            return ("name", "kind", "refreshed_at")
-        return ("name", "refreshed_at") if obj else ()
-
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # A built-in toolset runs inside Planboard: nothing says how to reach it.
         if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
             return ("name", "title", "kind", "enabled", "refreshed_at")
-        return super().get_fields(request, obj)
+        fields: tuple[str, ...] = (*_ALL_TOOLSET_FIELDS, "enabled")
+        if obj is not None and not self.has_change_permission(request, obj):
+            # Read-only pages show a model field's stored value: secrets by name only.
+            fields = tuple(
+                {"env": "env_names", "headers": "header_names"}.get(f, f) for f in fields
+            )
+        elif not selectors.may_run_programs(signed_in(request)):
+            if obj is None or obj.kind != Toolset.Kind.STDIO:
+                fields = tuple(f for f in fields if f not in _PROGRAM_FIELDS)
+            else:
+                fields = tuple("env_names" if f == "env" else f for f in fields)
+        return (*fields, "refreshed_at") if obj is not None else fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        readonly: tuple[str, ...] = ("env_names", "header_names")
+        if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
+            return (*readonly, "name", "kind", "refreshed_at")
+        if obj is not None:
+            readonly = (*readonly, "name", "refreshed_at")
+        if (
+            obj is not None
+            and obj.kind == Toolset.Kind.STDIO
+            and not selectors.may_run_programs(signed_in(request))
+        ):
+            readonly = (*readonly, "kind", "command", "args")
+        return readonly
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        # Declared fields (args, env, headers) stay on a form even when not shown; a field
+        # that is not shown must not be submittable either.
+        shown = set(flatten_fieldsets(self.get_fieldsets(request, obj)))
+        shown -= set(self.get_readonly_fields(request, obj))
+        for name in [f for f in form.base_fields if f not in shown]:
+            del form.base_fields[name]
+        kind = form.base_fields.get("kind")
+        if isinstance(kind, forms.ChoiceField) and not selectors.may_run_programs(
+            signed_in(request)
+        ):
+            kind.choices = [(Toolset.Kind.HTTP.value, Toolset.Kind.HTTP.label)]
+        return form
+
+    @admin.display(description="Environment (names)")
+    def env_names(self, obj: Toolset) -> str:
+        return ", ".join(sorted(obj.env or {})) or "-"
+
+    @admin.display(description="HTTP headers (names)")
+    def header_names(self, obj: Toolset) -> str:
+        return ", ".join(sorted(obj.headers or {})) or "-"
 
     def save_model(self, request: HttpRequest, obj: Toolset, form: Any, change: bool) -> None:
-        data = form.cleaned_data
+        data, shown = form.cleaned_data, set(form.fields)
+        # Only what the form showed is sent: a hidden field keeps its stored value.
         values: dict[str, Any] = {
-            key: data[key] for key in ("title", "kind", "command", "url", "enabled") if key in data
+            key: data[key]
+            for key in ("title", "kind", "command", "url", "enabled")
+            if key in shown and key in data
         }
-        values["args"] = data.get("args") or []
+        if "args" in shown:
+            values["args"] = data.get("args") or []
         try:
             if change and obj.kind == Toolset.Kind.BUILTIN:
                 services.toolset_update(
@@ -553,11 +617,13 @@ class ToolsetAdmin(admin.ModelAdmin):
             elif change:
                 stored = Toolset.objects.get(pk=obj.pk)
                 for key in ("env", "headers"):
-                    values[key] = _secret_changes(data.get(key) or {}, getattr(stored, key))
+                    if key in shown:
+                        values[key] = _secret_changes(data.get(key) or {}, getattr(stored, key))
                 services.toolset_update(toolset_id=obj.pk, user=signed_in(request), **values)
             else:
                 for key in ("env", "headers"):
-                    values[key] = data.get(key) or {}
+                    if key in shown:
+                        values[key] = data.get(key) or {}
                 created = services.toolset_create(
                     user=signed_in(request), name=data["name"], **values
                 )
@@ -590,7 +656,8 @@ class ToolsetAdmin(admin.ModelAdmin):
         for toolset in queryset:
             services.toolset_delete(toolset_id=toolset.pk)
 
-    @admin.action(description="Refresh tools from the server")
+    # Asking a server for its tools changes the toolset: the same permission as editing it.
+    @admin.action(description="Refresh tools from the server", permissions=["change"])
     def refresh_tools(self, request: HttpRequest, queryset: QuerySet[Toolset]) -> None:
         for toolset in queryset:
             try:

@@ -271,6 +271,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Plans, subtasks, chat sessions and agent runs.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs pages are for signed-in people only: the map of every endpoint
+    # is no business of anonymous visitors. A token or a session cookie both work.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": [
+        "planboard.api.authentication.ExpiringTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     # Served from our static files: the docs page works without internet access.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -223,14 +223,21 @@ def _money(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def serialize_profile(profile: Any) -> dict[str, Any]:
-    """An agent profile as people and the API see it (the key's variable name, never a key)."""
-    return {
+def serialize_profile(profile: Any, *, configuration: bool) -> dict[str, Any]:
+    """An agent profile as people see it: name, title, description and model. How it is set
+    up (`configuration`: endpoint, the key's variable name — never a key —, instructions,
+    limits, toolsets) is for staff allowed to view profiles."""
+    public = {
         "id": profile.pk,
         "name": profile.name,
         "title": profile.title,
         "description": profile.description,
         "model": profile.model,
+    }
+    if not configuration:
+        return public
+    return {
+        **public,
         "api_base": profile.api_base,
         "api_key_env": profile.api_key_env,
         "instructions": profile.instructions,

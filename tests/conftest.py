@@ -67,7 +67,23 @@ def lead(user: Any) -> Any:
 
 @pytest.fixture
 def staff(db: Any) -> Any:
+    """Bare staff: `is_staff` without any permission, so no more powers than a member."""
     return get_user_model().objects.create_user("root", password="pw-root-12345", is_staff=True)
+
+
+@pytest.fixture
+def staff_admin(db: Any) -> Any:
+    """An admin: staff with every planboard and agents model permission except running
+    programs on the workers (`run_stdio_toolset`)."""
+    from tests.support.permissions import admin
+
+    return admin("boss", password="pw-boss-12345")
+
+
+@pytest.fixture
+def superuser(db: Any) -> Any:
+    """Holds every permission, `run_stdio_toolset` included."""
+    return get_user_model().objects.create_superuser("super", password="pw-super-12345")
 
 
 @pytest.fixture

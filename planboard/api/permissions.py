@@ -1,18 +1,22 @@
-"""Who may see and change what, for the REST API (the websockets use the same selectors).
+"""Who may see and change what, for the REST API (the websockets and pages use the same
+selectors, `planboard.selectors.access`).
 
 Members own their sessions and plans; team leads read those of their teams' members; staff
-see and change everything. An object the user cannot see is a 404 (its existence is not
-revealed); one they can see but not change is a 403.
+act on other people's objects with the matching Django model permission, as in the admin. An
+object the user cannot see is a 404 (its existence is not revealed); one they can see but not
+change is a 403, and so is a configuration write without its model permission.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Model
 from rest_framework.exceptions import NotFound, PermissionDenied
 
 from planboard import selectors
 from planboard.models import ChatSession, Plan
+from planboard.selectors.access import Action
 
 
 def visible_plan(user: Any, plan_id: int) -> Plan:
@@ -22,16 +26,25 @@ def visible_plan(user: Any, plan_id: int) -> Plan:
     return plan
 
 
-def editable_plan(user: Any, plan_id: int) -> Plan:
-    # Every edit asks: the owner and admins may edit (and so see) the plan, which one row
-    # tells; only for anyone else does visibility decide between 404 and 403.
+def editable_plan(user: Any, plan_id: int, *, subtasks: Action | None = None) -> Plan:
+    """The plan, if `user` may change it (or, with `subtasks`, add/change/delete its
+    subtasks); 404 when they cannot see it, 403 when they only read it."""
+
+    def allowed(owner_id: int) -> bool:
+        if subtasks is None:
+            return selectors.can_change_plan(user, owner_id)
+        return selectors.can_change_subtasks(user, owner_id, subtasks)
+
+    # Every edit asks: the owner may edit (and so see) the plan, which one row tells; only for
+    # anyone else does visibility decide between 404 and 403.
     found = selectors.rows.plan(plan_id)
-    if found is not None and selectors.can_edit(user, found.owner_id):
+    if found is not None and allowed(found.owner_id):
         return found
     plan = visible_plan(user, plan_id)
-    if not selectors.can_edit(user, plan.owner_id):
+    if not allowed(plan.owner_id):
         raise PermissionDenied(
-            "You can read this plan, but only its owner or an admin can change it."
+            "You can read this plan, but only its owner or staff allowed to change plans "
+            "(and their subtasks) can change it."
         )
     return plan
 
@@ -45,8 +58,33 @@ def visible_session(user: Any, session_id: int) -> ChatSession:
 
 def editable_session(user: Any, session_id: int) -> ChatSession:
     session = visible_session(user, session_id)
-    if not selectors.can_edit(user, session.owner_id):
+    if not selectors.can_act_in_session(user, session.owner_id):
         raise PermissionDenied(
-            "You can read this session, but only its owner or an admin can act in it."
+            "You can read this session, but only its owner or staff allowed to change "
+            "sessions can act in it."
         )
     return session
+
+
+def decidable_session(user: Any, session_id: int) -> None:
+    """Whether `user` may approve or deny the session's tool calls: the owner, or staff with
+    `change_toolcall` (404 when they may neither decide nor see the session)."""
+    owner_id = ChatSession.objects.filter(pk=session_id).values_list("owner_id", flat=True)
+    if owner_id and selectors.can_decide_tool_calls(user, owner_id[0]):
+        return
+    visible_session(user, session_id)
+    raise PermissionDenied(
+        "You can read this session, but only its owner or staff allowed to change tool calls "
+        "can decide them."
+    )
+
+
+def require_model_permission(user: Any, action: Action, model: type[Model]) -> None:
+    """Configuration writes (toolsets, agent profiles) need the model permission the admin
+    asks for; being staff is not enough."""
+    perm = selectors.permission(action, model)
+    if not selectors.staff_may(user, perm):
+        raise PermissionDenied(
+            f"You need the permission {perm!r} to {action} {model._meta.verbose_name_plural} "
+            "(ask an administrator)."
+        )

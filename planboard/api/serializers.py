@@ -539,17 +539,20 @@ class ProfileSerializer(serializers.Serializer):
     title = serializers.CharField()
     description = serializers.CharField()
     model = serializers.CharField()
-    api_base = serializers.CharField()
+    # Staff allowed to view profiles only: how the profile is set up.
+    api_base = serializers.CharField(required=False)
     api_key_env = serializers.CharField(
-        help_text="The NAME of the environment variable holding the key (never the key)."
+        required=False,
+        help_text="The NAME of the environment variable holding the key (never the key).",
     )
-    instructions = serializers.CharField()
-    max_steps = serializers.IntegerField(allow_null=True)
-    budget_usd = serializers.FloatField(allow_null=True)
-    budget_tokens = serializers.IntegerField(allow_null=True)
-    enabled = serializers.BooleanField()
+    instructions = serializers.CharField(required=False)
+    max_steps = serializers.IntegerField(required=False, allow_null=True)
+    budget_usd = serializers.FloatField(required=False, allow_null=True)
+    budget_tokens = serializers.IntegerField(required=False, allow_null=True)
+    enabled = serializers.BooleanField(required=False)
     toolsets = serializers.ListField(
         child=serializers.IntegerField(),
+        required=False,
         help_text="The toolsets this profile may use; empty = the session's toolsets.",
     )
 
@@ -591,7 +594,8 @@ class ToolsetSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     refreshed_at = serializers.DateTimeField(allow_null=True)
     tools = ToolsetToolSerializer(many=True)
-    # Staff only: how the server is reached. Secret values are never returned, only names.
+    # Staff allowed to view toolsets only: how the server is reached. Secret values are never
+    # returned, only names.
     command = serializers.CharField(required=False)
     args = serializers.ListField(child=serializers.CharField(), required=False)
     env_names = serializers.ListField(child=serializers.CharField(), required=False)

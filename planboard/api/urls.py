@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from csp.constants import SELF, UNSAFE_INLINE
 from csp.decorators import csp_update
+from django.contrib.auth.decorators import login_required
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import (
     SpectacularAPIView,
@@ -83,21 +84,27 @@ urlpatterns = [
         name="api-subtask",
     ),
     path("plans/<api_id:plan_id>/events/", views.PlanEventsView.as_view(), name="api-plan-events"),
+    # Signed-in people only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]): the schema answers
+    # 401 to anyone else, the docs pages send a browser to the login page first.
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view loads its start-up script from a URL: the CSP allows no inline script.
     path(
         "docs/",
-        SpectacularSwaggerSplitView.as_view(
-            url_name="api-schema", template_name="planboard/api_docs.html"
+        login_required(
+            SpectacularSwaggerSplitView.as_view(
+                url_name="api-schema", template_name="planboard/api_docs.html"
+            )
         ),
         name="api-docs",
     ),
     # Redoc injects <style> elements and searches in a blob: worker; only this page allows them.
     path(
         "redoc/",
-        csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:"]})(
-            SpectacularRedocView.as_view(
-                url_name="api-schema", template_name="planboard/api_redoc.html"
+        login_required(
+            csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:"]})(
+                SpectacularRedocView.as_view(
+                    url_name="api-schema", template_name="planboard/api_redoc.html"
+                )
             )
         ),
         name="api-redoc",

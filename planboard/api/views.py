@@ -24,7 +24,7 @@ from rest_framework.decorators import (
     authentication_classes,
     permission_classes,
 )
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound
 from rest_framework.filters import OrderingFilter
 from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import (
@@ -43,8 +43,10 @@ from planboard.api import serializers as s
 from planboard.api.authentication import ExpiringTokenAuthentication, LockedOut
 from planboard.api.filters import ID_MAX, SEARCH_HELP, PlanFilter
 from planboard.api.permissions import (
+    decidable_session,
     editable_plan,
     editable_session,
+    require_model_permission,
     visible_plan,
     visible_session,
 )
@@ -469,7 +471,7 @@ class PlanSubtasksView(ApiView):
         summary="Add a subtask (appended, or inserted before `index`).",
     )
     def post(self, request: Request, plan_id: int) -> Response:
-        editable_plan(signed_in(request), plan_id)
+        editable_plan(signed_in(request), plan_id, subtasks="add")
         data = parse(s.SubtaskCreateSerializer, request.data)
         subtask = services.subtask_add(
             plan_id=plan_id, actor=Actor.person(signed_in(request)), **data
@@ -486,7 +488,7 @@ class SubtaskDetailView(ApiView):
         summary="Edit a subtask's text, set its state, and/or move it to `index`.",
     )
     def patch(self, request: Request, plan_id: int, subtask_id: int) -> Response:
-        editable_plan(signed_in(request), plan_id)
+        editable_plan(signed_in(request), plan_id, subtasks="change")
         data = parse(s.SubtaskUpdateSerializer, request.data)
         actor = Actor.person(signed_in(request))
         version = data.pop("expected_version", None)
@@ -514,7 +516,7 @@ class SubtaskDetailView(ApiView):
         summary="Delete a subtask; later ones move up.",
     )
     def delete(self, request: Request, plan_id: int, subtask_id: int) -> Response:
-        editable_plan(signed_in(request), plan_id)
+        editable_plan(signed_in(request), plan_id, subtasks="delete")
         query = parse(s.VersionQuerySerializer, query_dict(request))
         gone = services.subtask_delete(
             plan_id=plan_id,
@@ -558,14 +560,13 @@ def not_found(request: Request, unmatched: str = "") -> Response:
 
 
 def _profiles_for(user: Any) -> QuerySet[AgentProfile]:
-    """Staff see every profile; everyone else the enabled ones they may use."""
-    profiles = AgentProfile.objects.order_by("name")
-    return profiles if user.is_staff else profiles.filter(enabled=True)
+    """Staff allowed to view profiles see every one; everyone else the enabled ones."""
+    profiles = AgentProfile.objects.order_by("name").prefetch_related("toolsets")
+    return profiles if selectors.sees_profile_configuration(user) else profiles.filter(enabled=True)
 
 
-def _staff_only(request: Request) -> None:
-    if not signed_in(request).is_staff:
-        raise PermissionDenied("Only staff manage agent profiles.")
+def _profile_body(user: Any, profile: AgentProfile) -> dict[str, Any]:
+    return serialize_profile(profile, configuration=selectors.sees_profile_configuration(user))
 
 
 PROFILE_ID = path_id("profile_id", "Agent profile")
@@ -575,21 +576,22 @@ class ProfileListView(ApiView):
     @extend_schema(
         tags=["profiles"],
         responses={200: s.ProfileSerializer(many=True), **READ_ERRORS},
-        summary="Agent profiles you may use (staff: all of them).",
+        summary="Agent profiles you may use; staff with view_agentprofile: all, with settings.",
     )
     def get(self, request: Request) -> Response:
-        return Response([serialize_profile(p) for p in _profiles_for(signed_in(request))])
+        user = signed_in(request)
+        return Response([_profile_body(user, p) for p in _profiles_for(user)])
 
     @extend_schema(
         tags=["profiles"],
         request=s.ProfileWriteSerializer,
         responses={201: s.ProfileSerializer, **ERRORS},
-        summary="Create an agent profile (staff only).",
+        summary="Create an agent profile (needs planboard.add_agentprofile).",
     )
     def post(self, request: Request) -> Response:
-        _staff_only(request)
+        require_model_permission(signed_in(request), "add", AgentProfile)
         profile = services.profile_create(**parse(s.ProfileWriteSerializer, request.data))
-        return Response(serialize_profile(profile), status=status.HTTP_201_CREATED)
+        return Response(_profile_body(signed_in(request), profile), status=status.HTTP_201_CREATED)
 
 
 class ProfileDetailView(ApiView):
@@ -606,31 +608,33 @@ class ProfileDetailView(ApiView):
         summary="One agent profile.",
     )
     def get(self, request: Request, profile_id: int) -> Response:
-        return Response(serialize_profile(self._get(request, profile_id)))
+        return Response(_profile_body(signed_in(request), self._get(request, profile_id)))
 
     @extend_schema(
         tags=["profiles"],
         parameters=[PROFILE_ID],
         request=s.ProfileWriteSerializer,
         responses={200: s.ProfileSerializer, **ERRORS},
-        summary="Change an agent profile (staff only).",
+        summary="Change an agent profile (needs planboard.change_agentprofile).",
     )
     def patch(self, request: Request, profile_id: int) -> Response:
         self._get(request, profile_id)
-        _staff_only(request)
+        require_model_permission(signed_in(request), "change", AgentProfile)
         data = parse(s.ProfileWriteSerializer, request.data)
-        return Response(serialize_profile(services.profile_update(profile_id=profile_id, **data)))
+        profile = services.profile_update(profile_id=profile_id, **data)
+        return Response(_profile_body(signed_in(request), profile))
 
     @extend_schema(
         tags=["profiles"],
         parameters=[PROFILE_ID],
         request=None,
         responses={204: None, **ERRORS},
-        summary="Remove an agent profile (staff only); subtasks naming it fall back.",
+        summary="Remove an agent profile (needs planboard.delete_agentprofile).",
+        description="Subtasks naming it fall back to the session's profile.",
     )
     def delete(self, request: Request, profile_id: int) -> Response:
         self._get(request, profile_id)
-        _staff_only(request)
+        require_model_permission(signed_in(request), "delete", AgentProfile)
         services.profile_delete(profile_id=profile_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -644,11 +648,6 @@ CALL_ID = OpenApiParameter(
     OpenApiParameter.PATH,
     description="The tool call's id (`tool_call_id`).",
 )
-
-
-def _staff_only_toolsets(request: Request) -> None:
-    if not signed_in(request).is_staff:
-        raise PermissionDenied("Only staff configure toolsets.")
 
 
 def _toolset_for(request: Request, toolset_id: int) -> Toolset:
@@ -670,7 +669,7 @@ class ToolsetListView(ApiView):
     @extend_schema(
         tags=["toolsets"],
         responses={200: s.ToolsetSerializer(many=True), **READ_ERRORS},
-        summary="Toolsets (MCP servers) you may use; staff see all and how they are reached.",
+        summary="Toolsets you may use; staff with view_toolset see all and how they are reached.",
     )
     def get(self, request: Request) -> Response:
         rows = selectors.toolset_rows(selectors.toolsets_visible_to(signed_in(request)))
@@ -680,10 +679,11 @@ class ToolsetListView(ApiView):
         tags=["toolsets"],
         request=s.ToolsetWriteSerializer,
         responses={201: s.ToolsetSerializer, **ERRORS},
-        summary="Add a toolset (staff only); secret values are written, never read back.",
+        summary="Add a toolset (needs planboard.add_toolset; stdio also run_stdio_toolset).",
+        description="Secret values (env, headers) are written, never read back.",
     )
     def post(self, request: Request) -> Response:
-        _staff_only_toolsets(request)
+        require_model_permission(signed_in(request), "add", Toolset)
         data = parse(s.ToolsetWriteSerializer, request.data)
         toolset = services.toolset_create(user=signed_in(request), **data)
         return Response(_toolset_body(request, toolset.pk), status=status.HTTP_201_CREATED)
@@ -704,11 +704,13 @@ class ToolsetDetailView(ApiView):
         parameters=[TOOLSET_ID],
         request=s.ToolsetWriteSerializer,
         responses={200: s.ToolsetSerializer, **ERRORS},
-        summary="Change a toolset (staff only): env/headers merge; tool_policies override.",
+        summary="Change a toolset (needs planboard.change_toolset; see the description).",
+        description="env/headers merge; tool_policies override. Turning a toolset into stdio "
+        "or changing command, args or env also needs planboard.run_stdio_toolset.",
     )
     def patch(self, request: Request, toolset_id: int) -> Response:
         _toolset_for(request, toolset_id)
-        _staff_only_toolsets(request)
+        require_model_permission(signed_in(request), "change", Toolset)
         data = parse(s.ToolsetWriteSerializer, request.data)
         services.toolset_update(toolset_id=toolset_id, user=signed_in(request), **data)
         return Response(_toolset_body(request, toolset_id))
@@ -718,11 +720,11 @@ class ToolsetDetailView(ApiView):
         parameters=[TOOLSET_ID],
         request=None,
         responses={204: None, **ERRORS},
-        summary="Remove a toolset (staff only); sessions stop offering its tools.",
+        summary="Remove a toolset (needs planboard.delete_toolset); sessions stop offering it.",
     )
     def delete(self, request: Request, toolset_id: int) -> Response:
         _toolset_for(request, toolset_id)
-        _staff_only_toolsets(request)
+        require_model_permission(signed_in(request), "delete", Toolset)
         services.toolset_delete(toolset_id=toolset_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -733,11 +735,11 @@ class ToolsetRefreshView(ApiView):
         parameters=[TOOLSET_ID],
         request=None,
         responses={200: s.ToolsetRefreshedSerializer, **ERRORS},
-        summary="Ask the toolset's server for its tools now (staff only).",
+        summary="Ask the toolset's server for its tools now (needs planboard.change_toolset).",
     )
     def post(self, request: Request, toolset_id: int) -> Response:
         _toolset_for(request, toolset_id)
-        _staff_only_toolsets(request)
+        require_model_permission(signed_in(request), "change", Toolset)
         result = services.toolset_refresh_tools(toolset_id=toolset_id)
         return Response(
             {
@@ -769,10 +771,10 @@ class ToolCallDecisionView(ApiView):
         parameters=[SESSION_ID, CALL_ID],
         request=s.ToolCallDecisionSerializer,
         responses={200: s.ToolCallDecidedSerializer, **ERRORS},
-        summary="Approve or deny a tool call waiting for a decision (owner or staff).",
+        summary="Approve or deny a waiting tool call (the owner, or staff with change_toolcall).",
     )
     def post(self, request: Request, session_id: int, call_id: str) -> Response:
-        editable_session(signed_in(request), session_id)
+        decidable_session(signed_in(request), session_id)
         if not ToolCall.objects.filter(session_id=session_id, tool_call_id=call_id).exists():
             raise NotFound(f"This session has no tool call {call_id!r}.")
         data = parse(s.ToolCallDecisionSerializer, request.data)

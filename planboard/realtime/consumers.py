@@ -187,7 +187,7 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
             .values_list("owner_id", flat=True)
             .first()
         )
-        self.can_edit = owner_id is not None and selectors.can_edit(user, owner_id)
+        self.can_edit = owner_id is not None and self.may_edit(user, owner_id)
         return owner_id is not None
 
     @database_sync_to_async
@@ -218,6 +218,9 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
     def visible_to(self, user: Any) -> QuerySet[Any]:
         raise NotImplementedError
 
+    def may_edit(self, user: Any, owner_id: int) -> bool:
+        raise NotImplementedError
+
     def follow_groups(self) -> list[str]:
         raise NotImplementedError
 
@@ -231,6 +234,9 @@ class SessionConsumer(_SnapshotConsumer):
 
     def visible_to(self, user: Any) -> QuerySet[Any]:
         return selectors.sessions_visible_to(user)
+
+    def may_edit(self, user: Any, owner_id: int) -> bool:
+        return selectors.can_edit_board(user, owner_id)
 
     def follow_groups(self) -> list[str]:
         return [broadcast.session_group(self.target_id)]
@@ -262,6 +268,9 @@ class PlanConsumer(_SnapshotConsumer):
 
     def visible_to(self, user: Any) -> QuerySet[Any]:
         return selectors.plans_visible_to(user)
+
+    def may_edit(self, user: Any, owner_id: int) -> bool:
+        return selectors.can_change_plan(user, owner_id)
 
     def follow_groups(self) -> list[str]:
         return [broadcast.plan_group(self.target_id)]

@@ -5,7 +5,7 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 
 | module     | what it answers                                                          |
 |------------|--------------------------------------------------------------------------|
-| `access`   | `plans_visible_to`, `sessions_visible_to`, `can_edit`, filter choices    |
+| `access`   | who may: visibility, `can_change_plan`, `can_act_in_session`, `staff_may`… |
 | `plans`    | `plan_snapshot`, `plan_events_since`, history search (`plans_matching`)  |
 | `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
 | `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
@@ -15,10 +15,22 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 
 from planboard.selectors import rows
 from planboard.selectors.access import (
-    can_edit,
+    RUN_STDIO_TOOLSET,
+    can_act_in_session,
+    can_change_plan,
+    can_change_subtasks,
+    can_decide_tool_calls,
+    can_edit_board,
+    may_run_programs,
     owner_choices,
+    permission,
     plans_visible_to,
+    sees_all_teams,
+    sees_profile_configuration,
+    sees_toolset_configuration,
     sessions_visible_to,
+    staff_may,
+    staff_may_view,
     team_choices,
 )
 from planboard.selectors.plans import (
@@ -59,16 +71,23 @@ from planboard.selectors.toolsets import (
 from planboard.selectors.workspace import session_files, workspace_file, workspace_file_bytes
 
 __all__ = [
+    "RUN_STDIO_TOOLSET",
     "STATE_FILTER_ALL",
     "STATE_FILTER_FINISHED",
-    "can_edit",
+    "can_act_in_session",
+    "can_change_plan",
+    "can_change_subtasks",
+    "can_decide_tool_calls",
+    "can_edit_board",
     "filter_history",
     "historical_plans",
     "latest_plan_id",
     "latest_run",
     "latest_runs_by_session",
+    "may_run_programs",
     "owner_choices",
     "pending_tool_calls",
+    "permission",
     "plan_events_since",
     "plan_events_window",
     "plan_snapshot",
@@ -80,6 +99,9 @@ __all__ = [
     "plans_of_team",
     "plans_visible_to",
     "rows",
+    "sees_all_teams",
+    "sees_profile_configuration",
+    "sees_toolset_configuration",
     "session_files",
     "session_messages",
     "session_snapshot",
@@ -89,6 +111,8 @@ __all__ = [
     "session_toolset_ids",
     "sessions_for_list",
     "sessions_visible_to",
+    "staff_may",
+    "staff_may_view",
     "team_choices",
     "tool_always_allowed",
     "toolset_data",

@@ -1,16 +1,68 @@
-"""Who may see and change what. Every read of plans or sessions starts from these rules.
+"""Who may see and change what. Every read and write of plans, sessions, toolsets, profiles
+and tool-call decisions asks these rules (REST, websockets, web pages, services, admin).
 
-Admins (staff) see everything; members see their own sessions and plans; team leads also read
-those of their teams' members. Only the owner and admins change anything.
+- Members see and change their own sessions and plans; team leads also read those of their
+  teams' members.
+- Staff powers come from Django's model permissions, exactly as in the admin: an active staff
+  member acts on other people's objects only with the matching `view_`/`change_`/`add_`/
+  `delete_` permission of that model (`change_` implies `view_`, as in the admin). Being
+  staff alone grants nothing beyond what a member has.
+- Superusers hold every permission (Django's `has_perm`), but like the admin they act as
+  staff only while `is_staff` is set.
+- A stdio toolset is a program the workers run with their own OS user's rights: configuring
+  one needs `planboard.run_stdio_toolset` on top of add/change, a permission no group gets by
+  default.
 """
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import User
-from django.db.models import Q, QuerySet
+from typing import Any, Literal
 
-from planboard.models import ChatSession, Plan, Team, TeamMembership
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Model, Q, QuerySet
+
+from planboard.models import (
+    AgentProfile,
+    ChatSession,
+    Plan,
+    SubTask,
+    Team,
+    TeamMembership,
+    ToolCall,
+    Toolset,
+)
+
+Action = Literal["view", "change", "add", "delete"]
+Person = User | AnonymousUser
+
+RUN_STDIO_TOOLSET = "planboard.run_stdio_toolset"
+
+
+def permission(action: Action, model: type[Model]) -> str:
+    """The model permission's full name, as Django's admin checks it: `planboard.change_plan`."""
+    return f"{model._meta.app_label}.{action}_{model._meta.model_name}"
+
+
+def staff_may(user: Person, *perms: str) -> bool:
+    """Whether `user` is active staff holding every one of `perms` (superusers hold all)."""
+    return bool(
+        user.is_authenticated
+        and user.is_active
+        and user.is_staff
+        and all(user.has_perm(perm) for perm in perms)
+    )
+
+
+def staff_may_view(user: Person, model: type[Model]) -> bool:
+    """Staff see every row of a model with its `view_` or `change_` permission."""
+    return staff_may(user, permission("view", model)) or staff_may(
+        user, permission("change", model)
+    )
+
+
+def _owns(user: Person, owner_id: int | None) -> bool:
+    return bool(user.is_authenticated and owner_id is not None and user.pk == owner_id)
 
 
 def _led_member_ids(user: User) -> QuerySet[TeamMembership, int]:
@@ -20,26 +72,83 @@ def _led_member_ids(user: User) -> QuerySet[TeamMembership, int]:
     return TeamMembership.objects.filter(team_id__in=led_teams).values_list("user_id", flat=True)
 
 
-def plans_visible_to(user: User) -> QuerySet[Plan]:
-    """Admins see every plan, members their own, leads also those of their teams' members."""
-    if not user.is_authenticated:
+# --- sessions and plans -----------------------------------------------------------------------
+
+
+def plans_visible_to(user: Person) -> QuerySet[Plan]:
+    """Members see their own plans, leads also their teams' members', staff with the plan's
+    view (or change) permission every plan."""
+    if not isinstance(user, User) or not user.is_authenticated:
         return Plan.objects.none()
-    if user.is_staff:
+    if staff_may_view(user, Plan):
         return Plan.objects.all()
     return Plan.objects.filter(Q(owner=user) | Q(owner_id__in=_led_member_ids(user)))
 
 
-def sessions_visible_to(user: User) -> QuerySet[ChatSession]:
-    if not user.is_authenticated:
+def sessions_visible_to(user: Person) -> QuerySet[ChatSession]:
+    """As `plans_visible_to`, with the chat session's permissions."""
+    if not isinstance(user, User) or not user.is_authenticated:
         return ChatSession.objects.none()
-    if user.is_staff:
+    if staff_may_view(user, ChatSession):
         return ChatSession.objects.all()
     return ChatSession.objects.filter(Q(owner=user) | Q(owner_id__in=_led_member_ids(user)))
 
 
-def can_edit(user: User, owner_id: int) -> bool:
-    """Only the owner and admins change a plan or session; leads only read."""
-    return bool(user.is_authenticated and (user.is_staff or user.pk == owner_id))
+def can_change_plan(user: Person, owner_id: int | None) -> bool:
+    """The owner, or staff with `change_plan` (its text, and finishing it). Leads only read."""
+    return _owns(user, owner_id) or staff_may(user, permission("change", Plan))
+
+
+def can_change_subtasks(user: Person, owner_id: int | None, action: Action) -> bool:
+    """Adding, editing or deleting a plan's subtasks: the owner, or staff who may change the
+    plan and `action` its subtasks (what the admin's plan page with its subtask rows needs)."""
+    return _owns(user, owner_id) or staff_may(
+        user, permission("change", Plan), permission(action, SubTask)
+    )
+
+
+def can_act_in_session(user: Person, owner_id: int | None) -> bool:
+    """Changing a session's settings and toolsets, writing to its agent, stopping its run: the
+    owner, or staff with `change_chatsession`."""
+    return _owns(user, owner_id) or staff_may(user, permission("change", ChatSession))
+
+
+def can_edit_board(user: Person, owner_id: int | None) -> bool:
+    """Whether the session page and the sockets offer editing: acting in the session and
+    changing its plan (the owner always; staff with both permissions)."""
+    return can_act_in_session(user, owner_id) and can_change_plan(user, owner_id)
+
+
+def can_decide_tool_calls(user: Person, owner_id: int | None) -> bool:
+    """Approving or denying a session's waiting tool calls: the owner, or staff with
+    `change_toolcall`."""
+    return _owns(user, owner_id) or staff_may(user, permission("change", ToolCall))
+
+
+# --- toolsets and agent profiles -----------------------------------------------------------
+
+
+def sees_toolset_configuration(user: Person) -> bool:
+    """Every toolset (disabled ones too) and how it is reached: staff with `view_toolset`."""
+    return staff_may_view(user, Toolset)
+
+
+def may_run_programs(user: Person | None) -> bool:
+    """Creating a stdio toolset or changing what it runs (command, args, env, kind)."""
+    return user is not None and staff_may(user, RUN_STDIO_TOOLSET)
+
+
+def sees_profile_configuration(user: Person) -> bool:
+    """Every profile (disabled ones too) with its endpoint, key variable, instructions and
+    budgets: staff with `view_agentprofile`. Others see name, title, description and model."""
+    return staff_may_view(user, AgentProfile)
+
+
+# --- filter choices ---------------------------------------------------------------------------
+
+
+def sees_all_teams(user: Person) -> bool:
+    return staff_may_view(user, Team)
 
 
 def owner_choices(user: User) -> list[tuple[str, str]]:
@@ -55,6 +164,8 @@ def owner_choices(user: User) -> list[tuple[str, str]]:
 
 
 def team_choices(user: User) -> list[tuple[str, str]]:
-    """Admins filter by any team, everybody else by the teams they belong to."""
-    teams = Team.objects.all() if user.is_staff else Team.objects.filter(memberships__user=user)
+    """Staff with the team's view permission filter by any team, others by their own teams."""
+    teams: QuerySet[Team, Any] = (
+        Team.objects.all() if sees_all_teams(user) else Team.objects.filter(memberships__user=user)
+    )
     return [(str(pk), name) for pk, name in teams.distinct().values_list("pk", "name")]

@@ -22,7 +22,7 @@ from planboard.models import (
     TeamMembership,
 )
 from planboard.selectors import rows
-from planboard.selectors.access import plans_visible_to
+from planboard.selectors.access import plans_visible_to, sees_all_teams
 from planboard.shapes import PlanEventData, PlanSnapshot
 from planboard.snapshots import (
     apply_event,
@@ -150,7 +150,7 @@ def plans_of_team(plans: QuerySet[Plan], team_id: int) -> QuerySet[Plan]:
 
 def _teams_known_to(user: User) -> QuerySet[Team]:
     teams = Team.objects.all()
-    if not user.is_staff:
+    if not sees_all_teams(user):
         # A subquery, not a join: the prefetch's own join to the owner's memberships must not
         # be shared with this condition.
         mine = TeamMembership.objects.filter(user=user).values("team_id")
@@ -163,7 +163,8 @@ def filter_history(user: User, filters: dict[str, Any]) -> QuerySet[Plan]:
 
     Each plan carries `subtask_total` and `subtask_done` for its progress, and
     `owner.teams_shown`: the owner's teams that `user` may know of (a lead sees the teams
-    they share with the owner, not the owner's other teams; admins see all).
+    they share with the owner, not the owner's other teams; staff with the team's view
+    permission see all).
     """
     plans = plans_visible_to(user)
     state = filters.get("state") or STATE_FILTER_FINISHED

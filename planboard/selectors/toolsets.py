@@ -10,6 +10,7 @@ from django.db.models import Prefetch, QuerySet
 
 from planboard.models import SessionToolset, ToolCall, Toolset, ToolsetTool
 from planboard.selectors import rows
+from planboard.selectors.access import sees_toolset_configuration
 from planboard.snapshots import serialize_tool_call, serialize_toolset
 
 # The newest calls a session's call list shows (older ones stay in the admin).
@@ -24,8 +25,9 @@ def toolsets_usable_by(user: User) -> QuerySet[Toolset]:
 
 
 def toolsets_visible_to(user: User) -> QuerySet[Toolset]:
-    """Staff see (and configure) every toolset; everyone else those they may use."""
-    if user.is_authenticated and user.is_staff:
+    """Staff with the toolset's view (or change) permission see every toolset; everyone else
+    (bare staff included) those they may use."""
+    if sees_toolset_configuration(user):
         return Toolset.objects.all()
     return toolsets_usable_by(user)
 
@@ -38,7 +40,10 @@ def toolset_rows(queryset: QuerySet[Toolset]) -> QuerySet[Toolset]:
 
 
 def toolset_data(toolset: Toolset, *, user: User) -> dict[str, Any]:
-    return serialize_toolset(toolset, list(toolset.tools.all()), configuration=bool(user.is_staff))
+    """A toolset as `user` may see it: how it is reached only for staff allowed to view
+    toolsets (Django caches a user's permissions, so a list asks the database once)."""
+    configuration = sees_toolset_configuration(user)
+    return serialize_toolset(toolset, list(toolset.tools.all()), configuration=configuration)
 
 
 def session_toolset_ids(*, session_id: int) -> list[int]:

@@ -211,10 +211,30 @@ def _check_complete(toolset: Toolset) -> None:
         raise PlanError("An http toolset needs the 'url' of its server.")
 
 
-def _require_staff_for_programs(user: User | None, toolset: Toolset) -> None:
-    # A stdio toolset runs a program on our machines: only staff may say which one.
-    if toolset.kind == Toolset.Kind.STDIO and not (user is not None and user.is_staff):
-        raise Forbidden("Only staff may set up toolsets that start a program (stdio).")
+def _program_of(toolset: Toolset) -> tuple[bool, str, list[str], dict[str, Any]]:
+    """What a toolset makes the workers run: whether it is a program, and which one."""
+    is_program = toolset.kind == Toolset.Kind.STDIO
+    return is_program, toolset.command, list(toolset.args or []), dict(toolset.env or {})
+
+
+def _require_program_right(
+    user: User | None,
+    before: tuple[bool, str, list[str], dict[str, Any]] | None,
+    toolset: Toolset,
+) -> None:
+    """A stdio toolset is a command the workers run with their OS user's rights (its env, its
+    files, the workers' /proc): making one, turning a toolset into one, or changing its
+    command, args or env needs `planboard.run_stdio_toolset`, not just add/change."""
+    after = _program_of(toolset)
+    becomes_program = after[0] and (before is None or not before[0])
+    # Set on any kind: a command left on an http toolset would run once someone switches it.
+    program_changed = any(after[1:]) if before is None else before[1:] != after[1:]
+    if (becomes_program or program_changed) and not selectors.may_run_programs(user):
+        raise Forbidden(
+            "Only superusers and staff allowed to run programs on the workers "
+            f"({selectors.RUN_STDIO_TOOLSET}) may set up a stdio toolset or change its "
+            "command, args or env."
+        )
 
 
 # --- toolsets ---------------------------------------------------------------------------------
@@ -231,7 +251,7 @@ def toolset_create(*, user: User | None, **fields: Any) -> Toolset:
         raise PlanError("Tool policies are set once the toolset's tools are known (refresh).")
     toolset = Toolset(**cleaned)
     _check_complete(toolset)
-    _require_staff_for_programs(user, toolset)
+    _require_program_right(user, None, toolset)
     with transaction.atomic():
         if Toolset.objects.filter(name=toolset.name).exists():
             raise PlanError(f"A toolset named {toolset.name!r} exists already.")
@@ -257,6 +277,7 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
                 "enabled and its tools' policies can change."
             )
         policies = cleaned.pop("tool_policies", None)
+        program_before = _program_of(toolset)
         for key, value in cleaned.items():
             if key in ("env", "headers"):
                 merged = dict(getattr(toolset, key) or {})
@@ -268,8 +289,7 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
                 value = merged
             setattr(toolset, key, value)
         _check_complete(toolset)
-        if {"kind", "command", "args", "env"} & set(cleaned):
-            _require_staff_for_programs(user, toolset)
+        _require_program_right(user, program_before, toolset)
         toolset.save()
         if policies:
             _set_policies(toolset, policies)
@@ -425,10 +445,11 @@ def session_set_toolsets(
     *, session_id: int, toolset_ids: list[int], user: User | None = None
 ) -> list[int]:
     """The toolsets a session's agent may use, replacing the previous choice; `user` (when
-    given) must own the session or be staff, and may pick only toolsets they may use."""
+    given) must own the session or be staff with `change_chatsession`, and may pick only
+    toolsets they may use."""
     with transaction.atomic():
         session = _lock_session(session_id)
-        if user is not None and not selectors.can_edit(user, session.owner_id):
+        if user is not None and not selectors.can_act_in_session(user, session.owner_id):
             raise Forbidden("Only the session's owner or an admin chooses its toolsets.")
         set_session_toolsets(session_id, toolset_ids, user=user)
         ids = selectors.session_toolset_ids(session_id=session_id)
@@ -571,8 +592,11 @@ def tool_call_decide(
     clean_note = _clean_text(note, field="note", limit=TEXT_MAX)
     with transaction.atomic():
         session = _lock_session(session_id)
-        if not selectors.can_edit(user, session.owner_id):
-            raise Forbidden("Only the session's owner or an admin decides its tool calls.")
+        if not selectors.can_decide_tool_calls(user, session.owner_id):
+            raise Forbidden(
+                "Only the session's owner, or staff allowed to change tool calls, decides its "
+                "tool calls."
+            )
         found = ToolCall.objects.filter(session_id=session_id, tool_call_id=tool_call_id).first()
         if found is None:
             raise PlanError(f"This session has no tool call {tool_call_id!r}.", code="not_found")

@@ -102,7 +102,8 @@ def session_file(request: HttpRequest, session_id: int, file_path: str) -> HttpR
 def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
     """Chat with the agent on one side, the live plan board on the other.
 
-    The owner and admins edit; leads of the owner's team watch read-only; others get 404.
+    The owner (and staff with the permissions) edit; leads of the owner's team and staff who
+    may only view watch read-only; others get 404.
     """
     session = _visible_session(request, session_id)
     snapshot = selectors.session_snapshot(session_id=session.pk)
@@ -120,7 +121,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "earlier_messages": len(messages) > REVIEW_MESSAGES,
         "last_plan": last_plan,
         "me": _me(signed_in(request)),
-        "can_edit": selectors.can_edit(signed_in(request), session.owner_id),
+        "can_edit": selectors.can_edit_board(signed_in(request), session.owner_id),
         "history_url": reverse("web:history"),
     }
     return render(
@@ -138,7 +139,8 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @login_required
 def history_list(request: HttpRequest) -> HttpResponse:
-    """Historical plans the user may read (own; team members' for leads; all for admins)."""
+    """Historical plans the user may read (own; team members' for leads; all for staff with
+    the plan's view permission)."""
     form = HistoryFilterForm(
         request.GET or None,
         owners=selectors.owner_choices(signed_in(request)),

@@ -485,9 +485,9 @@ def test_hint_tags_are_neutralised_in_every_spelling(forged: str) -> None:
 
 
 def test_a_stdio_toolset_works_in_a_run(
-    session: ChatSession, user: Any, staff: Any, tmp_path: Path, scripted_model: ScriptedModel
+    session: ChatSession, user: Any, superuser: Any, tmp_path: Path, scripted_model: ScriptedModel
 ) -> None:
-    local = stdio_toolset(staff, notes=tmp_path / "notes.txt")
+    local = stdio_toolset(superuser, notes=tmp_path / "notes.txt")
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[local.pk])
     scripted_model.script.extend(
         [

@@ -29,15 +29,15 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def local(staff: Any, tmp_path: Path) -> Toolset:
+def local(superuser: Any, tmp_path: Path) -> Toolset:
     return stdio_toolset(
-        staff, notes=tmp_path / "notes.txt", refresh=False, env={"TOKEN": "tok-9f8e7d6c"}
+        superuser, notes=tmp_path / "notes.txt", refresh=False, env={"TOKEN": "tok-9f8e7d6c"}
     )
 
 
-def program(staff: Any, name: str, command: str, *args: str) -> Toolset:
+def program(superuser: Any, name: str, command: str, *args: str) -> Toolset:
     return services.toolset_create(
-        user=staff, name=name, kind="stdio", command=command, args=list(args)
+        user=superuser, name=name, kind="stdio", command=command, args=list(args)
     )
 
 
@@ -54,8 +54,8 @@ def test_discovers_tools_with_their_schemas_and_read_only_hints(local: Toolset) 
     assert schema["properties"]["a"]["type"] == "integer"
 
 
-def test_a_server_that_cannot_start_is_a_clear_error(staff: Any) -> None:
-    missing = program(staff, "ghost", "/nonexistent/mcp-server")
+def test_a_server_that_cannot_start_is_a_clear_error(superuser: Any) -> None:
+    missing = program(superuser, "ghost", "/nonexistent/mcp-server")
     with pytest.raises(PlanError, match="toolset 'ghost': could not start its server") as error:
         mcp_client.discover_tools(missing)
     assert error.value.code == "toolset_unreachable"
@@ -65,9 +65,9 @@ def test_a_server_that_cannot_start_is_a_clear_error(staff: Any) -> None:
     assert "No such file or directory" in output.text
 
 
-def test_a_server_that_exits_at_once_is_a_clear_error(staff: Any) -> None:
+def test_a_server_that_exits_at_once_is_a_clear_error(superuser: Any) -> None:
     quitter = program(
-        staff, "quitter", sys.executable, "-c", "import sys; print('bye', file=sys.stderr)"
+        superuser, "quitter", sys.executable, "-c", "import sys; print('bye', file=sys.stderr)"
     )
     output = mcp_client.call_tool(quitter, "echo", {"text": "hi"})
     assert not output.ok

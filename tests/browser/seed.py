@@ -28,6 +28,7 @@ def seed() -> dict[str, Any]:
     from planboard.management.commands.ensure_demo_user import DEMO_PROFILES
     from planboard.models import Team, TeamMembership
     from planboard.services import Actor
+    from tests.support.permissions import RUN_STDIO_TOOLSET, admin, grant
 
     for name, title, description, instructions in DEMO_PROFILES:
         services.profile_create(
@@ -43,7 +44,9 @@ def seed() -> dict[str, Any]:
     alice = users.create_user("alice", password=PASSWORD)  # team member, owns the plans
     lead = users.create_user("lena", password=PASSWORD)  # leads alice's team
     outsider = users.create_user("oscar", password=PASSWORD)  # in no team with alice
-    users.create_user("sam", password=PASSWORD, is_staff=True)  # an admin: edits any plan
+    # An admin: edits any plan through the admins' model permissions; also sets up the stdio
+    # test server below, which takes run_stdio_toolset.
+    grant(admin("sam", password=PASSWORD), RUN_STDIO_TOOLSET)
     team = Team.objects.create(name="Travel")
     TeamMembership.objects.create(team=team, user=alice, role=TeamMembership.Role.MEMBER)
     TeamMembership.objects.create(team=team, user=lead, role=TeamMembership.Role.LEAD)

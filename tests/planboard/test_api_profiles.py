@@ -1,4 +1,5 @@
-"""Agent profiles, plan mode and budgets over the REST API: who may do what."""
+"""Agent profiles, plan mode and budgets over the REST API: who may do what (staff act through
+model permissions: `staff` is bare staff, `staff_admin` holds the admins' permissions)."""
 
 from __future__ import annotations
 
@@ -26,21 +27,27 @@ def profiles(db: Any) -> dict[str, AgentProfile]:
 
 
 def test_everyone_lists_the_enabled_profiles_staff_see_all(
-    user: Any, staff: Any, profiles: dict[str, AgentProfile]
+    user: Any, staff: Any, staff_admin: Any, profiles: dict[str, AgentProfile]
 ) -> None:
     names = [p["name"] for p in client_for(user).get("/api/profiles/").json()]
     assert names == ["researcher"]
+    # Being staff is not enough: viewing profiles is a permission.
     names = [p["name"] for p in client_for(staff).get("/api/profiles/").json()]
+    assert names == ["researcher"]
+    names = [p["name"] for p in client_for(staff_admin).get("/api/profiles/").json()]
     assert names == ["hidden", "researcher"]
     assert client_for(user).get(f"/api/profiles/{profiles['hidden'].pk}/").status_code == 404
     assert APIClient().get("/api/profiles/").status_code == 401
 
 
-def test_only_staff_write_profiles(
-    user: Any, staff: Any, profiles: dict[str, AgentProfile]
+def test_only_staff_with_the_permissions_write_profiles(
+    user: Any, staff: Any, staff_admin: Any, profiles: dict[str, AgentProfile]
 ) -> None:
     body = {"name": "writer", "model": "openai/gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
-    assert client_for(user).post("/api/profiles/", body, format="json").status_code == 403
+    for refused in (user, staff):
+        assert client_for(refused).post("/api/profiles/", body, format="json").status_code == 403
+    assert not AgentProfile.objects.filter(name="writer").exists()
+    staff = staff_admin
     response = client_for(staff).post("/api/profiles/", body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["api_key_env"] == "OPENAI_API_KEY"
@@ -71,9 +78,9 @@ def test_only_staff_write_profiles(
     ],
 )
 def test_bad_profiles_are_refused_clearly(
-    staff: Any, profiles: dict[str, AgentProfile], body: dict[str, Any], message: str
+    staff_admin: Any, profiles: dict[str, AgentProfile], body: dict[str, Any], message: str
 ) -> None:
-    response = client_for(staff).post("/api/profiles/", body, format="json")
+    response = client_for(staff_admin).post("/api/profiles/", body, format="json")
     assert response.status_code == 400 and message in response.json()["error"]
 
 
@@ -126,12 +133,14 @@ def test_a_cards_profile_is_set_and_cleared_over_the_api(
     assert SubTask.objects.get(pk=added.json()["subtask_id"]).agent == "researcher"
 
 
-def test_staff_limit_a_profile_to_toolsets_over_the_api_and_in_admin(staff: Any) -> None:
+def test_staff_limit_a_profile_to_toolsets_over_the_api_and_in_admin(staff_admin: Any) -> None:
     from django.test import Client
 
-    maps = services.toolset_create(user=staff, name="maps", kind="http", url="http://maps.test")
+    maps = services.toolset_create(
+        user=staff_admin, name="maps", kind="http", url="http://maps.test"
+    )
     client = Client()
-    client.force_login(staff)
+    client.force_login(staff_admin)
     created = client.post(
         "/api/profiles/",
         {"name": "scout", "toolsets": [maps.pk]},
@@ -144,8 +153,6 @@ def test_staff_limit_a_profile_to_toolsets_over_the_api_and_in_admin(staff: Any)
     )
     assert refused.status_code == 400 and "No toolset with id" in refused.json()["error"]
 
-    staff.is_superuser = True
-    staff.save()
     profile = AgentProfile.objects.get(name="scout")
     page = client.post(
         f"/admin/planboard/agentprofile/{profile.pk}/change/",

@@ -265,8 +265,9 @@ class TestSchema:
         params = {p["name"] for p in paths["/api/plans/"]["get"]["parameters"]}
         assert {"state", "owner", "team", "created_after", "created_before", "search"} <= params
 
-    def test_schema_and_docs_are_served(self) -> None:
+    def test_schema_and_docs_are_served_to_people_signed_in(self, user: Any) -> None:
         client = APIClient()
+        client.force_login(user)  # a session: the docs pages are plain Django views
         response = client.get("/api/schema/")
         assert response.status_code == 200
         assert b"openapi" in response.content

@@ -1,5 +1,7 @@
-"""Toolsets and tool calls over the REST API: who may configure (staff), enable (the owner)
-and decide (the owner or staff; a lead only reads), and secrets that never come back."""
+"""Toolsets and tool calls over the REST API: who may configure (staff with the toolset's
+model permissions; stdio also `run_stdio_toolset`), enable (the owner) and decide (the owner or
+staff with `change_toolcall`; a lead only reads), and secrets that never come back. `staff` is
+bare staff (refused like a member), `staff_admin` holds the admins' permissions."""
 
 from __future__ import annotations
 
@@ -32,9 +34,9 @@ def client_for(user: Any) -> APIClient:
 
 
 @pytest.fixture
-def files(staff: Any) -> Toolset:
+def files(staff_admin: Any) -> Toolset:
     toolset = services.toolset_create(
-        user=staff,
+        user=staff_admin,
         name="files",
         title="Files",
         kind="http",
@@ -46,9 +48,9 @@ def files(staff: Any) -> Toolset:
 
 
 @pytest.fixture
-def hidden(staff: Any) -> Toolset:
+def hidden(superuser: Any) -> Toolset:
     return services.toolset_create(
-        user=staff,
+        user=superuser,
         name="shell",
         kind="stdio",
         command="/usr/bin/mcp-shell",
@@ -61,20 +63,21 @@ def hidden(staff: Any) -> Toolset:
 
 
 def test_people_list_usable_toolsets_staff_see_configuration_never_secrets(
-    user: Any, staff: Any, files: Toolset, hidden: Toolset
+    user: Any, staff: Any, staff_admin: Any, files: Toolset, hidden: Toolset
 ) -> None:
-    response = client_for(user).get("/api/toolsets/")
-    assert response.status_code == 200
-    (only,) = [t for t in response.json() if t["kind"] != "builtin"]  # besides the workspace
-    assert (only["name"], only["kind"], only["enabled"]) == ("files", "http", True)
-    assert [(t["name"], t["policy"]) for t in only["tools"]] == [
-        ("search", "auto"),
-        ("write", "ask"),
-    ]
-    assert not {"command", "args", "url", "env_names", "header_names"} & set(only)
-    assert client_for(user).get(f"/api/toolsets/{hidden.pk}/").status_code == 404
+    for person in (user, staff):  # bare staff see what a member sees
+        response = client_for(person).get("/api/toolsets/")
+        assert response.status_code == 200
+        (only,) = [t for t in response.json() if t["kind"] != "builtin"]  # besides the workspace
+        assert (only["name"], only["kind"], only["enabled"]) == ("files", "http", True)
+        assert [(t["name"], t["policy"]) for t in only["tools"]] == [
+            ("search", "auto"),
+            ("write", "ask"),
+        ]
+        assert not {"command", "args", "url", "env_names", "header_names"} & set(only)
+        assert client_for(person).get(f"/api/toolsets/{hidden.pk}/").status_code == 404
 
-    response = client_for(staff).get("/api/toolsets/")
+    response = client_for(staff_admin).get("/api/toolsets/")
     body = response.content.decode()
     rows = {t["name"]: t for t in response.json()}
     assert set(rows) == {"files", "shell", "workspace"}
@@ -85,20 +88,29 @@ def test_people_list_usable_toolsets_staff_see_configuration_never_secrets(
     assert APIClient().get("/api/toolsets/").status_code == 401
 
 
-def test_only_staff_write_toolsets(user: Any, staff: Any, lead: Any, files: Toolset) -> None:
+def test_only_staff_with_the_permissions_write_toolsets(
+    user: Any, staff: Any, staff_admin: Any, superuser: Any, lead: Any, files: Toolset
+) -> None:
     body = {"name": "web", "kind": "http", "url": "https://web.test/mcp", "headers": {"X-K": "v"}}
-    for person in (user, lead):
+    before = list(Toolset.objects.values())
+    for person in (user, lead, staff):
         assert client_for(person).post("/api/toolsets/", body, format="json").status_code == 403
         patch = client_for(person).patch(f"/api/toolsets/{files.pk}/", {"title": "x"}, "json")
         assert patch.status_code == 403
         assert client_for(person).delete(f"/api/toolsets/{files.pk}/").status_code == 403
         refresh = client_for(person).post(f"/api/toolsets/{files.pk}/refresh/")
         assert refresh.status_code == 403
+    assert list(Toolset.objects.values()) == before
+    staff = staff_admin
     created = client_for(staff).post("/api/toolsets/", body, format="json")
     assert created.status_code == 201, created.json()
     assert created.json()["header_names"] == ["X-K"] and "v" not in created.json().values()
+    # A program on the workers needs more than add_toolset.
     program = {"name": "prog", "kind": "stdio", "command": "/bin/mcp", "args": ["--ro"]}
-    made = client_for(staff).post("/api/toolsets/", program, format="json")
+    refused = client_for(staff).post("/api/toolsets/", program, format="json")
+    assert refused.status_code == 403 and "run_stdio_toolset" in refused.json()["error"]
+    assert not Toolset.objects.filter(name="prog").exists()
+    made = client_for(superuser).post("/api/toolsets/", program, format="json")
     assert made.status_code == 201 and made.json()["args"] == ["--ro"]
 
     url = f"/api/toolsets/{files.pk}/"
@@ -125,12 +137,15 @@ def test_only_staff_write_toolsets(user: Any, staff: Any, lead: Any, files: Tool
         ({"name": "x", "kind": "http", "url": "https://a.test", "headers": ["a"]}, "dictionary"),
     ],
 )
-def test_bad_toolsets_are_refused_clearly(staff: Any, body: dict[str, Any], message: str) -> None:
-    response = client_for(staff).post("/api/toolsets/", body, format="json")
+def test_bad_toolsets_are_refused_clearly(
+    staff_admin: Any, body: dict[str, Any], message: str
+) -> None:
+    response = client_for(staff_admin).post("/api/toolsets/", body, format="json")
     assert response.status_code == 400 and message in response.json()["error"], response.json()
 
 
-def test_staff_refresh_tools_from_a_real_server(staff: Any, mcp_http: HttpServer) -> None:
+def test_staff_refresh_tools_from_a_real_server(staff_admin: Any, mcp_http: HttpServer) -> None:
+    staff = staff_admin
     toolset = services.toolset_create(
         user=staff, name="remote", kind="http", url=mcp_http.url, headers={"X-Api-Key": API_KEY}
     )
@@ -153,8 +168,8 @@ def test_staff_refresh_tools_from_a_real_server(staff: Any, mcp_http: HttpServer
 
 
 def test_the_owner_enables_toolsets_in_a_session(
-    user: Any, lead: Any, other_user: Any, staff: Any, chat_session: ChatSession,
-    files: Toolset, hidden: Toolset,
+    user: Any, lead: Any, other_user: Any, staff: Any, staff_admin: Any,
+    chat_session: ChatSession, files: Toolset, hidden: Toolset,
 ) -> None:  # fmt: skip
     url = f"/api/sessions/{chat_session.pk}/"
     response = client_for(user).patch(url, {"toolsets": [files.pk]}, format="json")
@@ -163,6 +178,7 @@ def test_the_owner_enables_toolsets_in_a_session(
     assert client_for(user).get(url).json()["toolsets"] == [files.pk]
     assert client_for(lead).patch(url, {"toolsets": []}, format="json").status_code == 403
     assert client_for(other_user).patch(url, {"toolsets": []}, format="json").status_code == 404
+    assert client_for(staff).patch(url, {"toolsets": []}, format="json").status_code == 404
     refused = client_for(user).patch(url, {"toolsets": [hidden.pk]}, format="json")
     assert refused.status_code == 400 and refused.json()["code"] == "unknown_toolset"
     bad = client_for(user).patch(url, {"toolsets": ["files"]}, format="json")
@@ -171,7 +187,7 @@ def test_the_owner_enables_toolsets_in_a_session(
     both = client_for(user).patch(url, {"title": "New", "toolsets": [hidden.pk]}, format="json")
     assert both.status_code == 400
     assert ChatSession.objects.get(pk=chat_session.pk).title == "Trip"
-    cleared = client_for(staff).patch(url, {"toolsets": [], "title": "T"}, format="json")
+    cleared = client_for(staff_admin).patch(url, {"toolsets": [], "title": "T"}, format="json")
     assert cleared.json()["toolsets"] == [] and cleared.json()["title"] == "T"
 
 
@@ -196,15 +212,16 @@ def decision_url(session: ChatSession, call_id: str) -> str:
 
 
 def test_calls_are_read_by_whoever_reads_the_session(
-    user: Any, lead: Any, other_user: Any, staff: Any, chat_session: ChatSession,
-    pending: AgentRun,
+    user: Any, lead: Any, other_user: Any, staff: Any, staff_admin: Any,
+    chat_session: ChatSession, pending: AgentRun,
 ) -> None:  # fmt: skip
     url = f"/api/sessions/{chat_session.pk}/tool-calls/"
-    for reader in (user, lead, staff):
+    for reader in (user, lead, staff_admin):
         response = client_for(reader).get(url)
         assert response.status_code == 200
         assert [c["tool_call_id"] for c in response.json()["results"]] == ["c1", "c2"]
-    assert client_for(other_user).get(url).status_code == 404
+    for stranger in (other_user, staff):
+        assert client_for(stranger).get(url).status_code == 404
     assert APIClient().get(url).status_code == 401
     first = client_for(user).get(url).json()["results"][0]
     assert (first["status"], first["tool_name"], first["arguments"]) == (
@@ -221,17 +238,18 @@ def test_calls_are_read_by_whoever_reads_the_session(
 
 
 def test_the_owner_or_staff_decide_a_lead_cannot(
-    user: Any, lead: Any, other_user: Any, staff: Any, chat_session: ChatSession,
-    pending: AgentRun,
+    user: Any, lead: Any, other_user: Any, staff: Any, staff_admin: Any,
+    chat_session: ChatSession, pending: AgentRun,
 ) -> None:  # fmt: skip
     approve = {"decision": "approve"}
     assert client_for(lead).post(decision_url(chat_session, "c1"), approve, "json").status_code == (
         403
     )
-    assert (
-        client_for(other_user).post(decision_url(chat_session, "c1"), approve, "json").status_code
-        == 404
-    )
+    for stranger in (other_user, staff):
+        assert (
+            client_for(stranger).post(decision_url(chat_session, "c1"), approve, "json").status_code
+            == 404
+        )
     assert ToolCall.objects.get(tool_call_id="c1").status == "pending"
 
     denied = client_for(user).post(
@@ -242,8 +260,8 @@ def test_the_owner_or_staff_decide_a_lead_cannot(
     assert denied.json()["tool_call"]["note"] == "Not now"
     assert denied.json()["tool_call"]["decided_by"] == "alice"
     assert denied.json()["run"]["status"] == "waiting_for_approval"  # c2 still waits
-    approved = client_for(staff).post(decision_url(chat_session, "c2"), approve, "json")
-    assert approved.json()["tool_call"]["decided_by"] == "root"
+    approved = client_for(staff_admin).post(decision_url(chat_session, "c2"), approve, "json")
+    assert approved.json()["tool_call"]["decided_by"] == "boss"
     assert approved.json()["run"]["status"] == "queued"
     again = client_for(user).post(decision_url(chat_session, "c2"), approve, "json")
     assert again.status_code == 400 and again.json()["code"] == "already_decided"

@@ -16,6 +16,7 @@ from planboard import selectors, services
 from planboard.models import ChatSession, Plan, Team, TeamMembership
 from planboard.services import Actor
 from planboard.web.views import REVIEW_EVENTS, REVIEW_MESSAGES
+from tests.support.permissions import grant
 from tests.support.web import client_for, page_data
 
 
@@ -140,7 +141,12 @@ def test_a_lead_sees_only_the_team_names_they_share(
         return match.group(1)
 
     assert team_cell(lead) == "Travel"
-    # Alice herself, and admins, see both.
+    # Alice herself, and admins (staff who may view plans and teams), see both.
     assert team_cell(user) == "Skunkworks, Travel"
     admin = get_user_model().objects.create_user("boss", is_staff=True)
+    admin = grant(admin, "planboard.view_plan", "planboard.view_team")
     assert team_cell(admin) == "Skunkworks, Travel"
+    # Staff with the plans but not the teams see only the teams they share with the owner.
+    watcher = get_user_model().objects.create_user("watcher", is_staff=True)
+    cell = team_cell(grant(watcher, "planboard.view_plan"))
+    assert "Skunkworks" not in cell and "Travel" not in cell

@@ -1,8 +1,11 @@
 """Who may do what through the REST API, endpoint by endpoint.
 
 Owner: everything on their own sessions and plans. Team lead: reads their members' sessions,
-transcripts and plans (403 on writes). Staff: everything. Anyone else: 404 (existence is not
-revealed). Anonymous: 401. A refused request changes nothing.
+transcripts and plans (403 on writes). Staff act on other people's work through model
+permissions, as in the admin: "admin" (staff holding the admins' group) and superusers do
+everything, "viewer" (staff with view_plan and view_chatsession) reads (403 on writes), bare
+"staff" are like anyone else: 404 (existence is not revealed). Anonymous: 401. A refused
+request changes nothing. (Each write's exact permissions: test_model_permissions.py.)
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from rest_framework.test import APIClient
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Message, Plan
 from planboard.services import Actor
+from tests.support.permissions import grant
 
 pytestmark = pytest.mark.django_db
 
@@ -25,9 +29,21 @@ User = get_user_model()
 
 
 @pytest.fixture
-def clients(user: Any, other_user: Any, lead: Any, staff: Any) -> dict[str, APIClient]:
+def clients(
+    user: Any, other_user: Any, lead: Any, staff: Any, staff_admin: Any, superuser: Any
+) -> dict[str, APIClient]:
+    viewer = User.objects.create_user("vera", is_staff=True)
+    viewer = grant(viewer, "planboard.view_plan", "planboard.view_chatsession")
     result = {"anonymous": APIClient()}
-    for role, person in (("owner", user), ("other", other_user), ("lead", lead), ("staff", staff)):
+    for role, person in (
+        ("owner", user),
+        ("other", other_user),
+        ("lead", lead),
+        ("staff", staff),
+        ("admin", staff_admin),
+        ("superuser", superuser),
+        ("viewer", viewer),
+    ):
         client = APIClient()
         client.force_authenticate(person)
         result[role] = client
@@ -87,7 +103,16 @@ def plan_with_run(plan: Plan, user: Any) -> Plan:
 @pytest.mark.parametrize("endpoint", READS)
 @pytest.mark.parametrize(
     ("role", "status"),
-    [("owner", 200), ("lead", 200), ("staff", 200), ("other", 404), ("anonymous", 401)],
+    [
+        ("owner", 200),
+        ("lead", 200),
+        ("admin", 200),
+        ("superuser", 200),
+        ("viewer", 200),
+        ("staff", 404),
+        ("other", 404),
+        ("anonymous", 401),
+    ],
 )
 def test_reads(clients: dict, plan: Plan, endpoint: str, role: str, status: int) -> None:
     response = READS[endpoint](clients[role], plan)
@@ -98,7 +123,10 @@ def test_reads(clients: dict, plan: Plan, endpoint: str, role: str, status: int)
 
 
 @pytest.mark.parametrize("endpoint", WRITES)
-@pytest.mark.parametrize(("role", "status"), [("lead", 403), ("other", 404), ("anonymous", 401)])
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("lead", 403), ("viewer", 403), ("staff", 404), ("other", 404), ("anonymous", 401)],
+)
 def test_refused_writes_change_nothing(
     clients: dict, plan_with_run: Plan, endpoint: str, role: str, status: int
 ) -> None:
@@ -110,7 +138,7 @@ def test_refused_writes_change_nothing(
 
 
 @pytest.mark.parametrize("endpoint", WRITES)
-@pytest.mark.parametrize("role", ["owner", "staff"])
+@pytest.mark.parametrize("role", ["owner", "admin", "superuser"])
 def test_allowed_writes(clients: dict, plan_with_run: Plan, endpoint: str, role: str) -> None:
     before = state_of_everything(plan_with_run)
     response = WRITES[endpoint](clients[role], plan_with_run)
@@ -119,12 +147,12 @@ def test_allowed_writes(clients: dict, plan_with_run: Plan, endpoint: str, role:
 
 
 def test_staff_changes_are_recorded_as_the_staff_user(clients: dict, plan: Plan) -> None:
-    clients["staff"].patch(f"/api/plans/{plan.pk}/", {"name": "Audited"}, "json")
+    clients["admin"].patch(f"/api/plans/{plan.pk}/", {"name": "Audited"}, "json")
     event = selectors.plan_events_since(plan_id=plan.pk, version=1)[0]
     assert event["actor"] == {
         "kind": "user",
         "user_id": event["actor"]["user_id"],
-        "username": "root",
+        "username": "boss",
         "run_id": None,
     }
 
@@ -149,18 +177,19 @@ class TestLists:
         assert self.names(clients["owner"], "/api/plans/", "name") == {"Kyoto trip"}
         assert self.names(clients["lead"], "/api/plans/", "name") == {"Kyoto trip", "Lena plan"}
         assert self.names(clients["other"], "/api/plans/", "name") == {"Mallory plan"}
-        assert self.names(clients["staff"], "/api/plans/", "name") == {
-            "Kyoto trip",
-            "Lena plan",
-            "Mallory plan",
-        }
+        everything = {"Kyoto trip", "Lena plan", "Mallory plan"}
+        for role in ("admin", "superuser", "viewer"):
+            assert self.names(clients[role], "/api/plans/", "name") == everything
+        assert self.names(clients["staff"], "/api/plans/", "name") == set()
         assert clients["anonymous"].get("/api/plans/").status_code == 401
 
     def test_session_list_per_role(self, clients: dict, world: dict) -> None:
         assert self.names(clients["owner"], "/api/sessions/", "title") == {"Trip"}
         assert self.names(clients["lead"], "/api/sessions/", "title") == {"Trip", "Lena's"}
         assert self.names(clients["other"], "/api/sessions/", "title") == {"Mallory's"}
-        assert len(self.names(clients["staff"], "/api/sessions/", "title")) == 3
+        for role in ("admin", "superuser", "viewer"):
+            assert len(self.names(clients[role], "/api/sessions/", "title")) == 3
+        assert self.names(clients["staff"], "/api/sessions/", "title") == set()
         assert clients["anonymous"].get("/api/sessions/").status_code == 401
 
     def test_members_do_not_see_their_leads_plans(self, clients: dict, world: dict) -> None:

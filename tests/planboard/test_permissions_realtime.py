@@ -1,5 +1,6 @@
-"""Who may open which socket: owners and staff follow, leads review read-only, others and
-anonymous users are refused, and foreign origins are rejected at the handshake."""
+"""Who may open which socket: owners and staff with the model permissions follow, leads review
+read-only, others (bare staff too) and anonymous users are refused, and foreign origins are
+rejected at the handshake."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from planboard import services
 from planboard.models import Plan, Team, TeamMembership
 from planboard.realtime.routing import websocket_application
 from planboard.services import Actor
+from tests.support.permissions import grant
 from tests.support.sockets import (
     HOST,
     ORIGIN,
@@ -106,12 +108,27 @@ async def test_lead_of_another_team_is_refused(user: Any, plan: Plan) -> None:
         assert await close_code(socket) == 4404
 
 
-async def test_staff_sees_everything(staff: Any, plan: Plan) -> None:
+async def test_staff_with_the_permissions_see_everything(staff_admin: Any, plan: Plan) -> None:
     for path in paths(plan):
-        socket = await open_socket(path, ORIGIN, await token_for(staff))
+        socket = await open_socket(path, ORIGIN, await token_for(staff_admin))
         snapshot = await socket.receive_json_from(timeout=TIMEOUT)
         assert snapshot["can_edit"] is True
         await socket.disconnect()
+
+
+async def test_staff_who_may_only_view_watch_read_only(staff: Any, plan: Plan) -> None:
+    viewer = await run(grant, staff, "planboard.view_chatsession", "planboard.view_plan")
+    for path in paths(plan):
+        socket = await open_socket(path, ORIGIN, await token_for(viewer))
+        snapshot = await socket.receive_json_from(timeout=TIMEOUT)
+        assert snapshot["type"] == "snapshot" and snapshot["can_edit"] is False
+        await socket.disconnect()
+
+
+async def test_bare_staff_see_only_their_own(staff: Any, plan: Plan) -> None:
+    for path in paths(plan):
+        socket = await open_socket(path, ORIGIN, await token_for(staff))
+        assert await close_code(socket) == 4404
 
 
 async def test_inactive_token_user_is_refused(user: Any, plan: Plan) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from planboard import selectors, services
 from planboard.models import Team, TeamMembership
+from tests.support.permissions import admin
 
 pytestmark = pytest.mark.django_db
 
@@ -33,14 +34,17 @@ def test_visibility_by_role(plan: Any, user: Any, other_user: Any, django_user_m
     team = Team.objects.create(name="Travel")
     TeamMembership.objects.create(team=team, user=user, role="member")
     TeamMembership.objects.create(team=team, user=lead, role="lead")
-    staff = django_user_model.objects.create_user("root", is_staff=True)
+    bare_staff = django_user_model.objects.create_user("root", is_staff=True)
+    staff = admin("boss")
     assert list(selectors.plans_visible_to(user)) == [plan]
     assert list(selectors.plans_visible_to(lead)) == [plan]
     assert list(selectors.plans_visible_to(other_user)) == []
+    assert list(selectors.plans_visible_to(bare_staff)) == []
     assert list(selectors.plans_visible_to(staff)) == [plan]
-    assert selectors.can_edit(user, plan.owner_id)
-    assert not selectors.can_edit(lead, plan.owner_id)
-    assert selectors.can_edit(staff, plan.owner_id)
+    assert selectors.can_change_plan(user, plan.owner_id)
+    assert not selectors.can_change_plan(lead, plan.owner_id)
+    assert not selectors.can_change_plan(bare_staff, plan.owner_id)
+    assert selectors.can_change_plan(staff, plan.owner_id)
     # A lead of a team sees members' plans, not other leads' plans of other teams.
     TeamMembership.objects.create(team=team, user=other_user, role="member")
     assert list(selectors.plans_visible_to(other_user)) == []

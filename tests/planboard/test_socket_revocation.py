@@ -7,12 +7,14 @@ every resync re-checks access. The Origin check compares the whole origin."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
@@ -21,6 +23,7 @@ from planboard.models import ChatSession, Plan, TeamMembership
 from planboard.realtime.consumers import RESYNC_BURST
 from planboard.realtime.routing import websocket_application
 from planboard.services import Actor
+from tests.support.permissions import admin_group, grant
 from tests.support.sockets import (
     HOST,
     ORIGIN,
@@ -142,6 +145,79 @@ async def test_a_deleted_session_closes_its_sockets(user: Any, plan: Plan) -> No
     socket = await follow(paths(plan)[0], await cookie_for(user))
     await run(ChatSession.objects.filter(pk=plan.session_id).delete)()
     assert (await close_code_after(socket))[0] == 4404
+
+
+def _take_direct_permissions(staff: Any, group: Group) -> None:
+    staff.user_permissions.clear()
+
+
+def _leave_the_group(staff: Any, group: Group) -> None:
+    staff.groups.remove(group)
+
+
+def _group_dropped_from_the_user_side(staff: Any, group: Group) -> None:
+    group.user_set.remove(staff)
+
+
+def _group_loses_the_permissions(staff: Any, group: Group) -> None:
+    group.permissions.remove(*Permission.objects.filter(codename__in=WATCHING))
+
+
+def _permission_taken_from_every_group(staff: Any, group: Group) -> None:
+    for permission in Permission.objects.filter(codename__in=WATCHING):
+        permission.group_set.clear()
+
+
+def _group_deleted(staff: Any, group: Group) -> None:
+    group.delete()
+
+
+WATCHING = ["view_chatsession", "change_chatsession", "view_plan", "change_plan"]
+
+
+@pytest.mark.parametrize(
+    "take_away",
+    [
+        _take_direct_permissions,
+        _leave_the_group,
+        _group_dropped_from_the_user_side,
+        _group_loses_the_permissions,
+        _permission_taken_from_every_group,
+        _group_deleted,
+    ],
+)
+async def test_staff_who_lose_the_permission_lose_their_sockets(
+    user: Any, staff: Any, plan: Plan, take_away: Callable[[Any, Group], None]
+) -> None:
+    """Staff follow other people's work through model permissions: however those are taken
+    away (their own, their group's, the group itself), the sockets close at once."""
+
+    def give() -> Group:
+        group = admin_group()
+        staff.groups.add(group)
+        grant(staff, "planboard.view_chatsession", "planboard.view_plan")
+        return group
+
+    group = await run(give)()
+    sockets = [await follow(path, await cookie_for(staff)) for path in paths(plan)]
+    # Keep whichever of the two routes the case leaves in place out of the way.
+    if take_away is _take_direct_permissions:
+        await run(lambda: staff.groups.clear())()
+    else:
+        await run(lambda: staff.user_permissions.clear())()
+    for socket in sockets:  # each change above is itself a re-check: still allowed
+        assert await still_open(socket)
+    await run(take_away)(staff, group)
+    for socket in sockets:
+        assert (await close_code_after(socket)) == (4403, [])
+
+
+async def test_the_owner_keeps_their_sockets_when_permissions_change(
+    user: Any, staff_admin: Any, plan: Plan
+) -> None:
+    socket = await follow(paths(plan)[0], await cookie_for(user))
+    await run(lambda: admin_group().permissions.clear())()
+    assert await still_open(socket)
 
 
 async def test_every_resync_rechecks_access(user: Any, lead: Any, plan: Plan) -> None:

@@ -40,11 +40,16 @@ def tools_of(toolset: Toolset) -> dict[str, ToolsetTool]:
 # --- configuring toolsets ---------------------------------------------------------------------
 
 
-def test_only_staff_set_up_programs(user: Any, staff: Any) -> None:
+def test_only_people_allowed_to_run_programs_set_them_up(
+    user: Any, staff: Any, staff_admin: Any, superuser: Any
+) -> None:
     fields = {"name": "shell", "kind": "stdio", "command": "/usr/bin/env", "args": ["true"]}
-    with pytest.raises(Forbidden):
-        services.toolset_create(user=user, **fields)
-    assert services.toolset_create(user=staff, **fields).kind == "stdio"
+    # Members, bare staff and admins with every other permission: refused.
+    for person in (user, staff, staff_admin, None):
+        with pytest.raises(Forbidden, match="run_stdio_toolset"):
+            services.toolset_create(user=person, **fields)
+    assert not Toolset.objects.filter(name="shell").exists()
+    assert services.toolset_create(user=superuser, **fields).kind == "stdio"
     # A person may add an http endpoint, but never turn it into a program.
     http = services.toolset_create(user=user, name="web", kind="http", url="http://x.test/mcp")
     with pytest.raises(Forbidden):
@@ -264,19 +269,19 @@ def test_always_allow_approves_waiting_calls_of_that_tool(
 
 
 def test_only_the_owner_or_staff_decide(
-    user: Any, other_user: Any, lead: Any, staff: Any, chat_session: ChatSession,
-    waiting_run: AgentRun,
+    user: Any, other_user: Any, lead: Any, staff: Any, staff_admin: Any,
+    chat_session: ChatSession, waiting_run: AgentRun,
 ) -> None:  # fmt: skip
-    for outsider in (lead, other_user):
+    for outsider in (lead, other_user, staff):
         with pytest.raises(Forbidden):
             services.tool_call_decide(
                 session_id=chat_session.pk, tool_call_id="c1", user=outsider, decision="approve"
             )
     assert status_of(chat_session, "c1") == "pending"
     record = services.tool_call_decide(
-        session_id=chat_session.pk, tool_call_id="c1", user=staff, decision="approve"
+        session_id=chat_session.pk, tool_call_id="c1", user=staff_admin, decision="approve"
     )
-    assert record.decided_by_id == staff.pk
+    assert record.decided_by_id == staff_admin.pk
 
 
 def test_writing_instead_of_deciding_denies_and_resumes(

@@ -11,6 +11,7 @@ from django.urls import reverse
 from planboard import services
 from planboard.models import ChatSession, Plan, Team, TeamMembership
 from planboard.services import Actor
+from tests.support.permissions import grant
 from tests.support.web import client_for, finished_plan, page_data
 
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -61,10 +62,18 @@ def test_lead_watches_team_members_session_read_only(user: Any, lead: Any, plan:
     assert "badge-readonly" in response.content.decode()
 
 
-def test_staff_edits_any_session(staff: Any, plan: Plan) -> None:
-    response = client_for(staff).get(reverse("web:session", args=[plan.session_id]))
+def test_staff_with_the_permissions_edit_any_session(
+    staff: Any, staff_admin: Any, plan: Plan
+) -> None:
+    response = client_for(staff_admin).get(reverse("web:session", args=[plan.session_id]))
     assert response.status_code == 200
     assert page_data(response)["can_edit"] is True
+    # Bare staff have a member's rights: someone else's session is not theirs to see.
+    assert client_for(staff).get(reverse("web:session", args=[plan.session_id])).status_code == 404
+    # Staff who may view sessions and plans watch, read-only.
+    viewer = grant(staff, "planboard.view_chatsession", "planboard.view_plan")
+    response = client_for(viewer).get(reverse("web:session", args=[plan.session_id]))
+    assert response.status_code == 200 and page_data(response)["can_edit"] is False
 
 
 def test_other_user_gets_404(other_user: Any, plan: Plan) -> None:
@@ -234,11 +243,11 @@ def test_history_paginates(user: Any, chat_session: ChatSession, actor: Actor) -
 
 
 def test_plan_review_page_has_snapshot_events_and_transcript(
-    user: Any, lead: Any, staff: Any, chat_session: ChatSession, actor: Actor
+    user: Any, lead: Any, staff_admin: Any, chat_session: ChatSession, actor: Actor
 ) -> None:
     services.message_post(session_id=chat_session.pk, author=user, content="Please plan it")
     plan = finished_plan(chat_session, actor)
-    for viewer in (user, lead, staff):
+    for viewer in (user, lead, staff_admin):
         response = client_for(viewer).get(reverse("web:history_plan", args=[plan.pk]))
         assert response.status_code == 200
         data = page_data(response)

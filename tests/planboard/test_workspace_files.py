@@ -292,10 +292,10 @@ def test_staff_edit_the_builtin_toolset_in_the_admin(django_user_model: Any) -> 
 
 
 def test_people_who_see_the_session_list_and_download_its_files(
-    written: WorkspaceFile, chat_session: ChatSession, user: Any, lead: Any, staff: Any
+    written: WorkspaceFile, chat_session: ChatSession, user: Any, lead: Any, staff_admin: Any
 ) -> None:
     base = f"/api/sessions/{chat_session.pk}/files/"
-    for person in (user, lead, staff):
+    for person in (user, lead, staff_admin):
         listing = client_for(person).get(base)
         assert listing.status_code == 200
         assert [f["path"] for f in listing.json()["results"]] == ["kyoto/itinerary.md"]

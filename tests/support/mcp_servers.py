@@ -1,7 +1,7 @@
 """Real MCP servers for tests: the test server over stdio (a child process started by the
 client under test) and over streamable HTTP (served by uvicorn in a thread on a free port).
 
-    toolset = stdio_toolset(staff, notes=tmp_path / "notes.txt")
+    toolset = stdio_toolset(superuser, notes=tmp_path / "notes.txt")  # may run programs
     toolset = http_toolset(staff, mcp_http)   # with the `mcp_http` fixture
 
 Import the fixtures you use into the test module (like `scripted_model`).
@@ -30,16 +30,17 @@ API_KEY = "test-key-5f2c9e"
 
 
 def stdio_toolset(
-    staff: Any,
+    configurer: Any,
     *,
     notes: Path | None = None,
     name: str = "local",
     env: dict[str, str] | None = None,
     refresh: bool = True,
 ) -> Toolset:
-    """A toolset that starts the test server with this Python (stdio)."""
+    """A toolset that starts the test server with this Python (stdio). `configurer` must be
+    allowed to run programs on the workers (a superuser, or `run_stdio_toolset`)."""
     toolset = services.toolset_create(
-        user=staff,
+        user=configurer,
         name=name,
         kind="stdio",
         command=sys.executable,

@@ -23,6 +23,7 @@ from planboard.exceptions import PlanError
 from planboard.log_redaction import RedactUrlCredentials
 from planboard.models import Toolset
 from tests.support.dns import FakeDNS
+from tests.support.env import settings_probe
 from tests.support.mcp_servers import API_KEY, HttpServer, mcp_http
 from tests.support.openai_server import FakeOpenAI
 
@@ -248,3 +249,24 @@ def test_tracebacks_in_logs_lose_url_credentials() -> None:
     text = logging.Formatter().format(record)
     assert "p4ss-word" not in text and "t0ken-123" not in text
     assert "https://REDACTED:REDACTED@h.test/x?token=REDACTED" in text
+
+
+CELERY_LOGS = """
+import io, logging
+from planboard.celery import app
+stream = io.StringIO()
+app.log.setup_logging_subsystem(loglevel="INFO", logfile=stream, colorize=False)
+logging.getLogger("httpx2").info(
+    'HTTP Request: %s %s "HTTP/1.1 200 OK"', "POST", "https://bot:pw-1a2b@t.test/mcp?key=k-9z8y"
+)
+logging.getLogger("celery.task").warning("GET https://t.test/sse?token=t-7x6w failed")
+result = stream.getvalue()
+"""
+
+
+def test_a_celery_workers_own_log_handlers_redact_too() -> None:
+    # A worker replaces the root logger's handlers with its own (worker_hijack_root_logger).
+    written = settings_probe({}, CELERY_LOGS)
+    assert "https://REDACTED:REDACTED@t.test/mcp?key=REDACTED" in written
+    assert "token=REDACTED" in written
+    assert not {"pw-1a2b", "k-9z8y", "t-7x6w"} & set(re.findall(r"[\w-]+", written))

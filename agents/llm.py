@@ -27,6 +27,9 @@ from typing import Any, Literal, Protocol
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from planboard import outbound
+from planboard.url_secrets import redact_url, redact_urls_in_text
+
 # litellm would otherwise try to download its price list at import time.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -570,8 +573,35 @@ def _close_quietly(stream: Any) -> None:
 
 def _describe(exc: Exception) -> str:
     text = str(getattr(exc, "message", "") or exc).strip()
-    # litellm prefixes its own class name; keep one readable line.
-    return " ".join(text.split())[:500] or type(exc).__name__
+    # litellm prefixes its own class name; keep one readable line (people read it: no
+    # credentials of a URL it quotes).
+    return redact_urls_in_text(" ".join(text.split())[:500]) or type(exc).__name__
+
+
+def _check_api_base(base: str, model: str) -> None:
+    """A profile's own server is asked only at an address `planboard.outbound` allows; the
+    operator's `PLANBOARD_LLM_API_BASE` is trusted as configured. Checked right before the
+    call: litellm opens its own connections, so unlike the toolsets' client this cannot pin
+    the address it checked (docs/TOOLS.md, "Secret rules")."""
+    if base == settings.PLANBOARD_LLM_API_BASE:
+        return
+    target = outbound.url_host_port(base)
+    try:
+        if target is None:
+            raise OSError(f"{redact_url(base)} names no host")
+        outbound.check_host(*target)
+    except outbound.AddressRefused as refused:
+        raise LLMError(
+            f"The model {model} was not asked: its api_base is not allowed. {refused.message}",
+            attempts=0,
+            transient=False,
+        ) from None
+    except OSError as error:
+        raise LLMError(
+            f"The model {model} could not be reached: its api_base does not resolve ({error}).",
+            attempts=0,
+            transient=True,
+        ) from None
 
 
 def complete(
@@ -607,6 +637,7 @@ def complete(
     base = api_base if api_base is not None else settings.PLANBOARD_LLM_API_BASE
     key = api_key if api_key is not None else settings.PLANBOARD_LLM_API_KEY
     if base:
+        _check_api_base(base, name)
         kwargs["api_base"] = base
     if key:
         kwargs["api_key"] = key

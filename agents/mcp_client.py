@@ -2,8 +2,9 @@
 
 A toolset (`planboard.models.Toolset`) is either a program started over stdio (the SDK's
 `stdio_client`; it gets only the SDK's minimal environment plus the toolset's own `env`, never
-ours) or a streamable-HTTP endpoint (sent the toolset's `headers`). Each use opens a fresh
-connection: start or reach the server, `initialize`, do one thing, close. That costs a
+ours) or a streamable-HTTP endpoint (sent the toolset's `headers`; every connection, redirects
+included, goes only where `planboard.outbound` allows: agents/outbound_http.py). Each use opens
+a fresh connection: start or reach the server, `initialize`, do one thing, close. That costs a
 process start per call for stdio servers but keeps no state between calls, so nothing can
 leak from one session's call into another's, and a worker that dies leaves nothing behind.
 
@@ -37,8 +38,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams
 
+from agents.outbound_http import checked_client
+from agents.redaction import redact_for
+from planboard import outbound
 from planboard.exceptions import PlanError
 from planboard.models import Toolset
+from planboard.url_secrets import redact_urls_in_text
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +169,7 @@ async def _connected(
                     return await action(session)
             headers = {str(k): str(v) for k, v in (toolset.headers or {}).items()}
             async with (
-                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(limit)) as http,
+                checked_client(headers=headers, timeout=limit) as http,
                 streamable_http_client(toolset.url, http_client=http) as (read, write),
                 ClientSession(read, write, read_timeout_seconds=limit) as session,
             ):
@@ -199,6 +204,8 @@ def _describe(exc: BaseException, toolset: Toolset, *, tool: str, stderr: str) -
             f"{what} did not answer within {timeout_seconds():g} seconds; the call was "
             "abandoned (it may or may not have taken effect)."
         )
+    elif isinstance(error, outbound.AddressRefused):
+        message = f"its server is not reachable from here: {error.message}"
     elif toolset.kind == Toolset.Kind.STDIO and isinstance(error, OSError):
         reason = error.strerror or str(error)
         message = f"could not start its server ('{toolset.command}'): {reason}."
@@ -226,11 +233,9 @@ def _tail(errlog: IO[str]) -> str:
 
 
 def _redact(text: str, toolset: Toolset) -> str:
-    """Secret values never reach the model or the transcript, even if a server echoes them."""
-    for secret in [*(toolset.env or {}).values(), *(toolset.headers or {}).values()]:
-        if isinstance(secret, str) and len(secret) >= 4:
-            text = text.replace(secret, "[secret]")
-    return text
+    """Secret values never reach the model or the transcript, even if a server echoes them
+    (encoded, too: agents/redaction.py), nor do credentials of any URL the text names."""
+    return redact_urls_in_text(redact_for(text, toolset))
 
 
 # --- results ----------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from planboard.models import (
 from planboard.services import Actor
 from planboard.services.profiles import clean_profile
 from planboard.services.toolsets import clean_toolset
+from planboard.url_secrets import redact_url
 from planboard.users import signed_in
 
 
@@ -277,6 +278,11 @@ class AgentProfileAdminForm(forms.ModelForm):
         model = AgentProfile
         fields = services.PROFILE_FIELDS
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Credentials in the URL show as REDACTED; sent back so, the stored ones are kept.
+        self.initial["api_base"] = redact_url(getattr(self.instance, "api_base", "") or "")
+
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
@@ -489,6 +495,8 @@ class ToolsetAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         for name in ("env", "headers"):
             self.initial[name] = _masked(getattr(self.instance, name, None))
+        # Credentials in the URL show as REDACTED; sent back so, the stored ones are kept.
+        self.initial["url"] = redact_url(getattr(self.instance, "url", "") or "")
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -619,7 +627,10 @@ class ToolsetAdmin(admin.ModelAdmin):
                 for key in ("env", "headers"):
                     if key in shown:
                         values[key] = _secret_changes(data.get(key) or {}, getattr(stored, key))
-                services.toolset_update(toolset_id=obj.pk, user=signed_in(request), **values)
+                updated = services.toolset_update(
+                    toolset_id=obj.pk, user=signed_in(request), **values
+                )
+                self._tell_dropped(request, data, updated)
             else:
                 for key in ("env", "headers"):
                     if key in shown:
@@ -632,6 +643,21 @@ class ToolsetAdmin(admin.ModelAdmin):
             self.message_user(request, f"Toolset not saved: {error.message}", messages.ERROR)
         if obj.pk:
             obj.refresh_from_db()
+
+    def _tell_dropped(self, request: HttpRequest, data: dict[str, Any], saved: Toolset) -> None:
+        """Masked values the toolset no longer has: its destination changed, they stayed."""
+        for key in ("env", "headers"):
+            kept = getattr(saved, key) or {}
+            masked = [n for n, v in (data.get(key) or {}).items() if v == SECRET_MASK]
+            dropped = sorted(name for name in masked if name not in kept)
+            if dropped:
+                self.message_user(
+                    request,
+                    f"The toolset now connects somewhere else, so its stored {key} values were "
+                    f"not kept: {', '.join(dropped)}. Enter them again if the new destination "
+                    "needs them.",
+                    messages.WARNING,
+                )
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
+from planboard.log_redaction import RedactUrlCredentials
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planboard.settings")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -12,3 +15,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 app = Celery("planboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["agents"])
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _redact_url_credentials(logger: logging.Logger, **_: Any) -> None:
+    """A worker replaces the root logger's handlers (those of settings.LOGGING) with its own:
+    they get the same filter, so worker logs show no credentials of the URLs tools reach."""
+    for handler in logger.handlers:
+        handler.addFilter(RedactUrlCredentials())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from ipaddress import ip_network
 from pathlib import Path
 
 import dj_database_url
@@ -320,6 +321,20 @@ PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.ta
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# Networks staff-entered URLs (toolsets, a profile's api_base) may reach although they are not
+# public: comma-separated CIDRs. Loopback, private, link-local (cloud metadata) and the like are
+# refused otherwise (planboard/outbound.py). The embedded mode may reach its own machine.
+PLANBOARD_TOOL_ALLOWED_NETWORKS = env_list(
+    "PLANBOARD_TOOL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128" if PLANBOARD_EMBEDDED and DEBUG else ""
+)
+for _network in PLANBOARD_TOOL_ALLOWED_NETWORKS:
+    try:
+        ip_network(_network, strict=False)
+    except ValueError:
+        raise RuntimeError(
+            f"PLANBOARD_TOOL_ALLOWED_NETWORKS: {_network!r} is not a network; write CIDRs "
+            "like 10.1.2.0/24 or ::1/128, separated by commas."
+        ) from None
 # The session workspace (the built-in `workspace` toolset): files are kept in the default
 # storage (local MEDIA_ROOT unless STORAGES says otherwise); the bytes one file may hold and
 # the files one session may hold.
@@ -362,7 +377,11 @@ if not DEBUG:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # URLs a record carries (HTTP clients log the ones they request) lose their credentials.
+    "filters": {"url_credentials": {"()": "planboard.log_redaction.RedactUrlCredentials"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["url_credentials"]},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
     "loggers": {"LiteLLM": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

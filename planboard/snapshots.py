@@ -36,6 +36,7 @@ from planboard.shapes import (
     PlanSnapshot,
     SubtaskSnapshot,
 )
+from planboard.url_secrets import redact_url
 
 
 def iso(value: datetime | str | None) -> str | None:
@@ -238,7 +239,7 @@ def serialize_profile(profile: Any, *, configuration: bool) -> dict[str, Any]:
         return public
     return {
         **public,
-        "api_base": profile.api_base,
+        "api_base": redact_url(profile.api_base),
         "api_key_env": profile.api_key_env,
         "instructions": profile.instructions,
         "max_steps": profile.max_steps,
@@ -315,7 +316,7 @@ def serialize_toolset(
                 "command": toolset.command,
                 "args": list(toolset.args or []),
                 "env_names": sorted(toolset.env or {}),
-                "url": toolset.url,
+                "url": redact_url(toolset.url),  # credentials in it are secrets too
                 "header_names": sorted(toolset.headers or {}),
                 "created_at": iso(toolset.created_at),
                 "updated_at": iso(toolset.updated_at),

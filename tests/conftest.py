@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from planboard import broadcast, services
 from planboard.models import ChatSession, Plan
 from planboard.services import Actor
+from tests.support.dns import FakeDNS
 from tests.support.env import require_or_skip
 
 
@@ -27,6 +28,18 @@ def _no_dispatch(settings: Any) -> None:
 def _media_root(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Workspace files a test writes go to a temporary folder, never to var/media."""
     settings.MEDIA_ROOT = str(tmp_path_factory.mktemp("media"))
+
+
+@pytest.fixture(autouse=True)
+def fake_dns(settings: Any, monkeypatch: pytest.MonkeyPatch) -> FakeDNS:
+    """No test asks a real DNS server, and staff-entered URLs may reach 127.0.0.1 only (where
+    the test servers listen): 127.0.0.2 and every other private address stay refused."""
+    from planboard import outbound
+
+    settings.PLANBOARD_TOOL_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    dns = FakeDNS()
+    monkeypatch.setattr(outbound, "getaddrinfo", dns)
+    return dns
 
 
 @pytest.fixture(autouse=True)

@@ -599,7 +599,9 @@ class ToolsetSerializer(serializers.Serializer):
     command = serializers.CharField(required=False)
     args = serializers.ListField(child=serializers.CharField(), required=False)
     env_names = serializers.ListField(child=serializers.CharField(), required=False)
-    url = serializers.CharField(required=False)
+    url = serializers.CharField(
+        required=False, help_text="User, password and query values show as REDACTED."
+    )
     header_names = serializers.ListField(child=serializers.CharField(), required=False)
     created_at = serializers.DateTimeField(required=False, allow_null=True)
     updated_at = serializers.DateTimeField(required=False, allow_null=True)
@@ -622,7 +624,13 @@ class ToolsetWriteSerializer(InputSerializer):
         required=False,
         help_text="Environment of a stdio server: write-only secret values (null removes one).",
     )
-    url = StrictCharField(max_length=500, required=False, allow_blank=True)
+    url = StrictCharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        help_text="REDACTED parts keep their stored values on the same scheme, host and port; "
+        "a new destination drops the stored env and headers.",
+    )
     headers = serializers.DictField(
         child=StrictCharField(max_length=8000, allow_blank=True, allow_null=True),
         required=False,

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
+from planboard import outbound, url_secrets
 from planboard.exceptions import PlanError
 from planboard.models import NAME_MAX, TEXT_MAX, AgentProfile
 from planboard.services._core import _clean_text
@@ -41,10 +42,7 @@ def clean_profile(fields: dict[str, Any]) -> dict[str, Any]:
         elif key in ("title", "model", "api_key_env"):
             cleaned[key] = _clean_text(value, field=key, limit=NAME_MAX)
         elif key == "api_base":
-            base = _clean_text(value, field=key, limit=500)
-            if base and not base.startswith(("http://", "https://")):
-                raise PlanError("'api_base' must be an http(s) URL.")
-            cleaned[key] = base
+            cleaned[key] = _clean_api_base(value)
         elif key in ("description", "instructions"):
             cleaned[key] = _clean_text(value, field=key, limit=TEXT_MAX)
         elif key == "toolsets":
@@ -58,6 +56,16 @@ def clean_profile(fields: dict[str, Any]) -> dict[str, Any]:
     if cleaned.get("api_key_env") and not cleaned["api_key_env"].replace("_", "").isalnum():
         raise PlanError("'api_key_env' is the NAME of an environment variable, like OPENAI_KEY.")
     return cleaned
+
+
+def _clean_api_base(value: Any) -> str:
+    base = _clean_text(value, field="api_base", limit=500)
+    if not base:
+        return base
+    if not base.startswith(("http://", "https://")) or outbound.url_host_port(base) is None:
+        raise PlanError("'api_base' must be an http(s) URL.")
+    outbound.check_url(base, field="api_base")  # resolves the host: never inside a transaction
+    return base
 
 
 def _clean_toolset_ids(value: Any) -> list[int]:
@@ -95,6 +103,8 @@ def profile_create(**fields: Any) -> AgentProfile:
     cleaned = clean_profile(fields)
     if "name" not in cleaned:
         raise PlanError("'name' is required.")
+    if cleaned.get("api_base"):
+        cleaned["api_base"] = url_secrets.restore_url(cleaned["api_base"], "", field="api_base")
     with transaction.atomic():
         if AgentProfile.objects.filter(name=cleaned["name"]).exists():
             raise PlanError(f"A profile named {cleaned['name']!r} exists already.")
@@ -115,6 +125,11 @@ def profile_update(*, profile_id: int, **fields: Any) -> AgentProfile:
             # Plans name profiles; a rename would silently orphan their subtasks.
             raise PlanError("A profile's name cannot change; create a new profile instead.")
         toolsets = cleaned.pop("toolsets", None)
+        if "api_base" in cleaned:
+            # Credentials shown as REDACTED stay as stored, for the same server only.
+            cleaned["api_base"] = url_secrets.restore_url(
+                cleaned["api_base"], profile.api_base, field="api_base"
+            )
         for key, value in cleaned.items():
             setattr(profile, key, value)
         profile.save()

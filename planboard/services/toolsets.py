@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from planboard import selectors, workspace
+from planboard import outbound, selectors, url_secrets, workspace
 from planboard.exceptions import Forbidden, PlanError
 from planboard.models import (
     NAME_MAX,
@@ -145,9 +145,9 @@ def _clean_url(value: Any) -> str:
     url = _clean_text(value, field="url", limit=500)
     if not url:
         return url
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if outbound.url_host_port(url) is None or urlsplit(url).scheme not in ("http", "https"):
         raise PlanError("'url' must be an http(s) URL, like https://tools.example.com/mcp.")
+    outbound.check_url(url, field="url")  # resolves the host: never inside a transaction
     return url
 
 
@@ -249,6 +249,8 @@ def toolset_create(*, user: User | None, **fields: Any) -> Toolset:
     policies = cleaned.pop("tool_policies", None)
     if policies:
         raise PlanError("Tool policies are set once the toolset's tools are known (refresh).")
+    if cleaned.get("url"):
+        cleaned["url"] = url_secrets.restore_url(cleaned["url"], "", field="url")
     toolset = Toolset(**cleaned)
     _check_complete(toolset)
     _require_program_right(user, None, toolset)
@@ -261,8 +263,11 @@ def toolset_create(*, user: User | None, **fields: Any) -> Toolset:
 
 def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Toolset:
     """Change a toolset. `env` and `headers` are merged: a name given a value is set, a name
-    given null removes it, names left out keep their (unseen) secret values. `tool_policies`
-    overrides tools' approval policies (null returns a tool to its default)."""
+    given null removes it, names left out keep their (unseen) secret values, unless the
+    toolset now connects somewhere else (`_destination`): then only the values given with the
+    change are kept. A `url` given back with `REDACTED` credentials keeps the stored ones (same
+    destination only). `tool_policies` overrides tools' approval policies (null returns a tool
+    to its default)."""
     cleaned = clean_toolset(fields, updating=True)
     with transaction.atomic():
         toolset = Toolset.objects.select_for_update().filter(pk=toolset_id).first()
@@ -278,22 +283,38 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
             )
         policies = cleaned.pop("tool_policies", None)
         program_before = _program_of(toolset)
+        if "url" in cleaned:
+            cleaned["url"] = url_secrets.restore_url(cleaned["url"], toolset.url, field="url")
+        was = _destination(toolset)
         for key, value in cleaned.items():
-            if key in ("env", "headers"):
-                merged = dict(getattr(toolset, key) or {})
-                for name, secret in value.items():
-                    if secret is None:
-                        merged.pop(name, None)
-                    else:
-                        merged[name] = secret
-                value = merged
-            setattr(toolset, key, value)
+            if key not in ("env", "headers"):
+                setattr(toolset, key, value)
+        # Secrets were given for one destination: they never follow the toolset to another.
+        moved = _destination(toolset) != was
+        for key in ("env", "headers"):
+            merged = {} if moved else dict(getattr(toolset, key) or {})
+            for name, secret in cleaned.get(key, {}).items():
+                if secret is None:
+                    merged.pop(name, None)
+                else:
+                    merged[name] = secret
+            setattr(toolset, key, merged)
         _check_complete(toolset)
         _require_program_right(user, program_before, toolset)
         toolset.save()
         if policies:
             _set_policies(toolset, policies)
     return toolset
+
+
+def _destination(toolset: Toolset) -> tuple[Any, ...]:
+    """Where a toolset's secrets go: the program and its arguments, or the URL's scheme, host
+    and port (another path on the same server is the same destination)."""
+    if toolset.kind == Toolset.Kind.STDIO:
+        return (toolset.kind, toolset.command, tuple(toolset.args or []))
+    if toolset.kind == Toolset.Kind.HTTP:
+        return (toolset.kind, *url_secrets.destination(toolset.url))
+    return (toolset.kind,)
 
 
 def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:

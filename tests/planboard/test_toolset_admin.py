@@ -52,9 +52,10 @@ def test_create_and_edit_keep_secrets_unseen(admin_client_: Client) -> None:
     page = admin_client_.get(f"/admin/planboard/toolset/{toolset.pk}/change/").content.decode()
     assert SECRET not in page and "Authorization" in page and "********" in page
 
-    # Left masked: kept. A new header added, the URL changed.
+    # Left masked: kept. A new header added, the URL's path changed (the same server: a new
+    # host would drop the stored secrets, see test_toolset_destinations.py).
     masked = '{"Authorization": "********", "X-Team": "blue"}'
-    edit = form(headers=masked, url="https://other.example.com/mcp")
+    edit = form(headers=masked, url="https://tools.example.com/v2/mcp")
     del edit["name"]
     assert (
         admin_client_.post(f"/admin/planboard/toolset/{toolset.pk}/change/", edit).status_code
@@ -62,7 +63,7 @@ def test_create_and_edit_keep_secrets_unseen(admin_client_: Client) -> None:
     )
     toolset.refresh_from_db()
     assert toolset.headers == {"Authorization": SECRET, "X-Team": "blue"}
-    assert toolset.url == "https://other.example.com/mcp"
+    assert toolset.url == "https://tools.example.com/v2/mcp"
     # A line removed: the secret is deleted.
     edit = form(headers='{"X-Team": "blue"}')
     del edit["name"]

@@ -58,16 +58,17 @@ def stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
 class FakeOpenAI:
     """A tiny chat-completions server: replies from a queue, records every request."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.replies: deque[tuple[int, dict[str, Any], float, float, int | None]] = deque()
         self.requests: list[dict[str, Any]] = []
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer((host, 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
 
     def reply(
         self,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import hints, mcp_client, workspace
+from agents import markers, mcp_client, workspace
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
 from planboard import selectors, services
@@ -93,7 +93,9 @@ def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
     """The offered tools in the format litellm takes as `tools=`."""
     result = []
     for item in offered:
-        description = hints.neutralize_hint_tags(item.tool.description or "")[:DESCRIPTION_MAX]
+        # Servers write descriptions and schemas: every string in them is model-facing text
+        # (names need nothing: a `<toolset>__<tool>` name is [A-Za-z0-9_-] only).
+        description = markers.neutralize_hint_tags(item.tool.description or "")[:DESCRIPTION_MAX]
         if item.asks:
             description += ASKS_NOTE
         schema = item.tool.input_schema
@@ -103,7 +105,9 @@ def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
                 "function": {
                     "name": item.name,
                     "description": description.strip() or item.name,
-                    "parameters": schema if isinstance(schema, dict) and schema else _EMPTY_SCHEMA,
+                    "parameters": markers.neutralize_data(schema)
+                    if isinstance(schema, dict) and schema
+                    else _EMPTY_SCHEMA,
                 },
             }
         )

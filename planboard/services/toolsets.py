@@ -495,6 +495,8 @@ def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:
         record = (
             ToolCall.objects.select_for_update(no_key=True, of=("self",))
             .select_related("toolset")
+            # How to reach the server, yes (it is called next); its cached listing, never.
+            .defer("toolset__tools_cache")
             .filter(pk=record_id, status__in=statuses)
             .first()
         )

@@ -34,7 +34,7 @@ from agents.profiles import profile_toolsets
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
-from planboard.services.toolsets import SEPARATOR, namespaced, repeatable
+from planboard.services.toolsets import SEPARATOR, namespaced, repeatable, trusted_read_only
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,9 @@ def offered_tools(
         Offered(
             name=namespaced(t.toolset.name, t.name),
             tool=t,
-            asks=t.policy == ToolsetTool.Policy.ASK and (t.toolset_id, t.name) not in allowed,
+            # "Always allow" was said of the tool as it was: one changed since asks again.
+            asks=t.policy == ToolsetTool.Policy.ASK
+            and (t.needs_review or (t.toolset_id, t.name) not in allowed),
         )
         for t in (tools if tools is not None else selectors.session_tools(session_id=session_id))
         if within is None or t.toolset_id in within
@@ -179,7 +181,7 @@ def _open(*, run: AgentRun, call_id: str, name: str, raw: Any) -> ToolCall | str
         toolset_id=item.tool.toolset_id,
         tool=item.tool.name,
         arguments=arguments,
-        read_only=item.tool.read_only,
+        read_only=trusted_read_only(item.tool),
         status=ToolCall.Status.PENDING if item.asks else ToolCall.Status.APPROVED,
     )
 

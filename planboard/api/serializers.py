@@ -567,6 +567,11 @@ class ToolsetToolSerializer(serializers.Serializer):
     read_only = serializers.BooleanField(help_text="The server's readOnlyHint.")  # type: ignore[assignment]
     policy = serializers.ChoiceField(choices=ToolsetTool.Policy.choices)
     policy_overridden = serializers.BooleanField(help_text="Set by staff; kept by refreshes.")
+    needs_review = serializers.BooleanField(
+        help_text="The server changed the tool (description, schema or read-only claim) since "
+        "a person set its policy, or newly claims it is read-only: it asks at least until "
+        "staff set its policy again."
+    )
     available = serializers.BooleanField(help_text="False once the server stopped listing it.")
 
 

@@ -7,6 +7,8 @@ while a server is asked anything: discovery happens before the transaction that 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -84,6 +86,37 @@ def _default_policy_of(toolset: Toolset, tool: str, read_only: bool) -> str:
     if toolset.kind == Toolset.Kind.BUILTIN:
         return workspace.default_policy(tool) or default_policy(read_only)
     return default_policy(read_only)
+
+
+# How careful each policy is: a refresh may move a tool up this scale, never down.
+_CAUTION: dict[str, int] = {
+    ToolsetTool.Policy.AUTO.value: 0,
+    ToolsetTool.Policy.ASK.value: 1,
+    ToolsetTool.Policy.NEVER.value: 2,
+}
+
+
+def stricter(*policies: str) -> str:
+    """The most careful of `policies` (auto < ask < never)."""
+    return max(policies, key=lambda policy: _CAUTION.get(policy, len(_CAUTION)))
+
+
+def tool_fingerprint(tool: ToolsetTool) -> str:
+    """A hash of what a person judges a tool by: its description, input schema and
+    read-only claim (recorded when a person sets its policy)."""
+    seen = {
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "read_only": tool.read_only,
+    }
+    canonical = json.dumps(seen, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def trusted_read_only(tool: ToolsetTool) -> bool:
+    """Whether a call of the tool may count as read-only (and so be repeated after a crash):
+    the server says so, and nothing about the tool changed since a person last looked."""
+    return tool.read_only and not tool.needs_review
 
 
 def namespaced(toolset_name: str, tool: str) -> str:
@@ -288,7 +321,12 @@ def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
         tool = tools[name]
         tool.policy = policy or _default_policy_of(toolset, tool.name, tool.read_only)
         tool.policy_overridden = policy is not None
-        tool.save(update_fields=["policy", "policy_overridden"])
+        # A person chose this policy for the tool as it reads now: that is the review.
+        tool.policy_fingerprint = tool_fingerprint(tool)
+        tool.needs_review = False
+        tool.save(
+            update_fields=["policy", "policy_overridden", "policy_fingerprint", "needs_review"]
+        )
 
 
 def toolset_delete(*, toolset_id: int) -> None:
@@ -320,8 +358,8 @@ def _clean_discovered(item: Mapping[str, Any]) -> dict[str, Any] | None:
     description = item.get("description")
     return {
         "name": name,
-        "description": (description if isinstance(description, str) else "")[:TEXT_MAX],
-        "input_schema": schema,
+        "description": without_nul(description if isinstance(description, str) else "")[:TEXT_MAX],
+        "input_schema": without_nul(schema),
         "read_only": item.get("read_only") is True,
     }
 
@@ -367,11 +405,7 @@ def toolset_refresh_tools(
                 )
                 result.added.append(name)
                 continue
-            for key, value in clean.items():
-                setattr(tool, key, value)
-            tool.available = True
-            if not tool.policy_overridden:
-                tool.policy = _default_policy_of(toolset, name, tool.read_only)
+            _apply_listing(toolset, tool, clean)
             tool.save()
         for name, tool in existing.items():
             if name not in found and tool.available:
@@ -382,6 +416,30 @@ def toolset_refresh_tools(
         toolset.refreshed_at = timezone.now()
         toolset.save(update_fields=["tools_cache", "refreshed_at", "updated_at"])
     return result
+
+
+def _apply_listing(toolset: Toolset, tool: ToolsetTool, clean: dict[str, Any]) -> None:
+    """What the server lists now, applied to a known tool. The server cannot make Planboard
+    less careful: a policy only gets stricter (a tool relabelled read-only keeps asking), and
+    a tool that changed since a person set its policy (`policy_fingerprint`) is flagged
+    `needs_review` and asks at least, until a person sets its policy again."""
+    if tool.policy_overridden and not tool.policy_fingerprint:
+        # Set before fingerprints existed: what it reads as now is what the person saw last.
+        tool.policy_fingerprint = tool_fingerprint(tool)
+    was_read_only = tool.read_only
+    for key, value in clean.items():
+        setattr(tool, key, value)
+    tool.available = True
+    if tool.policy_fingerprint:
+        changed = tool_fingerprint(tool) != tool.policy_fingerprint
+    else:
+        # Nobody has looked at it: only a new read-only claim is worth a person's look.
+        changed = tool.read_only and not was_read_only
+    tool.needs_review = tool.needs_review or changed
+    if not tool.policy_overridden:
+        tool.policy = stricter(tool.policy, _default_policy_of(toolset, tool.name, tool.read_only))
+    if tool.needs_review:
+        tool.policy = stricter(tool.policy, ToolsetTool.Policy.ASK)
 
 
 # --- sessions ---------------------------------------------------------------------------------

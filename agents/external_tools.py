@@ -34,7 +34,8 @@ from agents.profiles import profile_toolsets
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
-from planboard.services.toolsets import SEPARATOR, namespaced, repeatable, trusted_read_only
+from planboard.services.tool_listing import SEPARATOR, namespaced, trusted_read_only
+from planboard.services.toolsets import repeatable
 
 logger = logging.getLogger(__name__)
 

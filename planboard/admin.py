@@ -645,7 +645,8 @@ class ToolsetAdmin(admin.ModelAdmin):
             self.message_user(
                 request,
                 f"{toolset.name}: {len(result.added)} added, {len(result.removed)} gone, "
-                f"{len(result.skipped)} skipped.",
+                f"{len(result.skipped)} skipped, {len(result.too_large)} too large"
+                + (f" ({', '.join(result.too_large)})." if result.too_large else "."),
                 messages.SUCCESS,
             )
 

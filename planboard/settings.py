@@ -313,6 +313,13 @@ PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.ta
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# What a refresh takes from a server (docs/TOOLS.md, "Limits"): past the first two the refresh
+# is refused; a tool over the per-tool size is left out.
+PLANBOARD_TOOLSET_MAX_TOOLS = int(os.environ.get("PLANBOARD_TOOLSET_MAX_TOOLS", "200"))
+PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES = int(
+    os.environ.get("PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES", "524288")
+)
+PLANBOARD_TOOL_SCHEMA_MAX_BYTES = int(os.environ.get("PLANBOARD_TOOL_SCHEMA_MAX_BYTES", "65536"))
 # The session workspace (the built-in `workspace` toolset): files are kept in the default
 # storage (local MEDIA_ROOT unless STORAGES says otherwise); the bytes one file may hold and
 # the files one session may hold.

@@ -631,6 +631,11 @@ class ToolsetRefreshedSerializer(serializers.Serializer):
     skipped = serializers.ListField(
         child=serializers.CharField(), help_text="Tools whose names no model could call."
     )
+    too_large = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Tools left out: description and input schema over "
+        "PLANBOARD_TOOL_SCHEMA_MAX_BYTES.",
+    )
 
 
 class ToolCallsQuerySerializer(serializers.Serializer):

@@ -745,6 +745,7 @@ class ToolsetRefreshView(ApiView):
                 "added": result.added,
                 "removed": result.removed,
                 "skipped": result.skipped,
+                "too_large": result.too_large,
             }
         )
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import codecs
 import mimetypes
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import IO, Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
@@ -100,12 +101,28 @@ def file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def file_response(file: WorkspaceFile, handle: IO[bytes]) -> StreamingHttpResponse:
+class FileStream(StreamingHttpResponse):
+    """A file streamed a chunk at a time under WSGI and under ASGI alike. Django serves a
+    synchronous iterator under ASGI (daphne) by first reading all of it into a list; here
+    each chunk is read in a worker thread as the server asks for it."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self.streaming_content
+        if not isinstance(chunks, Iterator):  # built from a reader: never asynchronous
+            raise TypeError("FileStream streams a synchronous iterator")
+        read = sync_to_async(_next_chunk, thread_sensitive=False)
+        while (chunk := await read(chunks)) is not None:
+            yield chunk
+
+
+def _next_chunk(chunks: Iterator[bytes]) -> bytes | None:
+    return next(chunks, None)
+
+
+def file_response(file: WorkspaceFile, handle: IO[bytes]) -> FileStream:
     """A download, streamed from `handle` (closed when done): always an attachment, never
     sniffed, never rendered as a page (the agent wrote it, and its words are untrusted)."""
-    response = StreamingHttpResponse(
-        _chunks(handle, file.size), content_type=content_type(file.path)
-    )
+    response = FileStream(_chunks(handle, file.size), content_type=content_type(file.path))
     response["Content-Length"] = str(file.size)
     response["Content-Disposition"] = content_disposition_header(
         as_attachment=True, filename=file_name(file.path)

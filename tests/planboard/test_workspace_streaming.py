@@ -4,8 +4,10 @@ the rest as it goes."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import tracemalloc
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -15,7 +17,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from agents import workspace as agent_workspace
-from planboard import services
+from planboard import selectors, services, workspace
 from planboard.models import AgentRun, ChatSession, WorkspaceFile
 
 pytestmark = pytest.mark.django_db
@@ -44,12 +46,12 @@ def big(chat_session: ChatSession, settings: Any) -> WorkspaceFile:
 
 
 def drained(response: Any) -> tuple[int, int]:
-    """(bytes, largest chunk) of a streamed body, read without keeping it."""
+    """(bytes, largest chunk) of a streamed body, read without keeping it (the test client
+    closes the response once it is read through)."""
     total = largest = 0
     for chunk in response.streaming_content:
         total += len(chunk)
         largest = max(largest, len(chunk))
-    response.close()
     return total, largest
 
 
@@ -81,6 +83,26 @@ def test_web_downloads_stream_and_stop_at_the_recorded_size(
     assert response.status_code == 200 and response.streaming
     body = response.getvalue()
     assert len(body) == SIZE and body.endswith(b"z\n")
+
+
+def test_under_asgi_downloads_stream_too(big: WorkspaceFile) -> None:
+    """Daphne serves a response through `__aiter__`; Django reads a plain synchronous
+    iterator there into one list first (with a warning), which must not happen."""
+    response = workspace.file_response(big, selectors.workspace_file_open(big))
+
+    async def serve() -> tuple[int, int]:
+        total = chunks = 0
+        async for chunk in response:
+            total += len(chunk)
+            chunks += 1
+        return total, chunks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (total, chunks), peak = peak_of(lambda: asyncio.run(serve()))
+    response.close()
+    assert total == SIZE and chunks == -(-SIZE // 65536)
+    assert peak < 1_500_000, f"peak {peak} bytes for a {SIZE}-byte file"
 
 
 def test_read_file_reads_only_what_the_model_gets(

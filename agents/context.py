@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from agents import external_tools, hints, llm, tools
+from agents import external_tools, hints, llm, markers, tools
 from agents.memory import RunMemory
 from agents.plan_view import ShownPlan
 from agents.profiles import Acting, acting_profile, in_progress_subtask, profiles_to_choose
@@ -203,7 +203,7 @@ def _blocks(transcript: list[Message]) -> list[_Block]:
     Nothing in the transcript may pose as the runtime's hint: tool output and people's words
     are untrusted, so hint tags in them are neutralised.
     """
-    clean = hints.neutralize_hint_tags
+    clean = markers.neutralize_hint_tags
     results = {m.tool_call_id: m for m in transcript if m.role == Message.Role.TOOL}
     blocks: list[_Block] = []
     for message in transcript:

@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import hints, mcp_client, workspace
+from agents import markers, mcp_client, workspace
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
-from planboard.services.toolsets import SEPARATOR, namespaced, repeatable
+from planboard.services.tool_listing import SEPARATOR, namespaced, trusted_read_only
+from planboard.services.toolsets import repeatable
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,9 @@ def offered_tools(
         Offered(
             name=namespaced(t.toolset.name, t.name),
             tool=t,
-            asks=t.policy == ToolsetTool.Policy.ASK and (t.toolset_id, t.name) not in allowed,
+            # "Always allow" was said of the tool as it was: one changed since asks again.
+            asks=t.policy == ToolsetTool.Policy.ASK
+            and (t.needs_review or (t.toolset_id, t.name) not in allowed),
         )
         for t in (tools if tools is not None else selectors.session_tools(session_id=session_id))
         if within is None or t.toolset_id in within
@@ -93,7 +96,9 @@ def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
     """The offered tools in the format litellm takes as `tools=`."""
     result = []
     for item in offered:
-        description = hints.neutralize_hint_tags(item.tool.description or "")[:DESCRIPTION_MAX]
+        # Servers write descriptions and schemas: every string in them is model-facing text
+        # (names need nothing: a `<toolset>__<tool>` name is [A-Za-z0-9_-] only).
+        description = markers.neutralize_hint_tags(item.tool.description or "")[:DESCRIPTION_MAX]
         if item.asks:
             description += ASKS_NOTE
         schema = item.tool.input_schema
@@ -103,7 +108,9 @@ def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
                 "function": {
                     "name": item.name,
                     "description": description.strip() or item.name,
-                    "parameters": schema if isinstance(schema, dict) and schema else _EMPTY_SCHEMA,
+                    "parameters": markers.neutralize_data(schema)
+                    if isinstance(schema, dict) and schema
+                    else _EMPTY_SCHEMA,
                 },
             }
         )
@@ -175,7 +182,7 @@ def _open(*, run: AgentRun, call_id: str, name: str, raw: Any) -> ToolCall | str
         toolset_id=item.tool.toolset_id,
         tool=item.tool.name,
         arguments=arguments,
-        read_only=item.tool.read_only,
+        read_only=trusted_read_only(item.tool),
         status=ToolCall.Status.PENDING if item.asks else ToolCall.Status.APPROVED,
     )
 

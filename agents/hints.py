@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agents.markers import neutralize_hint_tags
 from planboard.shapes import EventActor, PlanEventData, PlanSnapshot, SubtaskSnapshot
 
 SUPPORTED_LANGUAGES = ("en", "zh")
@@ -271,11 +272,6 @@ _CHECKBOX = {
     "abandoned": "- [ ] [Abandoned]",
 }
 _FINISHED = frozenset({"done", "abandoned"})
-# What could pass for the runtime's hint tags in text nobody vouches for (tool output, people's
-# messages, plan texts): `<system-hint`, `</ System_Hint`, full-width brackets, and so on.
-_HINT_TAG = re.compile(
-    r"[<\uff1c\ufe64\u2039\u3008]\s*(/?)\s*system\s*[-_\s]?\s*hint", re.IGNORECASE
-)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 
@@ -287,12 +283,6 @@ def _texts(language: str) -> dict[str, str]:
 def _one_line(text: str) -> str:
     # A newline inside a name would break the one-line-per-subtask format parsers rely on.
     return " ".join(str(text).split())
-
-
-def neutralize_hint_tags(text: str) -> str:
-    """Defuse anything that could pose as a `<system-hint>` tag: the bracket becomes `&lt;`,
-    so the words stay readable and only the runtime's own hint is a hint."""
-    return _HINT_TAG.sub(lambda m: "&lt;" + m.group(1) + "system-hint", text)
 
 
 # --- markdown ---------------------------------------------------------------------------------

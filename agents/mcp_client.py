@@ -13,6 +13,7 @@ seconds for the whole call, server start included), unknown tools and MCP error 
 come back as `Error: …` text naming the toolset. Output longer than
 `PLANBOARD_TOOL_OUTPUT_LIMIT` characters is cut, with a note saying so. `discover_tools`
 raises `PlanError` with the same kind of message (it is `settings.PLANBOARD_TOOL_DISCOVERER`).
+How much a server can make us read, and hand to the model, is bounded (`agents.mcp_limits`).
 
 The agent loop is synchronous: each use runs its own event loop (`asyncio.run`). Callers must
 not hold a database transaction open across a call: a server may take a minute.
@@ -21,28 +22,46 @@ not hold a database transaction open across a call: a server may take a minute.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import IO, Any, TextIO, TypeVar
 
 import anyio
+import anyio.lowlevel
 import httpx2
 from django.conf import settings
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import (
+    _aclose_all,
+    _create_platform_compatible_process,
+    _drain_stdout,
+    _get_executable_command,
+    _parse_line,
+    _stop_server_process,
+    get_default_environment,
+)
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp.types import PaginatedRequestParams
 
+from agents import mcp_limits
 from agents.outbound_http import checked_client
 from agents.redaction import redact_for
 from planboard import outbound
 from planboard.exceptions import PlanError
 from planboard.models import Toolset
+from planboard.services.tool_listing import (
+    listing_bytes,
+    max_tools,
+    tool_schema_max_bytes,
+    toolset_schema_max_bytes,
+)
 from planboard.url_secrets import redact_urls_in_text
 
 logger = logging.getLogger(__name__)
@@ -67,41 +86,60 @@ def timeout_seconds() -> float:
     return float(getattr(settings, "PLANBOARD_TOOL_TIMEOUT", 60))
 
 
-def output_limit() -> int:
-    return int(getattr(settings, "PLANBOARD_TOOL_OUTPUT_LIMIT", 20000))
+output_limit = mcp_limits.output_limit
 
 
 # --- the public calls -------------------------------------------------------------------------
 
 
 def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
-    """The tools the server lists: `{name, description, input_schema, read_only}` each."""
+    """The tools the server lists: `{name, description, input_schema, read_only}` each, or
+    `{name, too_large: True}` for a tool over `PLANBOARD_TOOL_SCHEMA_MAX_BYTES` (its text is
+    not kept). Listing stops once the server is over a toolset limit (one tool more than
+    `PLANBOARD_TOOLSET_MAX_TOOLS`, or more than `PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES`): the
+    refresh refuses it then, and nothing more needs to be read."""
 
     async def listing(session: ClientSession) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
+        weight = 0
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
             for tool in page.tools:
-                annotations = tool.annotations
-                found.append(
-                    {
-                        "name": tool.name,
-                        "description": tool.description or "",
-                        "input_schema": dict(tool.input_schema or {}),
-                        "read_only": bool(annotations and annotations.read_only_hint),
-                    }
-                )
+                found.append(_listed(tool))
+                weight += found[-1].get("weight", 0)
+                if len(found) > max_tools() or weight > toolset_schema_max_bytes():
+                    return found
             cursor = page.next_cursor
             if not cursor:
                 break
         return found
 
     try:
-        return _run(lambda: _connected(toolset, listing))
+        found = _run(lambda: _connected(toolset, listing))
     except _Failure as failure:
         raise PlanError(failure.message, code="toolset_unreachable") from None
+    for item in found:
+        item.pop("weight", None)
+    return found
+
+
+def _listed(tool: Any) -> dict[str, Any]:
+    """One tool of a listing (and its `weight` in bytes, counted towards the toolset's)."""
+    description = tool.description or ""
+    schema = dict(tool.input_schema or {})
+    weight = listing_bytes(description, schema)
+    if weight > tool_schema_max_bytes():
+        return {"name": tool.name, "too_large": True}
+    annotations = tool.annotations
+    return {
+        "name": tool.name,
+        "description": description,
+        "input_schema": schema,
+        "read_only": bool(annotations and annotations.read_only_hint),
+        "weight": weight,
+    }
 
 
 def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOutput:
@@ -110,13 +148,14 @@ def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOut
 
     async def calling(session: ClientSession) -> ToolOutput:
         result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout_seconds())
-        text = _redact(_render(result), toolset)
+        rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
+        text = _redact(rendered.text, toolset)
         if result.is_error:
             reason = text.strip() or "no reason given"
             return ToolOutput(
                 f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
             )
-        return ToolOutput(text, ok=True)
+        return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
 
     try:
         output = _run(lambda: _connected(toolset, calling, tool=tool))
@@ -130,7 +169,9 @@ def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOut
             ok=False,
         )
     elapsed = int((time.monotonic() - started) * 1000)
-    return ToolOutput(_cut(output.text), ok=output.ok, duration_ms=elapsed)
+    # A result was cut above; an error quoting the server is cut here.
+    text = output.text if output.ok else mcp_limits.cut(output.text)
+    return ToolOutput(text, ok=output.ok, duration_ms=elapsed)
 
 
 # --- connections ------------------------------------------------------------------------------
@@ -153,6 +194,7 @@ async def _connected(
     """Connect, initialize, run `action`, close; every failure becomes a `_Failure`."""
     limit = timeout_seconds()
     errlog: TextIO = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+    reading = mcp_limits.ReadLimit()  # how large a message the server may send
     try:
         with anyio.fail_after(limit):
             if toolset.kind == Toolset.Kind.STDIO:
@@ -162,15 +204,24 @@ async def _connected(
                     env={str(k): str(v) for k, v in (toolset.env or {}).items()} or None,
                 )
                 async with (
-                    stdio_client(params, errlog=errlog) as (read, write),
+                    _bounded_stdio_client(params, errlog=errlog, limit=reading) as (read, write),
                     ClientSession(read, write, read_timeout_seconds=limit) as session,
                 ):
                     await session.initialize()
                     return await action(session)
             headers = {str(k): str(v) for k, v in (toolset.headers or {}).items()}
             async with (
-                checked_client(headers=headers, timeout=limit) as http,
-                streamable_http_client(toolset.url, http_client=http) as (read, write),
+                checked_client(
+                    headers=headers,
+                    timeout=limit,
+                    event_hooks={
+                        "request": [reading.on_request],
+                        "response": [reading.on_response],
+                    },
+                ) as http,
+                streamable_http_client(
+                    toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
+                ) as (read, write),
                 ClientSession(read, write, read_timeout_seconds=limit) as session,
             ):
                 await session.initialize()
@@ -180,9 +231,88 @@ async def _connected(
     except BaseException as exc:
         if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not ours to eat
             raise
+        if reading.exceeded:  # whatever the SDK made of it, this is what happened
+            raise _Failure(_redact(reading.describe(toolset.name), toolset)) from None
         raise _Failure(_describe(exc, toolset, tool=tool, stderr=_tail(errlog))) from None
     finally:
         errlog.close()
+
+
+@asynccontextmanager
+async def _bounded_stdio_client(
+    server: StdioServerParameters, *, errlog: TextIO, limit: mcp_limits.ReadLimit
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's `stdio_client`, started and stopped by the SDK's own helpers, but reading
+    the server's stdout through `limit`: the SDK keeps a line however long it grows, so one
+    huge message could take the worker's memory. Past the limit the read stream closes (the
+    session's waiting request fails; `_connected` says why) and the rest of stdout is drained
+    unread until the server is stopped."""
+    command = await _get_executable_command(server.command)
+    process = await _create_platform_compatible_process(
+        command=command,
+        args=server.args,
+        env=get_default_environment() | (server.env or {}),
+        errlog=errlog,
+        cwd=server.cwd,
+    )
+    # The process runs: no awaits before the task group, or a cancellation could leak it.
+    read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](
+        0
+    )
+    write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    writer_done = anyio.Event()
+
+    async def stdout_reader() -> None:
+        assert process.stdout, "the server is started with pipes"
+        lines = mcp_limits.LineSplitter(limit)
+        try:
+            try:
+                async with read_stream_writer:
+                    async for chunk in process.stdout:
+                        for line in lines.feed(chunk):
+                            text = line.decode(server.encoding, server.encoding_error_handler)
+                            await read_stream_writer.send(_parse_line(text))
+            except mcp_limits.MessageTooLarge:
+                pass  # `limit` records it; the closed stream ends the session's wait at once
+            finally:
+                # After the stream is closed (the SDK drains first, which only ends when
+                # the server stops: with a session still waiting, that is at the timeout).
+                await _drain_stdout(process)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError):
+            pass  # the session is gone, or our own shutdown closed stdout under the read
+
+    async def stdin_writer() -> None:
+        assert process.stdin, "the server is started with pipes"
+        try:
+            async with write_stream_reader:
+                async for message in write_stream_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    payload = (data + "\n").encode(server.encoding, server.encoding_error_handler)
+                    await process.stdin.send(payload)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_stream_writer.aclose()  # the session sees the end, not a hang
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        read_stream.close()
+        write_stream.close()
+        with anyio.move_on_after(0.5):
+            await writer_done.wait()
+        await _stop_server_process(process)
+        await _aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(stdout_reader)
+        group.start_soon(stdin_writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            # Every wait inside is bounded; shielded so a cancelled caller cannot leak the server.
+            with anyio.CancelScope(shield=True):
+                await shutdown()
+            group.cancel_scope.cancel()
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -223,11 +353,8 @@ def _describe(exc: BaseException, toolset: Toolset, *, tool: str, stderr: str) -
 
 
 def _tail(errlog: IO[str]) -> str:
-    try:
-        errlog.seek(0)
-        text = errlog.read()
-    except (OSError, ValueError):
-        return ""
+    # Only the end of the file is read: a server may have written gigabytes to stderr.
+    text = mcp_limits.file_tail(errlog, STDERR_TAIL * 4)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " / ".join(lines[-3:])[-STDERR_TAIL:]
 
@@ -236,38 +363,6 @@ def _redact(text: str, toolset: Toolset) -> str:
     """Secret values never reach the model or the transcript, even if a server echoes them
     (encoded, too: agents/redaction.py), nor do credentials of any URL the text names."""
     return redact_urls_in_text(redact_for(text, toolset))
-
-
-# --- results ----------------------------------------------------------------------------------
-
-
-def _render(result: Any) -> str:
-    """A tool result as text: text blocks as they are, other blocks described."""
-    parts: list[str] = []
-    for block in result.content or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            parts.append(f"[{kind} ({getattr(block, 'mime_type', '') or 'unknown type'}) omitted]")
-        elif kind == "resource_link":
-            parts.append(f"[resource: {block.uri}]")
-        elif kind == "resource":
-            text = getattr(block.resource, "text", None)
-            parts.append(text if isinstance(text, str) else f"[resource {block.resource.uri}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
-    return "\n".join(parts)
-
-
-def _cut(text: str) -> str:
-    limit = output_limit()
-    if len(text) <= limit:
-        return text
-    return (
-        text[:limit] + f"\n\n[Output cut: the tool returned {len(text)} characters; only the "
-        f"first {limit} are shown.]"
-    )
 
 
 # --- running async code from the synchronous loop ---------------------------------------------

@@ -13,6 +13,7 @@ connection somewhere we did not check.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import anyio.to_thread
 import httpcore2
@@ -74,9 +75,14 @@ class CheckedTransport(httpx2.AsyncHTTPTransport):
         )
 
 
-def checked_client(*, headers: dict[str, str], timeout: float) -> httpx2.AsyncClient:
+def checked_client(
+    *, headers: dict[str, str], timeout: float, event_hooks: dict[str, list[Any]] | None = None
+) -> httpx2.AsyncClient:
     """An AsyncClient whose every connection (redirects included) passes the address rule.
     Given a transport, httpx2 takes no proxy from the environment."""
     return httpx2.AsyncClient(
-        headers=headers, timeout=httpx2.Timeout(timeout), transport=CheckedTransport()
+        headers=headers,
+        timeout=httpx2.Timeout(timeout),
+        transport=CheckedTransport(),
+        event_hooks=event_hooks,
     )

@@ -69,13 +69,11 @@ def _read(run: AgentRun, arguments: dict[str, Any]) -> str:
     file = selectors.workspace_file(session_id=run.session_id, path=path)
     if file is None:
         raise PlanError(f"the workspace has no file {path!r}. {_listing(run.session_id)}")
-    text = selectors.workspace_file_bytes(file).decode("utf-8", errors="replace")
     limit = output_limit()
-    if len(text) > limit:
-        return (
-            text[:limit] + f"\n\n[Cut: {path} has {len(text)} characters; only the first "
-            f"{limit} are shown.]"
-        )
+    with selectors.workspace_file_open(file) as handle:
+        text, total = workspace.read_text_head(handle, limit)
+    if total > limit:
+        return text + f"\n\n[Cut: {path} has {total} characters; only the first {limit} are shown.]"
     return text
 
 

@@ -517,12 +517,21 @@ class ToolsetAdminForm(forms.ModelForm):
 
 
 class ToolsetToolInline(admin.TabularInline):
-    """The server's tools; staff set each one's approval policy (kept across refreshes)."""
+    """The server's tools; staff set each one's approval policy (kept across refreshes).
+    Setting a policy, or unticking "needs review", records the tool as reviewed."""
 
     model = ToolsetTool
     extra = 0
     can_delete = False
-    fields = ("name", "description", "read_only", "available", "policy", "policy_overridden")
+    fields = (
+        "name",
+        "description",
+        "read_only",
+        "available",
+        "policy",
+        "policy_overridden",
+        "needs_review",
+    )
     readonly_fields = ("name", "description", "read_only", "available", "policy_overridden")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -534,6 +543,23 @@ _PROGRAM_FIELDS = ("command", "args", "env")
 _ALL_TOOLSET_FIELDS = ("name", "title", "kind", "command", "args", "env", "url", "headers")
 
 
+class NeedsReviewFilter(admin.SimpleListFilter):
+    """Toolsets with a tool the server changed since a person set its policy."""
+
+    title = "tools needing review"
+    parameter_name = "needs_review"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Toolset]) -> QuerySet[Toolset]:
+        if self.value() == "yes":
+            return queryset.filter(tools__needs_review=True).distinct()
+        if self.value() == "no":
+            return queryset.exclude(tools__needs_review=True)
+        return queryset
+
+
 @admin.register(Toolset)
 class ToolsetAdmin(admin.ModelAdmin):
     """Toolsets are written through the services; secret values never appear on a page.
@@ -543,11 +569,24 @@ class ToolsetAdmin(admin.ModelAdmin):
     be an HTTP one. The service refuses the same, whatever a form sends."""
 
     form = ToolsetAdminForm
-    list_display = ("name", "title", "kind", "enabled", "refreshed_at")
-    list_filter = ("kind", "enabled")
+    list_display = ("name", "title", "kind", "enabled", "tools_needing_review", "refreshed_at")
+    list_filter = ("kind", "enabled", NeedsReviewFilter)
     search_fields = ("name", "title")
     inlines = [ToolsetToolInline]
     actions = ["refresh_tools"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Toolset]:
+        # The listing is never read here: a page of toolsets must not carry every tool list.
+        return (
+            super()
+            .get_queryset(request)
+            .defer("tools_cache")
+            .annotate(review_count=models.Count("tools", filter=models.Q(tools__needs_review=True)))
+        )
+
+    @admin.display(description="Tools needing review", ordering="review_count")
+    def tools_needing_review(self, obj: Toolset) -> int:
+        return int(getattr(obj, "review_count", 0))
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # A built-in toolset runs inside Planboard: nothing says how to reach it.
@@ -661,11 +700,16 @@ class ToolsetAdmin(admin.ModelAdmin):
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
-        policies = {
-            row.instance.name: row.cleaned_data["policy"]
-            for row in formset.forms
-            if row.instance.pk and "policy" in row.changed_data
-        }
+        policies: dict[str, str | None] = {}
+        for row in formset.forms:
+            if not row.instance.pk:
+                continue
+            if "policy" in row.changed_data:
+                policies[row.instance.name] = row.cleaned_data["policy"]
+            elif "needs_review" in row.changed_data and not row.cleaned_data["needs_review"]:
+                # Reviewed, policy kept: set it again (null keeps following the default).
+                kept = row.instance.policy if row.instance.policy_overridden else None
+                policies[row.instance.name] = row.cleaned_data["policy"] if kept else None
         if not policies:
             return
         try:
@@ -694,7 +738,8 @@ class ToolsetAdmin(admin.ModelAdmin):
             self.message_user(
                 request,
                 f"{toolset.name}: {len(result.added)} added, {len(result.removed)} gone, "
-                f"{len(result.skipped)} skipped.",
+                f"{len(result.skipped)} skipped, {len(result.too_large)} too large"
+                + (f" ({', '.join(result.too_large)})." if result.too_large else "."),
                 messages.SUCCESS,
             )
 

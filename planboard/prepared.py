@@ -41,13 +41,16 @@ def column_of(field: Field[Any, Any]) -> str:
 
 
 @functools.cache
-def _shape(model: type[Model], vendor: str) -> tuple[str, list[str], list[tuple[int, list[Any]]]]:
+def _shape(
+    model: type[Model], vendor: str, names: tuple[str, ...] | None = None
+) -> tuple[str, list[str], list[tuple[int, list[Any]]]]:
     """The model's column list (qualified by its table), attribute names, and the value
-    converters the ORM would apply, per column (e.g. decimals and datetimes on SQLite)."""
+    converters the ORM would apply, per column (e.g. decimals and datetimes on SQLite); of
+    the fields `names` only when given (the others are deferred on the instances)."""
     connection = connections[DEFAULT_DB_ALIAS]
     quote = connection.ops.quote_name
     table = model._meta.db_table
-    fields = model._meta.concrete_fields
+    fields = model._meta.concrete_fields if names is None else [field_of(model, n) for n in names]
     columns = ", ".join(f"{quote(table)}.{quote(column_of(f))}" for f in fields)
     converters: list[tuple[int, list[Any]]] = []
     for index, field in enumerate(fields):
@@ -58,15 +61,18 @@ def _shape(model: type[Model], vendor: str) -> tuple[str, list[str], list[tuple[
     return columns, [f.attname for f in fields], converters
 
 
-def columns(model: type[Model]) -> str:
-    """`"table"."column", …` for every concrete field of `model`, in field order."""
-    return _shape(model, connections[DEFAULT_DB_ALIAS].vendor)[0]
+def columns(model: type[Model], names: tuple[str, ...] | None = None) -> str:
+    """`"table"."column", …` for every concrete field of `model` in field order, or for the
+    fields `names`."""
+    return _shape(model, connections[DEFAULT_DB_ALIAS].vendor, names)[0]
 
 
-def instances(model: type[M], rows: Sequence[Sequence[Any]]) -> list[M]:
-    """Model instances from rows whose leading values are `columns(model)`."""
+def instances(
+    model: type[M], rows: Sequence[Sequence[Any]], fields: tuple[str, ...] | None = None
+) -> list[M]:
+    """Model instances from rows whose leading values are `columns(model, fields)`."""
     connection = connections[DEFAULT_DB_ALIAS]
-    _, names, converters = _shape(model, connection.vendor)
+    _, names, converters = _shape(model, connection.vendor, fields)
     width = len(names)
     found: list[M] = []
     for row in rows:

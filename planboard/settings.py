@@ -335,6 +335,18 @@ for _network in PLANBOARD_TOOL_ALLOWED_NETWORKS:
             f"PLANBOARD_TOOL_ALLOWED_NETWORKS: {_network!r} is not a network; write CIDRs "
             "like 10.1.2.0/24 or ::1/128, separated by commas."
         ) from None
+# What a refresh takes from a server (docs/TOOLS.md, "Limits"): past the first two the refresh
+# is refused; a tool over the per-tool size is left out.
+PLANBOARD_TOOLSET_MAX_TOOLS = int(os.environ.get("PLANBOARD_TOOLSET_MAX_TOOLS", "200"))
+PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES = int(
+    os.environ.get("PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES", "524288")
+)
+PLANBOARD_TOOL_SCHEMA_MAX_BYTES = int(os.environ.get("PLANBOARD_TOOL_SCHEMA_MAX_BYTES", "65536"))
+# The largest message (a tool result, a listing page) a worker or web server reads from an
+# MCP server; a larger one is given up while it arrives (agents/mcp_limits.py).
+PLANBOARD_MCP_MESSAGE_MAX_BYTES = int(
+    os.environ.get("PLANBOARD_MCP_MESSAGE_MAX_BYTES", str(4 * 1024 * 1024))
+)
 # The session workspace (the built-in `workspace` toolset): files are kept in the default
 # storage (local MEDIA_ROOT unless STORAGES says otherwise); the bytes one file may hold and
 # the files one session may hold.

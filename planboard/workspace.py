@@ -8,12 +8,15 @@ path is a label in the database and never touches a file system.
 
 from __future__ import annotations
 
+import codecs
 import mimetypes
 import re
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import IO, Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
 from planboard.exceptions import PlanError
@@ -28,6 +31,8 @@ SEGMENT_MAX = 100
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 # Served as text/plain (never as what the extension claims: no HTML, no SVG, no script).
 _TEXT_TYPES = {"application/json", "application/xml", "application/javascript"}
+# A file is read this much at a time, never whole (downloads, the agent's read_file).
+CHUNK = 65536
 
 
 def file_limit() -> int:
@@ -96,10 +101,29 @@ def file_name(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def file_response(file: WorkspaceFile, data: bytes) -> HttpResponse:
-    """A download: always an attachment, never sniffed, never rendered as a page (the agent
-    wrote it, and its words are untrusted)."""
-    response = HttpResponse(data, content_type=content_type(file.path))
+class FileStream(StreamingHttpResponse):
+    """A file streamed a chunk at a time under WSGI and under ASGI alike. Django serves a
+    synchronous iterator under ASGI (daphne) by first reading all of it into a list; here
+    each chunk is read in a worker thread as the server asks for it."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunks = self.streaming_content
+        if not isinstance(chunks, Iterator):  # built from a reader: never asynchronous
+            raise TypeError("FileStream streams a synchronous iterator")
+        read = sync_to_async(_next_chunk, thread_sensitive=False)
+        while (chunk := await read(chunks)) is not None:
+            yield chunk
+
+
+def _next_chunk(chunks: Iterator[bytes]) -> bytes | None:
+    return next(chunks, None)
+
+
+def file_response(file: WorkspaceFile, handle: IO[bytes]) -> FileStream:
+    """A download, streamed from `handle` (closed when done): always an attachment, never
+    sniffed, never rendered as a page (the agent wrote it, and its words are untrusted)."""
+    response = FileStream(_chunks(handle, file.size), content_type=content_type(file.path))
+    response["Content-Length"] = str(file.size)
     response["Content-Disposition"] = content_disposition_header(
         as_attachment=True, filename=file_name(file.path)
     )
@@ -107,6 +131,38 @@ def file_response(file: WorkspaceFile, data: bytes) -> HttpResponse:
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     response["Cache-Control"] = "private, no-store"
     return response
+
+
+def _chunks(handle: IO[bytes], size: int) -> Iterator[bytes]:
+    """At most `size` bytes of `handle` (what the file's row records: a blob that grew behind
+    its back is not served further), a chunk at a time; closes `handle`."""
+    try:
+        left = size
+        while left > 0:
+            chunk = handle.read(min(CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            yield chunk
+    finally:
+        handle.close()
+
+
+def read_text_head(handle: IO[bytes], limit: int) -> tuple[str, int]:
+    """The first `limit` characters of a UTF-8 file, and how many characters it has: read a
+    chunk at a time, so only what is kept stays in memory."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    kept: list[str] = []
+    kept_length = total = 0
+    while True:
+        data = handle.read(CHUNK)
+        text = decoder.decode(data, final=not data)
+        total += len(text)
+        if kept_length < limit:
+            kept.append(text[: limit - kept_length])
+            kept_length += len(kept[-1])
+        if not data:
+            return "".join(kept), total
 
 
 # --- the built-in toolset ---------------------------------------------------------------------

@@ -583,6 +583,11 @@ class ToolsetToolSerializer(serializers.Serializer):
     read_only = serializers.BooleanField(help_text="The server's readOnlyHint.")  # type: ignore[assignment]
     policy = serializers.ChoiceField(choices=ToolsetTool.Policy.choices)
     policy_overridden = serializers.BooleanField(help_text="Set by staff; kept by refreshes.")
+    needs_review = serializers.BooleanField(
+        help_text="The server changed the tool (description, schema or read-only claim) since "
+        "a person set its policy, or newly claims it is read-only: it asks at least until "
+        "staff set its policy again."
+    )
     available = serializers.BooleanField(help_text="False once the server stopped listing it.")
 
 
@@ -650,6 +655,11 @@ class ToolsetRefreshedSerializer(serializers.Serializer):
     removed = serializers.ListField(child=serializers.CharField())
     skipped = serializers.ListField(
         child=serializers.CharField(), help_text="Tools whose names no model could call."
+    )
+    too_large = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Tools left out: description and input schema over "
+        "PLANBOARD_TOOL_SCHEMA_MAX_BYTES.",
     )
 
 

@@ -14,7 +14,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.signals import user_logged_in
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
@@ -747,6 +747,7 @@ class ToolsetRefreshView(ApiView):
                 "added": result.added,
                 "removed": result.removed,
                 "skipped": result.skipped,
+                "too_large": result.too_large,
             }
         )
 
@@ -821,9 +822,9 @@ class SessionFileView(ApiView):
         },
         summary="Download one file of the session's workspace.",
     )
-    def get(self, request: Request, session_id: int, file_path: str) -> HttpResponse:
+    def get(self, request: Request, session_id: int, file_path: str) -> HttpResponseBase:
         visible_session(signed_in(request), session_id)
         file = selectors.workspace_file(session_id=session_id, path=file_path)
         if file is None:
             raise NotFound("This session has no such file.")
-        return workspace.file_response(file, selectors.workspace_file_bytes(file))
+        return workspace.file_response(file, selectors.workspace_file_open(file))

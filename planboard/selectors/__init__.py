@@ -68,7 +68,12 @@ from planboard.selectors.toolsets import (
     toolsets_usable_by,
     toolsets_visible_to,
 )
-from planboard.selectors.workspace import session_files, workspace_file, workspace_file_bytes
+from planboard.selectors.workspace import (
+    session_files,
+    workspace_file,
+    workspace_file_bytes,
+    workspace_file_open,
+)
 
 __all__ = [
     "RUN_STDIO_TOOLSET",
@@ -121,4 +126,5 @@ __all__ = [
     "toolsets_visible_to",
     "workspace_file",
     "workspace_file_bytes",
+    "workspace_file_open",
 ]

@@ -377,13 +377,31 @@ def plan_events_since(plan_id: int, version: int, limit: int) -> list[PlanEvent]
     return events
 
 
+# What a step uses of an offered tool and of its toolset. Never the toolset's cached listing
+# (it lists every tool of the toolset: one copy per offered tool made a step quadratic), its
+# secrets or how its server starts (read when a call is made: `services.tool_call_claim`).
+OFFERED_TOOL_FIELDS = (
+    "id",
+    "toolset",
+    "name",
+    "description",
+    "input_schema",
+    "read_only",
+    "policy",
+    "needs_review",
+)
+OFFERED_TOOLSET_FIELDS = ("id", "name")
+
+
 def _offered_tools_sql(vendor: str, more_columns: str = "") -> str:
-    """The session's offered tools with their toolsets (then `more_columns`), unordered; two
-    parameters: the session's id, the `never` policy. Tools its server still lists, of
-    enabled toolsets the session enables, not set to `never`."""
+    """The session's offered tools with their toolsets (`OFFERED_TOOL_FIELDS`, then
+    `OFFERED_TOOLSET_FIELDS`, then `more_columns`), unordered; two parameters: the session's
+    id, the `never` policy. Tools its server still lists, of enabled toolsets the session
+    enables, not set to `never`."""
     true = "true" if vendor == "postgresql" else "1"
     return (
-        f"SELECT {columns(ToolsetTool)}, {columns(Toolset)}{more_columns} "
+        f"SELECT {columns(ToolsetTool, OFFERED_TOOL_FIELDS)}, "
+        f"{columns(Toolset, OFFERED_TOOLSET_FIELDS)}{more_columns} "
         f"FROM {_table(ToolsetTool)} INNER JOIN {_table(Toolset)} "
         f"ON {_column(Toolset, 'id')} = {_column(ToolsetTool, 'toolset')} "
         f"INNER JOIN {_table(SessionToolset)} "
@@ -395,10 +413,11 @@ def _offered_tools_sql(vendor: str, more_columns: str = "") -> str:
 
 
 def _tools_with_toolsets(found: Sequence[Sequence[Any]]) -> list[ToolsetTool]:
-    """Tools from rows that start with `_offered_tools_sql`'s columns, toolsets attached."""
-    width = len(ToolsetTool._meta.concrete_fields)
-    tools = instances(ToolsetTool, found)
-    toolsets = instances(Toolset, [row[width:] for row in found])
+    """Tools from rows that start with `_offered_tools_sql`'s columns, toolsets attached
+    (fields not read load on first use, like any deferred field)."""
+    width = len(OFFERED_TOOL_FIELDS)
+    tools = instances(ToolsetTool, found, OFFERED_TOOL_FIELDS)
+    toolsets = instances(Toolset, [row[width:] for row in found], OFFERED_TOOLSET_FIELDS)
     for tool, toolset in zip(tools, toolsets, strict=True):
         _cache_related(tool, "toolset", toolset)
     return tools
@@ -426,14 +445,14 @@ def session_tools(session_id: int) -> list[ToolsetTool]:
 def _tools_and_flagged_calls_sql(vendor: str) -> str:
     """Two row kinds in one statement (UNION ALL; the other kind's columns are NULL): the
     session's offered tools with their toolsets, then its flagged tool calls."""
-    tool_width = len(ToolsetTool._meta.concrete_fields) + len(Toolset._meta.concrete_fields)
+    tool_width = len(OFFERED_TOOL_FIELDS) + len(OFFERED_TOOLSET_FIELDS)
     call_width = len(ToolCall._meta.concrete_fields)
     tool_nulls = ", ".join(["NULL"] * tool_width)
     call_nulls = ", ".join(["NULL"] * call_width)
     # 1-based positions for ORDER BY: kind, toolset name, tool name, call id.
     kind = tool_width + call_width + 1
-    toolset_name = len(ToolsetTool._meta.concrete_fields) + _position(Toolset, "name")
-    tool_name = _position(ToolsetTool, "name")
+    toolset_name = len(OFFERED_TOOL_FIELDS) + OFFERED_TOOLSET_FIELDS.index("name") + 1
+    tool_name = OFFERED_TOOL_FIELDS.index("name") + 1
     call_id = tool_width + _position(ToolCall, "id")
     return (
         f"{_offered_tools_sql(vendor, f', {call_nulls}, 0')} "
@@ -465,7 +484,7 @@ def session_tools_and_flagged_calls(session_id: int) -> tuple[list[ToolsetTool],
             ],
         )
         found = cursor.fetchall()
-    toolset_end = len(ToolsetTool._meta.concrete_fields) + len(Toolset._meta.concrete_fields)
+    toolset_end = len(OFFERED_TOOL_FIELDS) + len(OFFERED_TOOLSET_FIELDS)
     tools = _tools_with_toolsets([row[:toolset_end] for row in found if not row[-1]])
     calls = instances(ToolCall, [row[toolset_end:-1] for row in found if row[-1]])
     return tools, calls

@@ -33,9 +33,12 @@ def toolsets_visible_to(user: User) -> QuerySet[Toolset]:
 
 
 def toolset_rows(queryset: QuerySet[Toolset]) -> QuerySet[Toolset]:
-    """The toolsets with their tools, in two queries."""
-    return queryset.order_by("name").prefetch_related(
-        Prefetch("tools", queryset=ToolsetTool.objects.order_by("name"))
+    """The toolsets with their tools, in two queries (not their cached listings: the tools
+    are read as rows)."""
+    return (
+        queryset.order_by("name")
+        .defer("tools_cache")
+        .prefetch_related(Prefetch("tools", queryset=ToolsetTool.objects.order_by("name")))
     )
 
 

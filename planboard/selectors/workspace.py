@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any
 
 from django.core.files.storage import default_storage
 
@@ -26,5 +26,13 @@ def workspace_file(*, session_id: int, path: str) -> WorkspaceFile | None:
 
 
 def workspace_file_bytes(file: WorkspaceFile) -> bytes:
+    """The whole file (for small files and tests; downloads and the agent read it in
+    chunks through `workspace_file_open`)."""
     with default_storage.open(file.storage_name, "rb") as handle:
         return handle.read()
+
+
+def workspace_file_open(file: WorkspaceFile) -> IO[bytes]:
+    """The file's bytes to read a chunk at a time (never whole: see `workspace.CHUNK`); the
+    caller closes it."""
+    return default_storage.open(file.storage_name, "rb")

@@ -45,6 +45,12 @@ from planboard.services.runs import (
     _run_set_status,
     message_record_agent,
 )
+from planboard.services.tool_listing import (
+    apply_listing,
+    clean_listing,
+    default_policy_of,
+    tool_fingerprint,
+)
 from planboard.snapshots import serialize_session
 
 TOOLSET_FIELDS = (
@@ -59,10 +65,6 @@ TOOLSET_FIELDS = (
     "enabled",
     "tool_policies",
 )
-# Model providers take function names of 1-64 characters from [A-Za-z0-9_-]; the model sees
-# `<toolset>__<tool>`, so a tool whose full name breaks this is not offered.
-FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-SEPARATOR = "__"
 _TOOLSET_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_))*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -72,22 +74,6 @@ _SECRET_MAX = 8000
 _MAX_SESSION_TOOLSETS = 50
 # What staff may change on a built-in toolset.
 _BUILTIN_CHANGES = {"name", "title", "enabled", "tool_policies"}
-
-
-def default_policy(read_only: bool) -> str:
-    """Read-only tools run without asking; anything that may change the world asks first."""
-    return ToolsetTool.Policy.AUTO if read_only else ToolsetTool.Policy.ASK
-
-
-def _default_policy_of(toolset: Toolset, tool: str, read_only: bool) -> str:
-    """Built-in tools carry their own defaults (the workspace writes without asking)."""
-    if toolset.kind == Toolset.Kind.BUILTIN:
-        return workspace.default_policy(tool) or default_policy(read_only)
-    return default_policy(read_only)
-
-
-def namespaced(toolset_name: str, tool: str) -> str:
-    return f"{toolset_name}{SEPARATOR}{tool}"
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -327,9 +313,14 @@ def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
         )
     for name, policy in policies.items():
         tool = tools[name]
-        tool.policy = policy or _default_policy_of(toolset, tool.name, tool.read_only)
+        tool.policy = policy or default_policy_of(toolset, tool.name, tool.read_only)
         tool.policy_overridden = policy is not None
-        tool.save(update_fields=["policy", "policy_overridden"])
+        # A person chose this policy for the tool as it reads now: that is the review.
+        tool.policy_fingerprint = tool_fingerprint(tool)
+        tool.needs_review = False
+        tool.save(
+            update_fields=["policy", "policy_overridden", "policy_fingerprint", "needs_review"]
+        )
 
 
 def toolset_delete(*, toolset_id: int) -> None:
@@ -349,22 +340,8 @@ class Refreshed:
     removed: list[str] = field(default_factory=list)
     # Tools whose `<toolset>__<tool>` name no model provider would accept.
     skipped: list[str] = field(default_factory=list)
-
-
-def _clean_discovered(item: Mapping[str, Any]) -> dict[str, Any] | None:
-    name = item.get("name")
-    if not isinstance(name, str) or not name or len(name) > TOOL_NAME_MAX:
-        return None
-    schema = item.get("input_schema")
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        schema = {"type": "object", "properties": {}}
-    description = item.get("description")
-    return {
-        "name": name,
-        "description": (description if isinstance(description, str) else "")[:TEXT_MAX],
-        "input_schema": schema,
-        "read_only": item.get("read_only") is True,
-    }
+    # Tools whose description and schema are over PLANBOARD_TOOL_SCHEMA_MAX_BYTES.
+    too_large: list[str] = field(default_factory=list)
 
 
 def toolset_refresh_tools(
@@ -372,10 +349,12 @@ def toolset_refresh_tools(
 ) -> Refreshed:
     """Store the tools a toolset's server lists now (asked through
     `settings.PLANBOARD_TOOL_DISCOVERER` unless `tools` are given; a built-in toolset lists
-    what this version of Planboard ships). A tool the server no
-    longer lists is kept, unavailable, so a staff override survives its return; policies
-    staff set are kept, the others follow the tool's read-only hint."""
-    toolset = Toolset.objects.filter(pk=toolset_id).first()
+    what this version of Planboard ships), within the limits of `tool_listing.clean_listing`
+    (past a toolset limit: `PlanError`, nothing changes). A tool the server no longer lists
+    is kept, unavailable, so a staff override survives its return. A listing only makes
+    policies stricter (`tool_listing.apply_listing`)."""
+    # The previous listing is never read: it is replaced whole.
+    toolset = Toolset.objects.defer("tools_cache").filter(pk=toolset_id).first()
     if toolset is None:
         raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
     if tools is None and toolset.kind == Toolset.Kind.BUILTIN:
@@ -383,19 +362,11 @@ def toolset_refresh_tools(
     if tools is None:
         discover = import_string(settings.PLANBOARD_TOOL_DISCOVERER)
         tools = discover(toolset)  # outside any transaction: a server may be slow
-    listed = [dict(item) for item in tools]
-    result = Refreshed(toolset=toolset)
-    found: dict[str, dict[str, Any]] = {}
-    for item in listed:
-        clean = _clean_discovered(item)
-        if clean is None:
-            continue
-        if not FUNCTION_NAME.match(namespaced(toolset.name, clean["name"])):
-            result.skipped.append(clean["name"])
-            continue
-        found[clean["name"]] = clean
+    listing = clean_listing(toolset, tools)
+    result = Refreshed(toolset=toolset, skipped=listing.skipped, too_large=listing.too_large)
+    found = listing.tools
     with transaction.atomic():
-        toolset = Toolset.objects.select_for_update().get(pk=toolset_id)
+        toolset = Toolset.objects.select_for_update().defer("tools_cache").get(pk=toolset_id)
         result.toolset = toolset
         existing = {t.name: t for t in ToolsetTool.objects.filter(toolset=toolset)}
         for name, clean in found.items():
@@ -403,23 +374,20 @@ def toolset_refresh_tools(
             if tool is None:
                 ToolsetTool.objects.create(
                     toolset=toolset,
-                    policy=_default_policy_of(toolset, name, clean["read_only"]),
+                    policy=default_policy_of(toolset, name, clean["read_only"]),
                     **clean,
                 )
                 result.added.append(name)
                 continue
-            for key, value in clean.items():
-                setattr(tool, key, value)
-            tool.available = True
-            if not tool.policy_overridden:
-                tool.policy = _default_policy_of(toolset, name, tool.read_only)
+            apply_listing(toolset, tool, clean)
             tool.save()
         for name, tool in existing.items():
             if name not in found and tool.available:
                 tool.available = False
                 tool.save(update_fields=["available"])
                 result.removed.append(name)
-        toolset.tools_cache = listed
+        # The tools taken, as cleaned: within the limits, whatever the server sent.
+        toolset.tools_cache = list(found.values())
         toolset.refreshed_at = timezone.now()
         toolset.save(update_fields=["tools_cache", "refreshed_at", "updated_at"])
     return result
@@ -537,6 +505,8 @@ def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:
         record = (
             ToolCall.objects.select_for_update(no_key=True, of=("self",))
             .select_related("toolset")
+            # How to reach the server, yes (it is called next); its cached listing, never.
+            .defer("toolset__tools_cache")
             .filter(pk=record_id, status__in=statuses)
             .first()
         )

@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -88,13 +89,13 @@ def _visible_session(request: HttpRequest, session_id: int) -> ChatSession:
 
 @login_required
 @require_http_methods(["GET"])
-def session_file(request: HttpRequest, session_id: int, file_path: str) -> HttpResponse:
+def session_file(request: HttpRequest, session_id: int, file_path: str) -> HttpResponseBase:
     """A workspace file's download link on the session page (same access as the page)."""
     session = _visible_session(request, session_id)
     file = selectors.workspace_file(session_id=session.pk, path=file_path)
     if file is None:
         raise Http404("No such file.")
-    return workspace.file_response(file, selectors.workspace_file_bytes(file))
+    return workspace.file_response(file, selectors.workspace_file_open(file))
 
 
 @login_required

@@ -301,7 +301,7 @@ def test_people_who_see_the_session_list_and_download_its_files(
         assert [f["path"] for f in listing.json()["results"]] == ["kyoto/itinerary.md"]
         response = client_for(person).get(base + "kyoto/itinerary.md")
         assert response.status_code == 200
-        assert response.content == b"# Kyoto\n\nDay 1"
+        assert response.getvalue() == b"# Kyoto\n\nDay 1"
         assert response["Content-Type"] == "text/plain; charset=utf-8"
         assert response["Content-Disposition"] == 'attachment; filename="itinerary.md"'
         assert response["X-Content-Type-Options"] == "nosniff"
@@ -377,7 +377,7 @@ def test_the_web_route_serves_the_same_download(
         response = client.get(url)
         assert response.status_code == expected
         if expected == 200:
-            assert response.content == b"# Kyoto\n\nDay 1"
+            assert response.getvalue() == b"# Kyoto\n\nDay 1"
             assert response["Content-Disposition"].startswith("attachment;")
             assert response["X-Content-Type-Options"] == "nosniff"
     client = Client()

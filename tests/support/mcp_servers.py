@@ -10,10 +10,12 @@ Import the fixtures you use into the test module (like `scripted_model`).
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,32 @@ def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
     yield server
     runner.should_exit = True
     thread.join(10)
+
+
+@contextmanager
+def http_server_process(*, json_response: bool = False) -> Iterator[str]:
+    """The test server over streamable HTTP in a child process (no API key); yields its URL."""
+    port = _free_port()
+    argv = [sys.executable, str(SERVER_SCRIPT), "--http", str(port)]
+    child = subprocess.Popen([*argv, *(["--json"] if json_response else [])])
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or child.poll() is not None:
+                    raise RuntimeError("the test MCP server process did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        child.terminate()
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 def http_toolset(staff: Any, server: HttpServer, *, name: str = "remote") -> Toolset:

@@ -85,5 +85,18 @@ def build_server(notes_path: str | None = None) -> MCPServer:
     return server
 
 
+def serve_http(port: int, *, json_response: bool) -> None:
+    """Serve over streamable HTTP on 127.0.0.1:`port` (answers as SSE streams, or as plain
+    JSON bodies with `json_response`): a server in a process of its own, so a test measuring
+    the client's memory does not count the server's."""
+    import uvicorn
+
+    app = build_server().streamable_http_app(json_response=json_response)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    build_server().run()
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        serve_http(int(sys.argv[2]), json_response="--json" in sys.argv[3:])
+    else:
+        build_server().run()

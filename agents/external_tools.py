@@ -174,6 +174,9 @@ def _open(*, run: AgentRun, call_id: str, name: str, raw: Any) -> ToolCall | str
     arguments = _parse(raw)
     if isinstance(arguments, str):
         return arguments
+    asks = _asks(session_id=run.session_id, item=item, arguments=arguments, offered=offered)
+    if isinstance(asks, str):
+        return asks
     return services.tool_call_open(
         session_id=run.session_id,
         run_id=run.pk,
@@ -183,8 +186,32 @@ def _open(*, run: AgentRun, call_id: str, name: str, raw: Any) -> ToolCall | str
         tool=item.tool.name,
         arguments=arguments,
         read_only=trusted_read_only(item.tool),
-        status=ToolCall.Status.PENDING if item.asks else ToolCall.Status.APPROVED,
+        status=ToolCall.Status.PENDING if asks else ToolCall.Status.APPROVED,
     )
+
+
+def _asks(
+    *, session_id: int, item: Offered, arguments: dict[str, Any], offered: dict[str, Offered]
+) -> bool | str:
+    """Whether this call waits for a person, or why it may not be made at all. A built-in
+    call that would discard content (emptying a file) follows the policy of the tool that
+    discards it openly (`delete_file`) too: an overwrite is no way around a delete's approval.
+    """
+    if item.tool.toolset.kind != Toolset.Kind.BUILTIN:
+        return item.asks
+    stand_in = workspace.policy_stand_in(
+        session_id=session_id, tool=item.tool.name, arguments=arguments
+    )
+    if stand_in is None:
+        return item.asks
+    other = offered.get(namespaced(item.tool.toolset.name, stand_in))
+    if other is None:
+        return (
+            f"Error: this call would empty {arguments.get('path')!r}, which holds content; "
+            f"that counts as deleting it, and {stand_in} is not allowed in this session. "
+            "Nothing was changed."
+        )
+    return item.asks or other.asks
 
 
 def _parse(raw: Any) -> dict[str, Any] | str:
@@ -205,7 +232,8 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
     claimed = services.tool_call_claim(record_id=record.pk, retry=retry)
     if claimed is None:
         return Outcome.ANSWERED  # another worker took it; its result is its own to store
-    still = {o.name: o for o in offered_tools(session_id=run.session_id)}.get(record.tool_name)
+    offered_now = {o.name: o for o in offered_tools(session_id=run.session_id)}
+    still = offered_now.get(record.tool_name)
     if still is None or claimed.toolset is None:
         text = (
             f"Error: the tool {record.tool_name!r} is no longer available in this session "
@@ -213,6 +241,18 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
         )
         return _answer(claimed, text, status=ToolCall.Status.FAILED)
     if claimed.toolset.kind == Toolset.Kind.BUILTIN:
+        if claimed.decided_by_id is None:
+            # Approved without a person when it was recorded; earlier calls of the answer
+            # have run since, and what it would do now may need one.
+            asks = _asks(
+                session_id=run.session_id,
+                item=still,
+                arguments=claimed.arguments or {},
+                offered=offered_now,
+            )
+            if asks is not False:
+                text = asks if isinstance(asks, str) else _now_discards(claimed)
+                return _answer(claimed, text, status=ToolCall.Status.FAILED)
         try:
             workspace.run_call(run=run, record=claimed)
         except PlanError as exc:
@@ -232,6 +272,15 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
         )
     status = ToolCall.Status.SUCCEEDED if output.ok else ToolCall.Status.FAILED
     return _answer(claimed, output.text, status=status, duration_ms=output.duration_ms)
+
+
+def _now_discards(record: ToolCall) -> str:
+    path = (record.arguments or {}).get("path")
+    return (
+        f"Error: by the time this call ran, it would have emptied {path!r}, which now holds "
+        "content; emptying a file needs the same approval as deleting it. Nothing was "
+        "changed; call it again to ask for approval."
+    )
 
 
 def _answer(

@@ -14,6 +14,7 @@ real code path whichever model answers. This module knows none of them by name.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Literal, Protocol
 
 from django.conf import settings
@@ -323,6 +325,103 @@ def provider_error(kind: ErrorKind, *, message: str, model: str = "") -> Excepti
     return factories[kind](message=message, model=model, llm_provider=provider)
 
 
+# --- where a request goes, with which key -----------------------------------------------------
+
+# Sent as the key to a server of a profile's own that has no key of its own: some key must be
+# given, or litellm reads a provider's variable (OPENAI_API_KEY, ...) meant for the provider.
+NO_KEY = "no-key"
+
+
+@functools.lru_cache(maxsize=256)
+def _provider(model: str) -> str:
+    try:
+        return str(litellm.get_llm_provider(model)[1])
+    except Exception:  # a model string litellm cannot place: its prefix is all we know
+        return model.split("/", 1)[0]
+
+
+def _same_server(base: str | None, other: str | None) -> bool:
+    return (base or "").rstrip("/") == (other or "").rstrip("/")
+
+
+def request_credentials(
+    *, model: str, api_base: str | None, api_key: str | None
+) -> tuple[str | None, str | None]:
+    """The base URL a request for `model` goes to and the key it carries.
+
+    `api_base` and `api_key` are the acting profile's own (None: it has none). Without a base
+    of its own a request goes to the settings' `PLANBOARD_LLM_API_BASE`. The settings' key
+    `PLANBOARD_LLM_API_KEY` goes only where the settings' model goes: to that same base, or,
+    when neither has a base, to the same provider. A profile's server that gets no key of its
+    own gets `NO_KEY`, never a variable of the worker's environment.
+    """
+    settings_base = settings.PLANBOARD_LLM_API_BASE or None
+    base = api_base or settings_base
+    if api_key:
+        return base, api_key
+    if base:
+        if _same_server(base, settings_base):
+            return base, settings.PLANBOARD_LLM_API_KEY or None
+        return base, NO_KEY
+    if _provider(model) == _provider(configured_model()):
+        return None, settings.PLANBOARD_LLM_API_KEY or None
+    # The provider's own endpoint: litellm may read that provider's variable, which is meant
+    # for exactly this endpoint.
+    return None, None
+
+
+# --- prices -----------------------------------------------------------------------------------
+
+_MILLION = Decimal(1_000_000)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """What a model charges, in US dollars per token."""
+
+    input_per_token: Decimal
+    output_per_token: Decimal
+
+    @classmethod
+    def per_million(cls, input_price: Decimal, output_price: Decimal) -> Prices:
+        return cls(Decimal(input_price) / _MILLION, Decimal(output_price) / _MILLION)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> Decimal:
+        return prompt_tokens * self.input_per_token + completion_tokens * self.output_per_token
+
+
+def known_prices(model: str) -> Prices | None:
+    """The model's price as far as Planboard knows it: an in-process model's own (free when it
+    names none), else litellm's price list; None when nobody knows."""
+    if is_local_model(model):
+        price = float(getattr(_local_model(model.split("/", 1)[0]), "price_per_token", 0) or 0)
+        return Prices(Decimal(str(price)), Decimal(str(price)))
+    return _listed_prices(model)
+
+
+@functools.lru_cache(maxsize=64)
+def _listed_prices(model: str) -> Prices | None:
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # not in litellm's price list
+        return None
+    prices = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if prices[0] is None or prices[1] is None:
+        return None
+    return Prices(Decimal(str(prices[0])), Decimal(str(prices[1])))
+
+
+def max_output_tokens(model: str) -> int | None:
+    """The most tokens the model writes in one answer, when litellm knows it."""
+    if is_local_model(model):
+        return None
+    try:
+        found = litellm.get_model_info(model).get("max_output_tokens")
+    except Exception:  # unknown models: no limit of ours
+        return None
+    return int(found) if found else None
+
+
 # --- the call ---------------------------------------------------------------------------------
 
 
@@ -612,6 +711,8 @@ def complete(
     api_base: str | None = None,
     api_key: str | None = None,
     listener: StreamListener | None = None,
+    max_tokens: int | None = None,
+    prices: Prices | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> LLMResult:
     """Ask the model once (retrying transient failures); never call this inside a transaction.
@@ -619,6 +720,9 @@ def complete(
     With a `listener` the answer is streamed (when the model can stream): its text reaches
     `listener.on_text` as it arrives, tool calls are assembled from their deltas, and the result
     is the same `LLMResult` a plain call gives. Models that cannot stream answer in one piece.
+    `api_base`/`api_key`: the acting profile's own (see `request_credentials`); `max_tokens`
+    caps the answer (what a budget leaves); `prices`: what the tokens cost when configured
+    rather than known to litellm.
     """
     name = model or configured_model()
     _sync_providers()
@@ -633,14 +737,15 @@ def complete(
     }
     if tools:
         kwargs["tools"] = tools
-    # An agent profile may bring its own server and key; otherwise the settings' apply.
-    base = api_base if api_base is not None else settings.PLANBOARD_LLM_API_BASE
-    key = api_key if api_key is not None else settings.PLANBOARD_LLM_API_KEY
+    base, key = request_credentials(model=name, api_base=api_base, api_key=api_key)
     if base:
         _check_api_base(base, name)
         kwargs["api_base"] = base
     if key:
         kwargs["api_key"] = key
+    if max_tokens is not None:
+        ceiling = max_output_tokens(name)
+        kwargs["max_tokens"] = max(1, min(max_tokens, ceiling) if ceiling else max_tokens)
 
     if is_local_model(name):
         _price_for_litellm(name)
@@ -691,13 +796,19 @@ def complete(
 
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         return LLMResult(
             content=choice.message.content or "",
             tool_calls=_normalise_tool_calls(getattr(choice.message, "tool_calls", None)),
             model=name,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost_usd=_cost(response, name),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=(
+                float(prices.cost(prompt_tokens, completion_tokens))
+                if prices is not None
+                else _cost(response, name)
+            ),
             attempts=attempt,
             duration_ms=int((time.monotonic() - started) * 1000),
             finish_reason=str(choice.finish_reason or ""),

@@ -30,6 +30,10 @@ Stop conditions, checked in this order:
   approved calls once each and answers denied ones (`agents.external_tools`).
 - the step limit (`PLANBOARD_AGENT_MAX_STEPS` model calls per run) -> `failed`, with an error
   saying so; the plan keeps its progress and a new message continues the work.
+- a spending limit leaves no room for the next call (`agents.budgets`: checked before each
+  call with the request's size; the answer is capped by what is left) -> `waiting_for_user`
+  with pause reason `budget`; raising the session's limit, or a message, resumes it.
+- the acting profile names a key variable the allow-list refuses -> `failed`, nothing sent.
 - the model cannot be reached after its retries, or refuses the request -> `failed` with the
   reason.
 
@@ -49,12 +53,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import external_tools, llm, tools
+from agents.budgets import Allowance, step_allowance
 from agents.context import StepRequest, build_request
 from agents.lease import LeaseKeeper, new_worker_id
 from agents.memory import RunMemory
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
-from agents.profiles import budget_stop
 from agents.steps import (
     AnswerSuperseded,
     close_step,
@@ -66,7 +70,7 @@ from agents.steps import (
 from agents.streaming import AnswerStream
 from planboard import broadcast, prepared, selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import AgentRun, Message, State
+from planboard.models import AgentRun, ChatSession, Message, State
 from planboard.services import Actor
 
 logger = logging.getLogger(__name__)
@@ -125,9 +129,9 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
         request = build_request(
             run=run, budget_factor=budget_factor, memory=memory, read=(session, current_plan)
         )
-        stopped = _stop_before_step(run, request)
-        if stopped is not None:
-            return stopped
+        allowed = _stop_before_step(run, request)
+        if isinstance(allowed, AgentRun):
+            return allowed
         step = open_step(run=run, request=request, number=memory.step_number())
         mark_changes_seen(run=run, step=step, request=request, memory=memory)
         answer = AnswerStream(run=run, answer_id=f"r{run.pk}s{step.number}")
@@ -139,6 +143,8 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
                 api_base=request.acting.api_base,
                 api_key=request.acting.api_key,
                 listener=answer.listener(),
+                max_tokens=allowed.max_tokens,
+                prices=request.acting.prices,
             )
         except llm.LLMCancelled:
             answer.end()
@@ -235,8 +241,9 @@ def _settle_stored_answer(
     return None if finished.is_active else finished
 
 
-def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | None:
-    """The run, stopped, when its step limit or spending limit forbids another model call."""
+def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | Allowance:
+    """The run, stopped, when its step limit, its profile's key or a spending limit forbids
+    another model call; else what the call may spend."""
     limit = request.acting.max_steps
     if run.step_count >= limit:
         return services.run_finish(
@@ -249,19 +256,24 @@ def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | None:
                 "continue."
             ),
         )
-    spent = budget_stop(session_id=run.session_id, acting=request.acting, session=request.session)
-    if spent:
-        # Never overspend by more than one step: the limit is checked before each call.
+    if request.acting.key_refused:
+        return services.run_finish(
+            run_id=run.pk, status=AgentRun.Status.FAILED, error=request.acting.key_refused
+        )
+    session = request.session
+    if session is None:
+        session = ChatSession.objects.get(pk=run.session_id)
+    allowed = step_allowance(session=session, acting=request.acting, prompt_tokens=request.tokens)
+    if allowed.stop:
+        # Checked before each call with the request's own size, and the answer capped by what
+        # is left: a step cannot run far past a limit.
         return services.run_finish(
             run_id=run.pk,
             status=AgentRun.Status.WAITING_FOR_USER,
             pause_reason=AgentRun.PAUSE_BUDGET,
-            error=(
-                f"Paused at the spending limit. {spent} Raise the limit (the session's "
-                "budget settings) to let the agent go on, or stop the run."
-            ),
+            error=f"Paused at the spending limit. {allowed.stop}",
         )
-    return None
+    return allowed
 
 
 def _last_answer(run: AgentRun) -> Message | None:

@@ -1,8 +1,9 @@
-"""Which agent profile acts at a step, and what it may spend.
+"""Which agent profile acts at a step: its model, server, key, instructions and limits.
 
 While a subtask is in progress, each step uses the profile that subtask names (`agent`);
 otherwise the session's default profile; with neither, the settings' model
-(`PLANBOARD_LLM_MODEL`, `PLANBOARD_LLM_API_BASE`, `PLANBOARD_LLM_API_KEY`).
+(`PLANBOARD_LLM_MODEL`, `PLANBOARD_LLM_API_BASE`, `PLANBOARD_LLM_API_KEY`). What a step may
+spend is `agents.budgets`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Sum
 
-from agents.models import AgentStep
-from planboard.models import AgentProfile, ChatSession, State
+from agents.llm import Prices
+from planboard.models import AgentProfile, BudgetPeriod, ChatSession, State
+from planboard.services.profiles import key_variable_problem
 from planboard.shapes import PlanSnapshot, SubtaskSnapshot
 
 
@@ -25,6 +26,8 @@ class Acting:
 
     name: str  # "" for the built-in default
     model: str
+    # The profile's own server and key (None: it has none; `llm.request_credentials` decides
+    # what the request gets then, and the settings' key never leaves the settings' server).
     api_base: str | None
     api_key: str | None
     instructions: str
@@ -34,6 +37,16 @@ class Acting:
     missing: str = ""  # a profile the subtask names that no longer exists or is disabled
     # The toolsets this profile may use (None: whatever the session enables).
     toolset_ids: frozenset[int] | None = None
+    profile_id: int | None = None
+    # What one person may spend with this profile per period, across all their sessions.
+    user_budget_period: str = BudgetPeriod.MONTH
+    user_budget_usd: Decimal | None = None
+    user_budget_tokens: int | None = None
+    # Prices staff configured for a model litellm cannot price (None: litellm's, if any).
+    prices: Prices | None = None
+    # Why the profile's key may not be read (its variable is not allowed): the step must not
+    # be taken.
+    key_refused: str = ""
 
 
 def in_progress_subtask(snapshot: PlanSnapshot | None) -> SubtaskSnapshot | None:
@@ -46,8 +59,8 @@ def _default(model: str = "") -> Acting:
     return Acting(
         name="",
         model=model or str(settings.PLANBOARD_LLM_MODEL),
-        api_base=settings.PLANBOARD_LLM_API_BASE,
-        api_key=settings.PLANBOARD_LLM_API_KEY,
+        api_base=None,
+        api_key=None,
         instructions="",
         max_steps=int(settings.PLANBOARD_AGENT_MAX_STEPS),
     )
@@ -55,21 +68,43 @@ def _default(model: str = "") -> Acting:
 
 def _from_profile(profile: AgentProfile, default_model: str = "") -> Acting:
     default = _default(default_model)
+    key, refused = _profile_key(profile)
+    prices = None
+    if profile.price_input_per_mtok is not None and profile.price_output_per_mtok is not None:
+        prices = Prices.per_million(profile.price_input_per_mtok, profile.price_output_per_mtok)
     return Acting(
         name=profile.name,
         model=profile.model or default.model,
-        api_base=profile.api_base or (None if profile.model else default.api_base),
-        api_key=(
-            os.environ.get(profile.api_key_env)
-            if profile.api_key_env
-            else (None if profile.model else default.api_key)
-        ),
+        api_base=profile.api_base or None,
+        api_key=key,
         instructions=profile.instructions,
         max_steps=profile.max_steps or default.max_steps,
         budget_usd=profile.budget_usd,
         budget_tokens=profile.budget_tokens,
         toolset_ids=profile_toolsets(profile.name),
+        profile_id=profile.pk,
+        user_budget_period=profile.user_budget_period,
+        user_budget_usd=profile.user_budget_usd,
+        user_budget_tokens=profile.user_budget_tokens,
+        prices=prices,
+        key_refused=refused,
     )
+
+
+def _profile_key(profile: AgentProfile) -> tuple[str | None, str]:
+    """The profile's own key and, when its variable is not allowed, why (the rule is checked
+    again here: a profile saved before it, or edited in the database, must not read e.g.
+    DJANGO_SECRET_KEY)."""
+    name = profile.api_key_env
+    if not name:
+        return None, ""
+    problem = key_variable_problem(name)
+    if problem:
+        return None, (
+            f"The agent profile '{profile.name}' cannot be used: {problem} Nothing was sent to "
+            "the model. An admin can fix the profile's api_key_env."
+        )
+    return os.environ.get(name) or None, ""
 
 
 def profile_toolsets(name: str) -> frozenset[int] | None:
@@ -117,39 +152,3 @@ def profiles_to_choose() -> list[dict[str, str]]:
         .order_by("name")
         .values_list("name", "title", "description")
     ]
-
-
-def budget_stop(*, session_id: int, acting: Acting, session: ChatSession | None = None) -> str:
-    """Why the next step must not be taken (a spending limit is reached), or "". `session`:
-    the session as just read for the step (its spending included), to spare a query."""
-    if session is None:
-        session = ChatSession.objects.only(
-            "budget_usd", "budget_tokens", "spent_usd", "spent_tokens"
-        ).get(pk=session_id)
-    if session.budget_usd is not None and session.spent_usd >= session.budget_usd:
-        return (
-            f"This session has spent ${session.spent_usd:.4f} of its "
-            f"${session.budget_usd:.2f} limit."
-        )
-    if session.budget_tokens is not None and session.spent_tokens >= session.budget_tokens:
-        return (
-            f"This session has used {session.spent_tokens} of its {session.budget_tokens} "
-            "token limit."
-        )
-    if acting.name and (acting.budget_usd is not None or acting.budget_tokens is not None):
-        spent = AgentStep.objects.filter(run__session_id=session.pk, profile=acting.name).aggregate(
-            cost=Sum("cost_usd"), prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens")
-        )
-        cost = spent["cost"] or Decimal(0)
-        tokens = (spent["prompt"] or 0) + (spent["completion"] or 0)
-        if acting.budget_usd is not None and cost >= acting.budget_usd:
-            return (
-                f"The profile '{acting.name}' has spent ${cost:.4f} of its "
-                f"${acting.budget_usd:.2f} limit in this session."
-            )
-        if acting.budget_tokens is not None and tokens >= acting.budget_tokens:
-            return (
-                f"The profile '{acting.name}' has used {tokens} of its "
-                f"{acting.budget_tokens} token limit in this session."
-            )
-    return ""

@@ -156,6 +156,8 @@ def store_answer(
                 cost_usd=result.cost_usd,
                 plan_id=request.plan_id,
                 subtask_id=request.subtask_id,
+                profile_id=request.acting.profile_id,
+                user_id=request.session.owner_id if request.session is not None else None,
                 returning_flags=worker is not None,
             )
             if worker is not None and (

@@ -33,6 +33,22 @@ def run_call(*, run: AgentRun, record: ToolCall) -> None:
         )
 
 
+def policy_stand_in(*, session_id: int, tool: str, arguments: dict[str, Any]) -> str | None:
+    """The built-in tool whose policy this call must follow instead of its own (None: its
+    own). Emptying a file that holds content is deleting what it held, so such a `write_file`
+    follows `delete_file`'s policy."""
+    stand_in = workspace.discarding_follows(tool)
+    if stand_in is None:
+        return None
+    try:
+        path = workspace.clean_path(arguments.get("path"))
+    except PlanError:
+        return None  # the call fails on its path anyway, discarding nothing
+    file = selectors.workspace_file(session_id=session_id, path=path)
+    existing = file.size if file is not None else None
+    return stand_in if workspace.discards_content(arguments.get("content"), existing) else None
+
+
 def call_tool(*, run: AgentRun, tool: str, arguments: dict[str, Any]) -> ToolOutput:
     handler = _HANDLERS.get(tool)
     if handler is None:

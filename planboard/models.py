@@ -572,7 +572,8 @@ class WorkspaceFile(models.Model):
 
 
 class ProfileUsage(models.Model):
-    """What one person spent with one agent profile in one budget period (its first day)."""
+    """What one person spent with one agent profile on one day (UTC, `period_start`); a
+    budget period's spending is the sum of its days, so changing the period counts right."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile_usage"

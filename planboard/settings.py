@@ -295,6 +295,11 @@ SPECTACULAR_SETTINGS = {
 PLANBOARD_LLM_MODEL = os.environ.get("PLANBOARD_LLM_MODEL", "") or "planboard-demo/offline"
 PLANBOARD_LLM_API_BASE = os.environ.get("PLANBOARD_LLM_API_BASE", "") or None
 PLANBOARD_LLM_API_KEY = os.environ.get("PLANBOARD_LLM_API_KEY", "") or None
+# An agent profile's own key is read from the environment variable it names, and only from one
+# whose name starts with this prefix (never DJANGO_SECRET_KEY, DATABASE_URL, ...).
+PLANBOARD_PROFILE_KEY_PREFIX = (
+    os.environ.get("PLANBOARD_PROFILE_KEY_PREFIX", "") or "PLANBOARD_LLM_KEY_"
+)
 PLANBOARD_LLM_TIMEOUT = float(os.environ.get("PLANBOARD_LLM_TIMEOUT", "120"))
 # Rate limits, timeouts and connection errors are retried with doubling backoff.
 PLANBOARD_LLM_ATTEMPTS = int(os.environ.get("PLANBOARD_LLM_ATTEMPTS", "3"))

@@ -245,6 +245,11 @@ def serialize_profile(profile: Any, *, configuration: bool) -> dict[str, Any]:
         "max_steps": profile.max_steps,
         "budget_usd": _money(profile.budget_usd),
         "budget_tokens": profile.budget_tokens,
+        "user_budget_period": profile.user_budget_period,
+        "user_budget_usd": _money(profile.user_budget_usd),
+        "user_budget_tokens": profile.user_budget_tokens,
+        "price_input_per_mtok": _money(profile.price_input_per_mtok),
+        "price_output_per_mtok": _money(profile.price_output_per_mtok),
         "enabled": profile.enabled,
         "toolsets": sorted(t.pk for t in profile.toolsets.all()),
     }

@@ -196,6 +196,9 @@ TOOLS: list[dict[str, Any]] = [
         },
         "read_only": False,
         "policy": ToolsetTool.Policy.AUTO,
+        # A write that empties a file with content discards it as a delete would: such a call
+        # follows this tool's policy instead of its own (`discards_content`).
+        "discarding_follows": "delete_file",
     },
     {
         "name": "read_file",
@@ -235,3 +238,15 @@ TOOL_NAMES = frozenset(t["name"] for t in TOOLS)
 def default_policy(tool: str) -> str | None:
     """A built-in tool's default policy (None: not one of ours)."""
     return next((t["policy"] for t in TOOLS if t["name"] == tool), None)
+
+
+def discarding_follows(tool: str) -> str | None:
+    """The tool whose policy a call of `tool` that discards content follows (None: its own)."""
+    return next((t.get("discarding_follows") for t in TOOLS if t["name"] == tool), None)
+
+
+def discards_content(content: Any, existing_size: int | None) -> bool:
+    """Whether writing `content` over a file of `existing_size` bytes (None: no such file)
+    throws its content away: an overwrite that leaves nothing (or only blanks) of a file that
+    held something."""
+    return bool(existing_size) and isinstance(content, str) and not content.strip()

@@ -22,6 +22,7 @@ from planboard.models import (
     SUBTASKS_HARD_LIMIT,
     TEXT_MAX,
     AgentRun,
+    BudgetPeriod,
     ChatSession,
     Message,
     State,
@@ -549,6 +550,19 @@ class ProfileSerializer(serializers.Serializer):
     max_steps = serializers.IntegerField(required=False, allow_null=True)
     budget_usd = serializers.FloatField(required=False, allow_null=True)
     budget_tokens = serializers.IntegerField(required=False, allow_null=True)
+    user_budget_period = serializers.ChoiceField(choices=BudgetPeriod.choices, required=False)
+    user_budget_usd = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="What each person may spend per period, all sessions together.",
+    )
+    user_budget_tokens = serializers.IntegerField(required=False, allow_null=True)
+    price_input_per_mtok = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="US dollars per million prompt tokens, for unpriced models.",
+    )
+    price_output_per_mtok = serializers.FloatField(required=False, allow_null=True)
     enabled = serializers.BooleanField(required=False)
     toolsets = serializers.ListField(
         child=serializers.IntegerField(),
@@ -568,6 +582,11 @@ class ProfileWriteSerializer(InputSerializer):
     max_steps = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=10_000)
     budget_usd = money_field()
     budget_tokens = tokens_field()
+    user_budget_period = StrictChoiceField(choices=BudgetPeriod.choices, required=False)
+    user_budget_usd = money_field()
+    user_budget_tokens = tokens_field()
+    price_input_per_mtok = money_field()
+    price_output_per_mtok = money_field()
     enabled = StrictBooleanField(required=False)
     toolsets = serializers.ListField(child=StrictIntegerField(), required=False, max_length=100)
 

@@ -17,6 +17,7 @@ nothing.
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
 | `runs`      | `message_post`, `message_record_agent`, `run_*`                      |
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
+| `usage`     | `profile_usage_add`: a person's spending per profile and day         |
 | `toolsets`  | `toolset_create/update/delete/refresh_tools` (MCP servers),          |
 |             | `session_set_toolsets`, `tool_call_*` (records, approve/deny)        |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
@@ -77,6 +78,7 @@ from planboard.services.toolsets import (
     toolset_refresh_tools,
     toolset_update,
 )
+from planboard.services.usage import profile_usage_add
 from planboard.services.workspace import (
     toolset_ensure_workspace,
     workspace_file_delete,
@@ -102,6 +104,7 @@ __all__ = [
     "profile_create",
     "profile_delete",
     "profile_update",
+    "profile_usage_add",
     "run_cancel",
     "run_finish",
     "run_pause_for_approval",

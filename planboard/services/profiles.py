@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from planboard import outbound, url_secrets
 from planboard.exceptions import PlanError
-from planboard.models import NAME_MAX, TEXT_MAX, AgentProfile
+from planboard.models import NAME_MAX, TEXT_MAX, AgentProfile, BudgetPeriod
 from planboard.services._core import _clean_text
 
 PROFILE_FIELDS = (
@@ -23,9 +25,52 @@ PROFILE_FIELDS = (
     "max_steps",
     "budget_usd",
     "budget_tokens",
+    "user_budget_period",
+    "user_budget_usd",
+    "user_budget_tokens",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
     "enabled",
     "toolsets",
 )
+MONEY_FIELDS = frozenset(
+    {"budget_usd", "user_budget_usd", "price_input_per_mtok", "price_output_per_mtok"}
+)
+PRICE_FIELDS = ("price_input_per_mtok", "price_output_per_mtok")
+
+# Variables the deployment keeps its own secrets in: never a profile's key, whatever the prefix.
+RESERVED_KEY_VARIABLES = frozenset(
+    {
+        "DJANGO_SECRET_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "CELERY_BROKER_URL",
+        "POSTGRES_PASSWORD",
+        "PLANBOARD_LLM_API_KEY",
+    }
+)
+_VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def key_prefix() -> str:
+    """`PLANBOARD_PROFILE_KEY_PREFIX`: the start every profile key variable's name must have."""
+    return str(getattr(settings, "PLANBOARD_PROFILE_KEY_PREFIX", "") or "PLANBOARD_LLM_KEY_")
+
+
+def key_variable_problem(name: str) -> str:
+    """Why a profile may not read its key from the environment variable `name` ("" if it may).
+
+    Checked when a profile is saved and again before its key is read: a worker's environment
+    also holds the deployment's own secrets, and a profile must not send those to a model."""
+    prefix = key_prefix()
+    if not _VARIABLE_NAME.match(name):
+        return "'api_key_env' is the NAME of an environment variable, like OPENAI_KEY."
+    if not name.startswith(prefix) or name == prefix or name in RESERVED_KEY_VARIABLES:
+        return (
+            f"'api_key_env' must name a variable starting with {prefix} (for example "
+            f"{prefix}OPENAI), set for the workers; {name} is not one."
+        )
+    return ""
 
 
 def clean_profile(fields: dict[str, Any]) -> dict[str, Any]:
@@ -51,10 +96,14 @@ def clean_profile(fields: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise PlanError("'enabled' must be true or false.")
             cleaned[key] = value
-        else:  # max_steps, budget_usd, budget_tokens: empty or a number >= 0
-            cleaned[key] = _clean_number(value, field=key, money=key == "budget_usd")
-    if cleaned.get("api_key_env") and not cleaned["api_key_env"].replace("_", "").isalnum():
-        raise PlanError("'api_key_env' is the NAME of an environment variable, like OPENAI_KEY.")
+        else:  # limits, prices, and the per-person limit's period
+            cleaned[key] = _clean_budget_field(key, value)
+    if cleaned.get("api_key_env"):
+        problem = key_variable_problem(cleaned["api_key_env"])
+        if problem:
+            raise PlanError(problem)
+    if all(field in cleaned for field in PRICE_FIELDS):
+        _check_prices(*(cleaned[field] for field in PRICE_FIELDS))
     return cleaned
 
 
@@ -66,6 +115,22 @@ def _clean_api_base(value: Any) -> str:
         raise PlanError("'api_base' must be an http(s) URL.")
     outbound.check_url(base, field="api_base")  # resolves the host: never inside a transaction
     return base
+
+
+def _clean_budget_field(key: str, value: Any) -> Any:
+    if key == "user_budget_period":
+        if value not in BudgetPeriod.values:
+            raise PlanError("'user_budget_period' must be day, week or month.")
+        return value
+    # max_steps, limits and prices: empty or a number >= 0
+    return _clean_number(value, field=key, money=key in MONEY_FIELDS)
+
+
+def _check_prices(input_price: Any, output_price: Any) -> None:
+    # One price alone would count the other kind of token as free and let a dollar budget be
+    # outrun; a configured price is both or neither.
+    if (input_price is None) != (output_price is None):
+        raise PlanError("Set both 'price_input_per_mtok' and 'price_output_per_mtok', or neither.")
 
 
 def _clean_toolset_ids(value: Any) -> list[int]:
@@ -108,6 +173,7 @@ def profile_create(**fields: Any) -> AgentProfile:
     with transaction.atomic():
         if AgentProfile.objects.filter(name=cleaned["name"]).exists():
             raise PlanError(f"A profile named {cleaned['name']!r} exists already.")
+        _check_prices(*(cleaned.get(field) for field in PRICE_FIELDS))
         toolsets = cleaned.pop("toolsets", None)
         profile = AgentProfile.objects.create(**cleaned)
         if toolsets:
@@ -132,6 +198,7 @@ def profile_update(*, profile_id: int, **fields: Any) -> AgentProfile:
             )
         for key, value in cleaned.items():
             setattr(profile, key, value)
+        _check_prices(profile.price_input_per_mtok, profile.price_output_per_mtok)
         profile.save()
         if toolsets is not None:
             profile.toolsets.set(toolsets)

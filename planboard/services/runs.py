@@ -31,6 +31,7 @@ from planboard.services._core import (
     _lock_session,
     _publish_session,
 )
+from planboard.services.usage import profile_usage_add
 from planboard.snapshots import (
     serialize_message,
     serialize_run,
@@ -327,11 +328,16 @@ def run_record_step(
     cost_usd: float = 0.0,
     plan_id: int | None = None,
     subtask_id: int | None = None,
+    profile_id: int | None = None,
+    user_id: int | None = None,
     returning_flags: bool = False,
 ) -> RunStopFlags | None:
     """Count one LLM call of a run and add its usage to the run, its session, and the plan and
     subtask it was spent on (the subtask in progress at the step). Usage is not plan content:
     no version bump, no history event; clients get a `plan.usage` event with the new totals.
+
+    With `profile_id` (the acting profile) and `user_id` (the session's owner) the usage also
+    counts towards that person's spending with the profile (`profile_usage_add`).
 
     With `returning_flags`, returns the run's cancel request and lease owner as they are
     once the run's row is locked by this update (None if the run is gone): the agent loop
@@ -366,6 +372,8 @@ def run_record_step(
         returning=["cancel_requested", "lease_owner"] if returning_flags else [],
     )
     stop = RunStopFlags(bool(flags[0]), str(flags[1] or "")) if flags else None
+    if profile_id is not None and user_id is not None:
+        profile_usage_add(user_id=user_id, profile_id=profile_id, cost_usd=cost, tokens=used)
     if plan_id is None:
         return stop
     groups = [broadcast.plan_group(plan_id)]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agents import loop, tools
+from agents.llm import ProviderReply
 from agents.models import AgentStep
 from planboard import selectors, services
 from planboard.exceptions import PlanError
@@ -44,6 +45,11 @@ def researcher(db: Any) -> Any:
 @pytest.fixture
 def session(user: Any) -> ChatSession:
     return services.session_create(owner=user, need_user_confirm=False)
+
+
+def big_step(*calls: dict[str, Any]) -> ProviderReply:
+    """An answer whose request the model reports as 100,000 prompt tokens."""
+    return ProviderReply(tool_calls=list(calls), prompt_tokens=100_000)
 
 
 def plan_call(*subtasks: dict[str, Any]) -> dict[str, Any]:
@@ -219,28 +225,28 @@ def test_a_budget_pauses_the_run_at_the_right_step_and_it_resumes_when_raised(
     scripted_model: ScriptedModel,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
-    # Each scripted step reports 100 prompt tokens; the limit allows two steps.
-    services.session_update(session_id=session.pk, budget_tokens=200)
+    # Each scripted step reports 100,000 prompt tokens; the limit allows two steps.
+    services.session_update(session_id=session.pk, budget_tokens=200_000)
     scripted_model.script.extend(
         [
-            tool_calls(call("get_subtask_count")),
-            tool_calls(call("get_subtask_count")),
+            big_step(call("get_subtask_count")),
+            big_step(call("get_subtask_count")),
             say("done"),
         ]
     )
     run = start(session, user)
     assert run.status == AgentRun.Status.WAITING_FOR_USER
     assert run.pause_reason == AgentRun.PAUSE_BUDGET
-    assert "200 token limit" in run.error and "Raise the limit" in run.error
-    assert run.step_count == 2  # never more than one step past the limit
+    assert "200000 token limit" in run.error and "Raise the limit" in run.error
+    assert run.step_count == 2  # the limit is checked before each call
     session.refresh_from_db()
-    assert session.spent_tokens == 200
+    assert session.spent_tokens == 200_000
 
     from tests.support.env import DISPATCHED
 
     DISPATCHED.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        services.session_update(session_id=session.pk, budget_tokens=1000)
+        services.session_update(session_id=session.pk, budget_tokens=1_000_000)
     run.refresh_from_db()
     assert run.status == AgentRun.Status.QUEUED and DISPATCHED == [run.pk]
     run = loop.execute_run(run_id=run.pk)
@@ -250,9 +256,9 @@ def test_a_budget_pauses_the_run_at_the_right_step_and_it_resumes_when_raised(
 def test_a_profile_budget_pauses_its_own_steps(
     session: ChatSession, user: Any, scripted_model: ScriptedModel
 ) -> None:
-    services.profile_create(name="frugal", model="scripted/model", budget_tokens=100)
+    services.profile_create(name="frugal", model="scripted/model", budget_tokens=100_000)
     services.session_update(session_id=session.pk, profile="frugal")
-    scripted_model.script.extend([tool_calls(call("get_subtask_count")), say("never")])
+    scripted_model.script.extend([big_step(call("get_subtask_count")), say("never")])
     run = start(session, user)
     assert run.status == AgentRun.Status.WAITING_FOR_USER
     assert "'frugal'" in run.error and run.step_count == 1

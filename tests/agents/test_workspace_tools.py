@@ -390,3 +390,116 @@ def test_a_write_cut_off_by_a_crash_is_done_once_on_resume(
 
 def test_every_offered_tool_has_a_handler() -> None:
     assert set(agent_workspace._HANDLERS) == workspace.TOOL_NAMES
+
+
+# --- emptying a file is deleting its content --------------------------------------------------
+
+
+@pytest.mark.parametrize("empty", ["", "   \n"])
+def test_emptying_a_file_waits_for_approval_like_a_delete(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel, empty: str
+) -> None:
+    services.workspace_file_write(session_id=session.pk, path="notes.md", content="Day 1: temples")
+    scripted_model.script.append(
+        tool_calls(call(WRITE, call_id="e", path="notes.md", content=empty))
+    )
+    run = drive(post(session, user))
+
+    assert run.status == AgentRun.Status.WAITING_FOR_APPROVAL
+    assert record(session, "e").status == ToolCall.Status.PENDING
+    assert stored(session, "notes.md") == "Day 1: temples"  # nothing happens while it waits
+
+    services.tool_call_decide(
+        session_id=session.pk, tool_call_id="e", user=user, decision="approve"
+    )
+    scripted_model.script.append(say("Emptied it."))
+    assert drive(run).status == AgentRun.Status.SUCCEEDED
+    assert stored(session, "notes.md") == empty
+    assert record(session, "e").decided_by_id == user.pk
+
+
+def test_a_denied_emptying_keeps_the_content(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel
+) -> None:
+    services.workspace_file_write(session_id=session.pk, path="notes.md", content="keep me")
+    scripted_model.script.append(tool_calls(call(WRITE, call_id="e", path="notes.md", content="")))
+    run = drive(post(session, user))
+    services.tool_call_decide(session_id=session.pk, tool_call_id="e", user=user, decision="deny")
+    scripted_model.script.append(say("Kept."))
+    assert drive(run).status == AgentRun.Status.SUCCEEDED
+    assert stored(session, "notes.md") == "keep me"
+    assert result_of(session, "e").startswith(external_tools.DENIED)
+
+
+def test_empty_writes_that_discard_nothing_do_not_ask(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel
+) -> None:
+    services.workspace_file_write(session_id=session.pk, path="blank.md", content="")
+    scripted_model.script.extend(
+        [
+            tool_calls(
+                call(WRITE, call_id="new", path="new.md", content=""),
+                call(WRITE, call_id="blank", path="blank.md", content=""),
+                call(WRITE, call_id="fill", path="blank.md", content="now with text"),
+            ),
+            say("Done."),
+        ]
+    )
+    assert drive(post(session, user)).status == AgentRun.Status.SUCCEEDED
+    assert {record(session, c).status for c in ("new", "blank", "fill")} == {
+        ToolCall.Status.SUCCEEDED
+    }
+    assert stored(session, "blank.md") == "now with text"
+
+
+def test_emptying_follows_the_delete_policy_staff_set(
+    session: ChatSession, user: Any, staff: Any, scripted_model: ScriptedModel
+) -> None:
+    toolset = Toolset.objects.get(name="workspace")
+    services.workspace_file_write(session_id=session.pk, path="a.md", content="text")
+    services.toolset_update(
+        toolset_id=toolset.pk, user=staff, tool_policies={"delete_file": "auto"}
+    )
+    scripted_model.script.extend(
+        [tool_calls(call(WRITE, call_id="e1", path="a.md", content="")), "Ok."]
+    )
+    assert drive(post(session, user)).status == AgentRun.Status.SUCCEEDED
+    assert stored(session, "a.md") == ""
+
+    services.workspace_file_write(session_id=session.pk, path="a.md", content="text again")
+    services.toolset_update(
+        toolset_id=toolset.pk, user=staff, tool_policies={"delete_file": "never"}
+    )
+    scripted_model.script.extend(
+        [tool_calls(call(WRITE, call_id="e2", path="a.md", content="")), "Ok."]
+    )
+    assert drive(post(session, user)).status == AgentRun.Status.SUCCEEDED
+    assert result_of(session, "e2").startswith("Error:")
+    assert "delet" in result_of(session, "e2")
+    assert stored(session, "a.md") == "text again"
+
+
+def test_a_write_that_would_empty_a_file_by_the_time_it_runs_is_not_run_unasked(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel
+) -> None:
+    """Calls held behind one that waits are recorded at once; when they finally run, a write
+    that now would empty a file with content is refused rather than run without approval."""
+    services.workspace_file_write(session_id=session.pk, path="old.md", content="old")
+    scripted_model.script.append(
+        tool_calls(
+            call("workspace__delete_file", call_id="d", path="old.md"),
+            call(WRITE, call_id="fill", path="a.md", content="precious"),
+            call(WRITE, call_id="wipe", path="a.md", content=""),
+        )
+    )
+    run = drive(post(session, user))
+    assert run.status == AgentRun.Status.WAITING_FOR_APPROVAL
+    services.tool_call_decide(
+        session_id=session.pk, tool_call_id="d", user=user, decision="approve"
+    )
+    scripted_model.script.append(say("Done."))
+    assert drive(run).status == AgentRun.Status.SUCCEEDED
+
+    assert stored(session, "a.md") == "precious"
+    assert result_of(session, "wipe").startswith("Error:")
+    assert record(session, "wipe").status == ToolCall.Status.FAILED

@@ -28,6 +28,12 @@ PATCH_SESSION = """async ([id, body]) => {
 }"""
 
 
+SPENT_USD = """async (id) => {
+  const response = await fetch(`/api/sessions/${id}/`, {credentials: "same-origin"});
+  return (await response.json()).spent_usd;
+}"""
+
+
 def new_session(page: Any, title: str) -> int:
     page.fill("#id_title", title)
     page.locator(".new-session button[type=submit]").click()
@@ -60,9 +66,12 @@ def test_profiles_costs_seen_edits_and_a_budget_pause(browsing: Browsing, screen
     expect(card(page, name).locator('[data-edit="pending"]')).to_be_visible()
     screenshot(page, "board-edit-pending")
 
-    # A budget a step or two away, then the go-ahead: the next hint shows the edit (seen),
-    # the work is charged to the card in progress, and the run pauses at the limit.
-    assert page.evaluate(PATCH_SESSION, [session_id, {"budget_usd": "0.008"}]) == 200
+    # A budget a few steps away, then the go-ahead: the next hint shows the edit (seen),
+    # the work is charged to the card in progress, and the run pauses at the limit. Each call
+    # is checked with its prompt's size first (about $0.007 at the demo's price), so the
+    # limit leaves room for more than one.
+    budget = float(page.evaluate(SPENT_USD, session_id)) + 0.02
+    assert page.evaluate(PATCH_SESSION, [session_id, {"budget_usd": f"{budget:.4f}"}]) == 200
     page.locator('[data-action="go-ahead"]').click()
     expect(card(page, name).locator('[data-edit="seen"]')).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator(".run-status")).to_have_text(

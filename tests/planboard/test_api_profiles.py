@@ -43,14 +43,18 @@ def test_everyone_lists_the_enabled_profiles_staff_see_all(
 def test_only_staff_with_the_permissions_write_profiles(
     user: Any, staff: Any, staff_admin: Any, profiles: dict[str, AgentProfile]
 ) -> None:
-    body = {"name": "writer", "model": "openai/gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}
+    body = {
+        "name": "writer",
+        "model": "openai/gpt-4o-mini",
+        "api_key_env": "PLANBOARD_LLM_KEY_OPENAI",
+    }
     for refused in (user, staff):
         assert client_for(refused).post("/api/profiles/", body, format="json").status_code == 403
     assert not AgentProfile.objects.filter(name="writer").exists()
     staff = staff_admin
     response = client_for(staff).post("/api/profiles/", body, format="json")
     assert response.status_code == 201, response.json()
-    assert response.json()["api_key_env"] == "OPENAI_API_KEY"
+    assert response.json()["api_key_env"] == "PLANBOARD_LLM_KEY_OPENAI"
     researcher = profiles["researcher"].pk
     patch = {"instructions": "Be brief."}
     assert (
@@ -156,7 +160,14 @@ def test_staff_limit_a_profile_to_toolsets_over_the_api_and_in_admin(staff_admin
     profile = AgentProfile.objects.get(name="scout")
     page = client.post(
         f"/admin/planboard/agentprofile/{profile.pk}/change/",
-        {"name": "scout", "title": "Scout", "model": "", "enabled": "on", "toolsets": []},
+        {
+            "name": "scout",
+            "title": "Scout",
+            "model": "",
+            "user_budget_period": "month",
+            "enabled": "on",
+            "toolsets": [],
+        },
     )
     assert page.status_code == 302, page.content.decode()[:2000]
     assert list(AgentProfile.objects.get(name="scout").toolsets.all()) == []

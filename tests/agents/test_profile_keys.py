@@ -173,19 +173,19 @@ def test_a_forbidden_variable_already_stored_is_never_read(
     assert "the-django-secret" not in run.error
 
 
-def test_the_api_and_the_admin_refuse_a_forbidden_variable(staff: Any) -> None:
+def test_the_api_and_the_admin_refuse_a_forbidden_variable(staff_admin: Any) -> None:
     api = APIClient()
-    api.force_authenticate(staff)
+    api.force_authenticate(staff_admin)
     response = api.post(
         "/api/profiles/", {"name": "x", "api_key_env": "DJANGO_SECRET_KEY"}, format="json"
     )
     assert response.status_code == 400
     assert "PLANBOARD_LLM_KEY_" in response.json()["error"]
 
-    staff.is_superuser = True
-    staff.save()
+    staff_admin.is_superuser = True
+    staff_admin.save()
     client = Client()
-    client.force_login(staff)
+    client.force_login(staff_admin)
     page = client.post(
         "/admin/planboard/agentprofile/add/",
         {

@@ -314,7 +314,7 @@ def test_profiles_show_their_setup_only_to_staff_who_may_view_profiles(
         description="Finds things",
         model="openai/gpt-4o-mini",
         api_base="https://team:hunter2@llm.internal.example/v1",
-        api_key_env="RESEARCH_KEY",
+        api_key_env="PLANBOARD_LLM_KEY_RESEARCH",
         instructions="Use the internal wiki at wiki.internal.example.",
         max_steps=5,
         budget_usd=3,
@@ -327,13 +327,17 @@ def test_profiles_show_their_setup_only_to_staff_who_may_view_profiles(
             assert set(body) == PUBLIC_PROFILE
             assert body["model"] == "openai/gpt-4o-mini" and body["title"] == "Researcher"
         text = client.get("/api/profiles/").content.decode()
-        assert "hunter2" not in text and "RESEARCH_KEY" not in text and "wiki" not in text
+        assert (
+            "hunter2" not in text
+            and "PLANBOARD_LLM_KEY_RESEARCH" not in text
+            and "wiki" not in text
+        )
     viewer = staff_with("viewer", ["planboard.view_agentprofile"])
     for person in (viewer, superuser):
         body = client_for(person).get(f"/api/profiles/{profile.pk}/").json()
         # Staff who may view profiles see the endpoint, its credentials redacted.
         assert body["api_base"] == "https://REDACTED:REDACTED@llm.internal.example/v1"
-        assert (body["api_key_env"], body["max_steps"]) == ("RESEARCH_KEY", 5)
+        assert (body["api_key_env"], body["max_steps"]) == ("PLANBOARD_LLM_KEY_RESEARCH", 5)
         assert "wiki" in body["instructions"]
 
 

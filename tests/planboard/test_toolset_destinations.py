@@ -303,6 +303,7 @@ def test_the_profile_admin_shows_api_base_redacted(superuser: Any, django_user_m
             "title": "Helper",
             "model": "openai/x",
             "api_base": "https://proxy.example.com/v1?api-key=REDACTED",
+            "user_budget_period": "month",
             "enabled": "on",
             "toolsets": [],
         },

@@ -34,8 +34,8 @@ from agents.profiles import profile_toolsets
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
+from planboard.services.tool_calls import repeatable
 from planboard.services.tool_listing import SEPARATOR, namespaced, trusted_read_only
-from planboard.services.toolsets import repeatable
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ nothing.
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
 | `usage`     | `profile_usage_add`: a person's spending per profile and day         |
 | `toolsets`  | `toolset_create/update/delete/refresh_tools` (MCP servers),          |
-|             | `session_set_toolsets`, `tool_call_*` (records, approve/deny)        |
+|             | `session_set_toolsets`                                              |
+| `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
 """
 
@@ -65,14 +66,16 @@ from planboard.services.tokens import (
     token_revoke,
     token_ttl,
 )
-from planboard.services.toolsets import (
-    TOOLSET_FIELDS,
+from planboard.services.tool_calls import (
     run_pause_for_approval,
-    session_set_toolsets,
     tool_call_answer,
     tool_call_claim,
     tool_call_decide,
     tool_call_open,
+)
+from planboard.services.toolsets import (
+    TOOLSET_FIELDS,
+    session_set_toolsets,
     toolset_create,
     toolset_delete,
     toolset_refresh_tools,

@@ -1,8 +1,9 @@
-"""External tools: toolsets (MCP servers) staff configure, the ones a session enables, and
-the record of every call the agent makes of them, with people's approve/deny decisions.
+"""External tools: toolsets (MCP servers) staff configure, the tools they offer with their
+approval policies, and the ones a session enables. The calls made of them are recorded and
+decided in `tool_calls`.
 
-Lock order (after `_core`'s): session, run, then tool-call rows. No transaction is held
-while a server is asked anything: discovery happens before the transaction that stores it.
+No transaction is held while a server is asked anything: discovery happens before the
+transaction that stores it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -25,26 +25,12 @@ from planboard.exceptions import Forbidden, PlanError
 from planboard.models import (
     NAME_MAX,
     TEXT_MAX,
-    TOOL_NAME_MAX,
     TOOLSET_NAME_MAX,
-    AgentRun,
-    Message,
     SessionToolset,
-    ToolCall,
     Toolset,
     ToolsetTool,
 )
-from planboard.pgtext import without_nul
 from planboard.services._core import _clean_text, _lock_session, _publish_session
-from planboard.services.runs import (
-    DENIED_BY_STOP,
-    _deny_pending_calls,
-    _load_run,
-    _publish_tool_call,
-    _requeue,
-    _run_set_status,
-    message_record_agent,
-)
 from planboard.services.tool_listing import (
     apply_listing,
     clean_listing,
@@ -447,213 +433,3 @@ def session_set_toolsets(
             {"type": "session.updated", "session": {**serialize_session(session), "toolsets": ids}},
         )
     return ids
-
-
-# --- tool calls -------------------------------------------------------------------------------
-
-
-def tool_call_open(
-    *,
-    session_id: int,
-    run_id: int,
-    tool_call_id: str,
-    tool_name: str,
-    toolset_id: int | None,
-    tool: str,
-    arguments: dict[str, Any],
-    read_only: bool,
-    status: str,
-) -> ToolCall:
-    """Record a call the model made: `pending` (a person decides) or `approved` (it may run).
-    The record of a call id is made once; asking again returns the stored one."""
-    if status not in (ToolCall.Status.PENDING, ToolCall.Status.APPROVED):
-        raise PlanError(f"A tool call starts pending or approved, not {status!r}.")
-    try:
-        with transaction.atomic():
-            record = ToolCall.objects.create(
-                session_id=session_id,
-                run_id=run_id,
-                tool_call_id=tool_call_id,
-                tool_name=tool_name[:200],
-                toolset_id=toolset_id,
-                tool=tool[:TOOL_NAME_MAX],
-                arguments=without_nul(arguments),
-                read_only=read_only,
-                status=status,
-            )
-            _publish_tool_call(record)
-            return record
-    except IntegrityError:
-        return ToolCall.objects.get(session_id=session_id, tool_call_id=tool_call_id)
-
-
-def repeatable(record: ToolCall) -> bool:
-    """Whether a call found `running` after its worker died may simply run again."""
-    builtin = record.toolset is not None and record.toolset.kind == Toolset.Kind.BUILTIN
-    return record.read_only or builtin
-
-
-def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:
-    """Mark an approved call `running`, committed before its server is called, so a worker
-    that dies mid-call leaves evidence. Only one caller wins; others get None. `retry`
-    claims a call found running after its worker died: read-only calls, and calls of
-    built-in tools (their effect commits with their result, so an unanswered one had none)."""
-    statuses = [ToolCall.Status.APPROVED]
-    if retry:
-        statuses.append(ToolCall.Status.RUNNING)
-    with transaction.atomic():
-        record = (
-            ToolCall.objects.select_for_update(no_key=True, of=("self",))
-            .select_related("toolset")
-            # How to reach the server, yes (it is called next); its cached listing, never.
-            .defer("toolset__tools_cache")
-            .filter(pk=record_id, status__in=statuses)
-            .first()
-        )
-        if record is None or (record.status == ToolCall.Status.RUNNING and not repeatable(record)):
-            return None
-        record.status = ToolCall.Status.RUNNING
-        record.started_at = timezone.now()
-        record.save(update_fields=["status", "started_at"])
-        _publish_tool_call(record)
-    return record
-
-
-def tool_call_answer(
-    *,
-    record_id: int,
-    content: str,
-    status: str | None = None,
-    duration_ms: int | None = None,
-) -> Message:
-    """Store a call's result for the model and the call's final status, together (a result
-    is stored once per call id: a second answer raises `PlanError(code=duplicate_tool_call)`
-    and changes nothing)."""
-    with transaction.atomic():
-        record = ToolCall.objects.select_for_update(no_key=True).get(pk=record_id)
-        message = message_record_agent(
-            session_id=record.session_id,
-            run_id=record.run_id,
-            role=Message.Role.TOOL,
-            content=content,
-            tool_call_id=record.tool_call_id,
-            tool_name=record.tool_name[:100],
-        )
-        fields = []
-        if status is not None:
-            record.status = status
-            fields.append("status")
-        if duration_ms is not None:
-            record.duration_ms = max(0, int(duration_ms))
-            fields.append("duration_ms")
-        if status in (
-            ToolCall.Status.SUCCEEDED,
-            ToolCall.Status.FAILED,
-            ToolCall.Status.INTERRUPTED,
-        ):
-            record.finished_at = timezone.now()
-            fields.append("finished_at")
-        if fields:
-            record.save(update_fields=fields)
-            _publish_tool_call(record)
-    return message
-
-
-DECISIONS = ("approve", "deny")
-
-
-def tool_call_decide(
-    *,
-    session_id: int,
-    tool_call_id: str,
-    user: User,
-    decision: str,
-    note: str = "",
-    always_allow: bool = False,
-) -> ToolCall:
-    """A person approves or denies a call waiting for them. `always_allow` (with approve)
-    lets later calls of the same tool in this session run without asking, and approves the
-    ones already waiting. Once no call of the run waits any more, the run is queued again."""
-    if decision not in DECISIONS:
-        raise PlanError("'decision' must be 'approve' or 'deny'.")
-    if not isinstance(always_allow, bool):
-        raise PlanError("'always_allow' must be true or false.")
-    if always_allow and decision != "approve":
-        raise PlanError("'always_allow' goes with 'approve' only.")
-    clean_note = _clean_text(note, field="note", limit=TEXT_MAX)
-    with transaction.atomic():
-        session = _lock_session(session_id)
-        if not selectors.can_decide_tool_calls(user, session.owner_id):
-            raise Forbidden(
-                "Only the session's owner, or staff allowed to change tool calls, decides its "
-                "tool calls."
-            )
-        found = ToolCall.objects.filter(session_id=session_id, tool_call_id=tool_call_id).first()
-        if found is None:
-            raise PlanError(f"This session has no tool call {tool_call_id!r}.", code="not_found")
-        run = (
-            AgentRun.objects.select_for_update(no_key=True).filter(pk=found.run_id).first()
-            if found.run_id
-            else None
-        )
-        record = ToolCall.objects.select_for_update(no_key=True).get(pk=found.pk)
-        if record.status != ToolCall.Status.PENDING:
-            raise PlanError(
-                f"This call is no longer waiting for a decision (it is {record.status}).",
-                code="already_decided",
-            )
-        now = timezone.now()
-        record.status = (
-            ToolCall.Status.APPROVED if decision == "approve" else ToolCall.Status.DENIED
-        )
-        record.note = clean_note
-        record.decided_by = user
-        record.decided_at = now
-        record.always_allow = always_allow
-        record.save(update_fields=["status", "note", "decided_by", "decided_at", "always_allow"])
-        _publish_tool_call(record)
-        if always_allow:
-            same_toolset = (
-                Q(toolset__isnull=True)
-                if record.toolset_id is None
-                else Q(toolset_id=record.toolset_id)
-            )
-            for other in ToolCall.objects.select_for_update(no_key=True).filter(
-                same_toolset,
-                session_id=session_id,
-                tool=record.tool,
-                status=ToolCall.Status.PENDING,
-            ):
-                other.status = ToolCall.Status.APPROVED
-                other.decided_by = user
-                other.decided_at = now
-                other.save(update_fields=["status", "decided_by", "decided_at"])
-                _publish_tool_call(other)
-        if (
-            run is not None
-            and run.status == AgentRun.Status.WAITING_FOR_APPROVAL
-            and not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists()
-        ):
-            _requeue(run)
-    return record
-
-
-def run_pause_for_approval(*, run_id: int) -> AgentRun:
-    """Pause a running run until people decide its pending calls. Under the same locks as
-    `tool_call_decide`, so a decision made meanwhile is never missed: with nothing left
-    pending the run stays running (the caller goes on). A cancel requested meanwhile wins."""
-    with transaction.atomic():
-        session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True)
-        if session_id:
-            _lock_session(session_id[0])
-        run = _load_run(run_id)
-        if not run.is_active:
-            return run
-        if run.cancel_requested:
-            _deny_pending_calls(run, note=DENIED_BY_STOP)
-            return _run_set_status(run, AgentRun.Status.CANCELLED, "")
-        if not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists():
-            return run
-        return _run_set_status(
-            run, AgentRun.Status.WAITING_FOR_APPROVAL, "", pause_reason=AgentRun.PAUSE_APPROVAL
-        )

@@ -12,7 +12,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from planboard.api import views
+from planboard.api.views import auth, base, files, plans, profiles, sessions, toolsets
 
 
 class IdConverter:
@@ -29,61 +29,61 @@ class IdConverter:
 register_converter(IdConverter, "api_id")
 
 urlpatterns = [
-    path("auth/token/", views.TokenView.as_view(), name="api-token"),
-    path("sessions/", views.SessionListView.as_view(), name="api-sessions"),
-    path("sessions/<api_id:session_id>/", views.SessionDetailView.as_view(), name="api-session"),
+    path("auth/token/", auth.TokenView.as_view(), name="api-token"),
+    path("sessions/", sessions.SessionListView.as_view(), name="api-sessions"),
+    path("sessions/<api_id:session_id>/", sessions.SessionDetailView.as_view(), name="api-session"),
     path(
         "sessions/<api_id:session_id>/messages/",
-        views.SessionMessagesView.as_view(),
+        sessions.SessionMessagesView.as_view(),
         name="api-session-messages",
     ),
     path(
         "sessions/<api_id:session_id>/cancel/",
-        views.SessionCancelView.as_view(),
+        sessions.SessionCancelView.as_view(),
         name="api-session-cancel",
     ),
     path(
         "sessions/<api_id:session_id>/tool-calls/",
-        views.SessionToolCallsView.as_view(),
+        toolsets.SessionToolCallsView.as_view(),
         name="api-session-tool-calls",
     ),
     path(
         "sessions/<api_id:session_id>/tool-calls/<str:call_id>/decision/",
-        views.ToolCallDecisionView.as_view(),
+        toolsets.ToolCallDecisionView.as_view(),
         name="api-tool-call-decision",
     ),
     path(
         "sessions/<api_id:session_id>/files/",
-        views.SessionFilesView.as_view(),
+        files.SessionFilesView.as_view(),
         name="api-session-files",
     ),
     path(
         "sessions/<api_id:session_id>/files/<path:file_path>",
-        views.SessionFileView.as_view(),
+        files.SessionFileView.as_view(),
         name="api-session-file",
     ),
-    path("toolsets/", views.ToolsetListView.as_view(), name="api-toolsets"),
-    path("toolsets/<api_id:toolset_id>/", views.ToolsetDetailView.as_view(), name="api-toolset"),
+    path("toolsets/", toolsets.ToolsetListView.as_view(), name="api-toolsets"),
+    path("toolsets/<api_id:toolset_id>/", toolsets.ToolsetDetailView.as_view(), name="api-toolset"),
     path(
         "toolsets/<api_id:toolset_id>/refresh/",
-        views.ToolsetRefreshView.as_view(),
+        toolsets.ToolsetRefreshView.as_view(),
         name="api-toolset-refresh",
     ),
-    path("profiles/", views.ProfileListView.as_view(), name="api-profiles"),
-    path("profiles/<api_id:profile_id>/", views.ProfileDetailView.as_view(), name="api-profile"),
-    path("plans/", views.PlanListView.as_view(), name="api-plans"),
-    path("plans/<api_id:plan_id>/", views.PlanDetailView.as_view(), name="api-plan"),
+    path("profiles/", profiles.ProfileListView.as_view(), name="api-profiles"),
+    path("profiles/<api_id:profile_id>/", profiles.ProfileDetailView.as_view(), name="api-profile"),
+    path("plans/", plans.PlanListView.as_view(), name="api-plans"),
+    path("plans/<api_id:plan_id>/", plans.PlanDetailView.as_view(), name="api-plan"),
     path(
         "plans/<api_id:plan_id>/subtasks/",
-        views.PlanSubtasksView.as_view(),
+        plans.PlanSubtasksView.as_view(),
         name="api-plan-subtasks",
     ),
     path(
         "plans/<api_id:plan_id>/subtasks/<api_id:subtask_id>/",
-        views.SubtaskDetailView.as_view(),
+        plans.SubtaskDetailView.as_view(),
         name="api-subtask",
     ),
-    path("plans/<api_id:plan_id>/events/", views.PlanEventsView.as_view(), name="api-plan-events"),
+    path("plans/<api_id:plan_id>/events/", plans.PlanEventsView.as_view(), name="api-plan-events"),
     # Signed-in people only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]): the schema answers
     # 401 to anyone else, the docs pages send a browser to the login page first.
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -110,5 +110,5 @@ urlpatterns = [
         name="api-redoc",
     ),
     # Last: unknown addresses (and ids too long to exist) get a JSON 404, not an HTML page.
-    re_path(r"^(?P<unmatched>.*)$", views.not_found, name="api-not-found"),
+    re_path(r"^(?P<unmatched>.*)$", base.not_found, name="api-not-found"),
 ]

@@ -1,0 +1,339 @@
+"""Toolsets (MCP servers) with their tools' policies, and the record of tool calls.
+Secret values never appear on a page.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets
+from django.db import models
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from planboard import selectors, services
+from planboard.exceptions import PlanError
+from planboard.models import ToolCall, Toolset, ToolsetTool
+from planboard.services.toolsets import clean_toolset
+from planboard.url_secrets import redact_url
+from planboard.users import signed_in
+
+# Stands for a stored secret value on the form: left as is, the value is kept unseen.
+SECRET_MASK = "********"  # noqa: S105 - a placeholder, not a password
+_SECRET_HELP = (
+    'A JSON object of names and values, e.g. {"API_KEY": "..."}. Stored values show as '
+    f"{SECRET_MASK}: leave those as they are to keep them, replace one to change it, remove a "
+    "line to delete it."
+)
+
+
+class SecretsField(forms.CharField):
+    """Names and secret values as JSON; stored values are shown masked, never in clear."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, help_text=_SECRET_HELP, **kwargs)
+
+    def clean(self, value: Any) -> dict[str, Any]:
+        text = (super().clean(value) or "").strip()
+        if not text:
+            return {}
+        try:
+            parsed = json.loads(text)
+        except ValueError as error:
+            raise forms.ValidationError(f"Not valid JSON: {error}") from None
+        if not isinstance(parsed, dict):
+            raise forms.ValidationError("Give a JSON object of names and values.")
+        return parsed
+
+
+def _masked(secrets: dict[str, str] | None) -> str:
+    return json.dumps(dict.fromkeys(sorted(secrets or {}), SECRET_MASK), indent=1)
+
+
+def _secret_changes(submitted: dict[str, Any], stored: dict[str, str] | None) -> dict[str, Any]:
+    """What to send `toolset_update`: new values set, masked ones kept, missing ones removed."""
+    changes: dict[str, Any] = {
+        name: value for name, value in submitted.items() if value != SECRET_MASK
+    }
+    changes.update({name: None for name in stored or {} if name not in submitted})
+    return changes
+
+
+class ToolsetAdminForm(forms.ModelForm):
+    env = SecretsField(label="Environment (stdio)")
+    headers = SecretsField(label="HTTP headers")
+    args = forms.JSONField(required=False, initial=list, help_text='A JSON list, e.g. ["-m", "x"].')
+
+    class Meta:
+        model = Toolset
+        fields = ("name", "title", "kind", "command", "args", "env", "url", "headers", "enabled")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("env", "headers"):
+            self.initial[name] = _masked(getattr(self.instance, name, None))
+        # Credentials in the URL show as REDACTED; sent back so, the stored ones are kept.
+        self.initial["url"] = redact_url(getattr(self.instance, "url", "") or "")
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        values: dict[str, Any] = {
+            key: data.get(key)
+            for key in ("name", "title", "kind", "command", "args", "url", "enabled")
+            if key in data
+        }
+        values["args"] = values.get("args") or []
+        for key in ("env", "headers"):
+            values[key] = {k: v for k, v in (data.get(key) or {}).items() if v != SECRET_MASK}
+        try:
+            clean_toolset(values, updating=False)  # the services' own rules, shown on the form
+        except PlanError as error:
+            self.add_error(None, error.message)
+        return data
+
+
+class ToolsetToolInline(admin.TabularInline):
+    """The server's tools; staff set each one's approval policy (kept across refreshes).
+    Setting a policy, or unticking "needs review", records the tool as reviewed."""
+
+    model = ToolsetTool
+    extra = 0
+    can_delete = False
+    fields = (
+        "name",
+        "description",
+        "read_only",
+        "available",
+        "policy",
+        "policy_overridden",
+        "needs_review",
+    )
+    readonly_fields = ("name", "description", "read_only", "available", "policy_overridden")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+# How a stdio toolset runs its program; only people allowed to run programs change these.
+_PROGRAM_FIELDS = ("command", "args", "env")
+_ALL_TOOLSET_FIELDS = ("name", "title", "kind", "command", "args", "env", "url", "headers")
+
+
+class NeedsReviewFilter(admin.SimpleListFilter):
+    """Toolsets with a tool the server changed since a person set its policy."""
+
+    title = "tools needing review"
+    parameter_name = "needs_review"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Toolset]) -> QuerySet[Toolset]:
+        if self.value() == "yes":
+            return queryset.filter(tools__needs_review=True).distinct()
+        if self.value() == "no":
+            return queryset.exclude(tools__needs_review=True)
+        return queryset
+
+
+@admin.register(Toolset)
+class ToolsetAdmin(admin.ModelAdmin):
+    """Toolsets are written through the services; secret values never appear on a page.
+
+    A stdio toolset runs a program on the workers: without `planboard.run_stdio_toolset` its
+    kind, command, args and env are read-only (env by name only), and a new toolset can only
+    be an HTTP one. The service refuses the same, whatever a form sends."""
+
+    form = ToolsetAdminForm
+    list_display = ("name", "title", "kind", "enabled", "tools_needing_review", "refreshed_at")
+    list_filter = ("kind", "enabled", NeedsReviewFilter)
+    search_fields = ("name", "title")
+    inlines = [ToolsetToolInline]
+    actions = ["refresh_tools"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Toolset]:
+        # The listing is never read here: a page of toolsets must not carry every tool list.
+        return (
+            super()
+            .get_queryset(request)
+            .defer("tools_cache")
+            .annotate(review_count=models.Count("tools", filter=models.Q(tools__needs_review=True)))
+        )
+
+    @admin.display(description="Tools needing review", ordering="review_count")
+    def tools_needing_review(self, obj: Toolset) -> int:
+        return int(getattr(obj, "review_count", 0))
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A built-in toolset runs inside Planboard: nothing says how to reach it.
+        if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
+            return ("name", "title", "kind", "enabled", "refreshed_at")
+        fields: tuple[str, ...] = (*_ALL_TOOLSET_FIELDS, "enabled")
+        if obj is not None and not self.has_change_permission(request, obj):
+            # Read-only pages show a model field's stored value: secrets by name only.
+            fields = tuple(
+                {"env": "env_names", "headers": "header_names"}.get(f, f) for f in fields
+            )
+        elif not selectors.may_run_programs(signed_in(request)):
+            if obj is None or obj.kind != Toolset.Kind.STDIO:
+                fields = tuple(f for f in fields if f not in _PROGRAM_FIELDS)
+            else:
+                fields = tuple("env_names" if f == "env" else f for f in fields)
+        return (*fields, "refreshed_at") if obj is not None else fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        readonly: tuple[str, ...] = ("env_names", "header_names")
+        if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
+            return (*readonly, "name", "kind", "refreshed_at")
+        if obj is not None:
+            readonly = (*readonly, "name", "refreshed_at")
+        if (
+            obj is not None
+            and obj.kind == Toolset.Kind.STDIO
+            and not selectors.may_run_programs(signed_in(request))
+        ):
+            readonly = (*readonly, "kind", "command", "args")
+        return readonly
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        # Declared fields (args, env, headers) stay on a form even when not shown; a field
+        # that is not shown must not be submittable either.
+        shown = set(flatten_fieldsets(self.get_fieldsets(request, obj)))
+        shown -= set(self.get_readonly_fields(request, obj))
+        for name in [f for f in form.base_fields if f not in shown]:
+            del form.base_fields[name]
+        kind = form.base_fields.get("kind")
+        if isinstance(kind, forms.ChoiceField) and not selectors.may_run_programs(
+            signed_in(request)
+        ):
+            kind.choices = [(Toolset.Kind.HTTP.value, Toolset.Kind.HTTP.label)]
+        return form
+
+    @admin.display(description="Environment (names)")
+    def env_names(self, obj: Toolset) -> str:
+        return ", ".join(sorted(obj.env or {})) or "-"
+
+    @admin.display(description="HTTP headers (names)")
+    def header_names(self, obj: Toolset) -> str:
+        return ", ".join(sorted(obj.headers or {})) or "-"
+
+    def save_model(self, request: HttpRequest, obj: Toolset, form: Any, change: bool) -> None:
+        data, shown = form.cleaned_data, set(form.fields)
+        # Only what the form showed is sent: a hidden field keeps its stored value.
+        values: dict[str, Any] = {
+            key: data[key]
+            for key in ("title", "kind", "command", "url", "enabled")
+            if key in shown and key in data
+        }
+        if "args" in shown:
+            values["args"] = data.get("args") or []
+        try:
+            if change and obj.kind == Toolset.Kind.BUILTIN:
+                services.toolset_update(
+                    toolset_id=obj.pk,
+                    user=signed_in(request),
+                    **{k: v for k, v in values.items() if k in ("title", "enabled")},
+                )
+            elif change:
+                stored = Toolset.objects.get(pk=obj.pk)
+                for key in ("env", "headers"):
+                    if key in shown:
+                        values[key] = _secret_changes(data.get(key) or {}, getattr(stored, key))
+                updated = services.toolset_update(
+                    toolset_id=obj.pk, user=signed_in(request), **values
+                )
+                self._tell_dropped(request, data, updated)
+            else:
+                for key in ("env", "headers"):
+                    if key in shown:
+                        values[key] = data.get(key) or {}
+                created = services.toolset_create(
+                    user=signed_in(request), name=data["name"], **values
+                )
+                obj.pk = created.pk
+        except PlanError as error:
+            self.message_user(request, f"Toolset not saved: {error.message}", messages.ERROR)
+        if obj.pk:
+            obj.refresh_from_db()
+
+    def _tell_dropped(self, request: HttpRequest, data: dict[str, Any], saved: Toolset) -> None:
+        """Masked values the toolset no longer has: its destination changed, they stayed."""
+        for key in ("env", "headers"):
+            kept = getattr(saved, key) or {}
+            masked = [n for n, v in (data.get(key) or {}).items() if v == SECRET_MASK]
+            dropped = sorted(name for name in masked if name not in kept)
+            if dropped:
+                self.message_user(
+                    request,
+                    f"The toolset now connects somewhere else, so its stored {key} values were "
+                    f"not kept: {', '.join(dropped)}. Enter them again if the new destination "
+                    "needs them.",
+                    messages.WARNING,
+                )
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+        policies: dict[str, str | None] = {}
+        for row in formset.forms:
+            if not row.instance.pk:
+                continue
+            if "policy" in row.changed_data:
+                policies[row.instance.name] = row.cleaned_data["policy"]
+            elif "needs_review" in row.changed_data and not row.cleaned_data["needs_review"]:
+                # Reviewed, policy kept: set it again (null keeps following the default).
+                kept = row.instance.policy if row.instance.policy_overridden else None
+                policies[row.instance.name] = row.cleaned_data["policy"] if kept else None
+        if not policies:
+            return
+        try:
+            services.toolset_update(
+                toolset_id=form.instance.pk, user=signed_in(request), tool_policies=policies
+            )
+        except PlanError as error:
+            self.message_user(request, f"Policies not saved: {error.message}", messages.ERROR)
+
+    def delete_model(self, request: HttpRequest, obj: Toolset) -> None:
+        services.toolset_delete(toolset_id=obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for toolset in queryset:
+            services.toolset_delete(toolset_id=toolset.pk)
+
+    # Asking a server for its tools changes the toolset: the same permission as editing it.
+    @admin.action(description="Refresh tools from the server", permissions=["change"])
+    def refresh_tools(self, request: HttpRequest, queryset: QuerySet[Toolset]) -> None:
+        for toolset in queryset:
+            try:
+                result = services.toolset_refresh_tools(toolset_id=toolset.pk)
+            except PlanError as error:
+                self.message_user(request, error.message, messages.ERROR)
+                continue
+            self.message_user(
+                request,
+                f"{toolset.name}: {len(result.added)} added, {len(result.removed)} gone, "
+                f"{len(result.skipped)} skipped, {len(result.too_large)} too large"
+                + (f" ({', '.join(result.too_large)})." if result.too_large else "."),
+                messages.SUCCESS,
+            )
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(admin.ModelAdmin):
+    list_display = ("tool_name", "session", "status", "decided_by", "duration_ms", "created_at")
+    list_filter = ("status", "created_at")
+    search_fields = ("tool_name", "tool_call_id", "session__title")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

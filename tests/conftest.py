@@ -17,6 +17,16 @@ from planboard.services import Actor
 from tests.support.dns import FakeDNS
 from tests.support.env import require_or_skip
 
+# Fixtures that live beside the helpers they drive, for every test directory: the scripted
+# model, the MCP test servers, the fake OpenAI server, real processes and the test broker.
+# (pytest accepts `pytest_plugins` only in this top-level conftest.)
+pytest_plugins = [
+    "tests.support.scripted",
+    "tests.support.mcp_servers",
+    "tests.support.openai_server",
+    "tests.support.processes",
+]
+
 
 @pytest.fixture(autouse=True)
 def _no_dispatch(settings: Any) -> None:

@@ -12,9 +12,7 @@ from agents import loop
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 
 @pytest.fixture

@@ -12,9 +12,7 @@ from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Message, PlanEvent, State
 from planboard.services import Actor
 from tests.support.env import DISPATCHED
-from tests.support.scripted import ScriptedModel, call, do, error, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, call, do, error, say, tool_calls
 
 SUBTASKS = [
     {"name": "Book flights", "description": "Find flights", "expected_outcome": "Tickets"},

@@ -16,16 +16,8 @@ from django.db import connection
 from agents import external_tools, hints, loop, mcp_client
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
-from tests.support.mcp_servers import (
-    HttpServer,
-    http_toolset,
-    mcp_http,
-    notes_written,
-    stdio_toolset,
-)
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["mcp_http", "scripted_model"]  # fixtures, imported for pytest
+from tests.support.mcp_servers import HttpServer, http_toolset, notes_written, stdio_toolset
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 HINT_TAG = re.compile(r"<\s*/?\s*system-hint", re.IGNORECASE)
 

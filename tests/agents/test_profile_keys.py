@@ -18,9 +18,7 @@ from agents import llm, loop
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import AgentProfile, AgentRun, ChatSession
-from tests.support.openai_server import FakeOpenAI, openai_server
-
-__all__ = ["openai_server"]  # the fixture, imported for pytest
+from tests.support.openai_server import FakeOpenAI
 
 GLOBAL_KEY = "sk-test-123"  # what the `openai_server` fixture configures
 

@@ -16,9 +16,7 @@ from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask
 from planboard.services import Actor
 from tests.support import local_models
-from tests.support.scripted import ScriptedModel, call, do, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
 
 PLAN_TOOL_NAMES = {t["function"]["name"] for t in tools.TOOL_SCHEMAS}
 

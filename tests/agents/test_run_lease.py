@@ -17,9 +17,7 @@ from agents import loop
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message
-from tests.support.scripted import ScriptedModel, do, say, scripted_model
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, do, say
 
 
 @pytest.fixture

@@ -12,9 +12,7 @@ from agents import loop
 from planboard import broadcast, selectors, services
 from planboard.models import ChatSession, PlanEvent
 from planboard.services import Actor
-from tests.support.scripted import ScriptedModel, call, do, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
 
 
 @pytest.fixture

@@ -17,9 +17,7 @@ from agents.plan_view import ShownPlan
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Plan
 from planboard.services import Actor
-from tests.support.scripted import ScriptedModel, call, do, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
 
 
 def snapshot(plan: Plan) -> dict[str, Any]:

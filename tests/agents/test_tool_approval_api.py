@@ -11,10 +11,8 @@ from rest_framework.test import APIClient
 from agents import loop
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
-from tests.support.mcp_servers import HttpServer, http_toolset, mcp_http, notes_written
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["mcp_http", "scripted_model"]  # fixtures, imported for pytest
+from tests.support.mcp_servers import HttpServer, http_toolset, notes_written
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 pytestmark = pytest.mark.django_db
 

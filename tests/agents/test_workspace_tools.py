@@ -13,9 +13,7 @@ from agents import external_tools, loop
 from agents import workspace as agent_workspace
 from planboard import selectors, services, workspace
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset, WorkspaceFile
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 WRITE = "workspace__write_file"
 

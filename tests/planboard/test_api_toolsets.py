@@ -14,9 +14,7 @@ from rest_framework.test import APIClient
 
 from planboard import services
 from planboard.models import AgentRun, ChatSession, ToolCall, Toolset
-from tests.support.mcp_servers import API_KEY, HttpServer, mcp_http
-
-__all__ = ["mcp_http"]  # the fixture, imported for pytest
+from tests.support.mcp_servers import API_KEY, HttpServer
 
 pytestmark = pytest.mark.django_db
 

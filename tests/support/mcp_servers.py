@@ -4,7 +4,7 @@ client under test) and over streamable HTTP (served by uvicorn in a thread on a 
     toolset = stdio_toolset(superuser, notes=tmp_path / "notes.txt")  # may run programs
     toolset = http_toolset(staff, mcp_http)   # with the `mcp_http` fixture
 
-Import the fixtures you use into the test module (like `scripted_model`).
+The fixtures come with this module, a pytest plugin listed in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import uvicorn
 
 from planboard import services
 from planboard.models import Toolset
-from tests.support.mcp_test_server import build_server
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 API_KEY = "test-key-5f2c9e"
@@ -76,6 +75,9 @@ def _free_port() -> int:
 @pytest.fixture
 def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
     """The test server over streamable HTTP; it refuses requests without the API key."""
+    # Imported here: the MCP SDK takes a second to load, and every test run loads this plugin.
+    from tests.support.mcp_test_server import build_server
+
     notes = tmp_path / "http-notes.txt"
     app = build_server(str(notes)).streamable_http_app()
     port = _free_port()

@@ -40,11 +40,6 @@ def researcher(db: Any) -> Any:
     )
 
 
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
-
-
 def big_step(*calls: dict[str, Any]) -> ProviderReply:
     """An answer whose request the model reports as 100,000 prompt tokens."""
     return ProviderReply(tool_calls=list(calls), prompt_tokens=100_000)

@@ -20,11 +20,6 @@ from planboard.models import AgentRun, ChatSession, Message
 from tests.support.scripted import ScriptedModel, do, say
 
 
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
-
-
 def queued_run(session: ChatSession, user: Any) -> AgentRun:
     _, run = services.message_post(session_id=session.pk, author=user, content="Hello")
     return run

@@ -16,11 +16,6 @@ from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
 
 
 @pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
-
-
-@pytest.fixture
 def seen_events() -> Any:
     seen: list[dict[str, Any]] = []
     unsubscribe = broadcast.subscribe(

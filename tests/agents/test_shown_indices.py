@@ -33,12 +33,6 @@ def order(plan: Plan) -> list[str]:
 
 
 @pytest.fixture
-def agent(chat_session: ChatSession, user: Any) -> Actor:
-    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
-    return Actor.agent(run)
-
-
-@pytest.fixture
 def started(plan: Plan, agent: Actor) -> Plan:
     """Kyoto plan: 'Book flights' (in progress), 'Book hotel', 'Plan days'."""
     first = snapshot(plan)["subtasks"][0]["id"]

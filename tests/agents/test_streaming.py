@@ -44,10 +44,10 @@ def events() -> Iterator[list[tuple[float, dict[str, Any]]]]:
     unsubscribe()
 
 
-@pytest.fixture
-def session(user: Any, settings: Any) -> ChatSession:
+@pytest.fixture(autouse=True)
+def _stream_interval(settings: Any) -> None:
+    """Pinned (it is also the default): the flood test measures the gaps between deltas."""
     settings.PLANBOARD_STREAM_INTERVAL = 0.05
-    return services.session_create(owner=user, need_user_confirm=False)
 
 
 def start(session: ChatSession, user: Any) -> AgentRun:

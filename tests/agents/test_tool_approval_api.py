@@ -18,11 +18,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
-
-
-@pytest.fixture
 def remote(staff: Any, user: Any, mcp_http: HttpServer, session: ChatSession) -> Toolset:
     toolset = http_toolset(staff, mcp_http)
     response = client_for(user).patch(

@@ -13,12 +13,11 @@ from typing import Any, TypeVar
 
 import pytest
 from django.core.files.storage import default_storage
-from django.test import Client
-from rest_framework.test import APIClient
 
 from agents import workspace as agent_workspace
 from planboard import selectors, services, workspace
 from planboard.models import AgentRun, ChatSession, WorkspaceFile
+from tests.support.web import api_client_for, client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -58,8 +57,7 @@ def drained(response: Any) -> tuple[int, int]:
 def test_api_downloads_stream_in_chunks(
     big: WorkspaceFile, chat_session: ChatSession, user: Any
 ) -> None:
-    client = APIClient()
-    client.force_authenticate(user)
+    client = api_client_for(user)
     url = f"/api/sessions/{chat_session.pk}/files/big.txt"
     drained(client.get(url))  # the first request imports and builds what the API needs
     response, peak = peak_of(lambda: client.get(url))
@@ -77,8 +75,7 @@ def test_web_downloads_stream_and_stop_at_the_recorded_size(
     # The stored blob grew behind the row's back: only the recorded size is served.
     with default_storage.open(big.storage_name, "ab") as handle:
         handle.write(b"!" * 100_000)
-    client = Client()
-    client.force_login(user)
+    client = client_for(user)
     response = client.get(f"/sessions/{chat_session.pk}/files/big.txt")
     assert response.status_code == 200 and response.streaming
     body = response.getvalue()

@@ -5,11 +5,8 @@ the rest as it goes."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import tracemalloc
 import warnings
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from django.core.files.storage import default_storage
@@ -17,23 +14,12 @@ from django.core.files.storage import default_storage
 from agents import workspace as agent_workspace
 from planboard import selectors, services, workspace
 from planboard.models import AgentRun, ChatSession, WorkspaceFile
+from tests.support.memory import peak_of
 from tests.support.web import api_client_for, client_for
 
 pytestmark = pytest.mark.django_db
 
-T = TypeVar("T")
 SIZE = 4_000_000
-
-
-def peak_of(action: Callable[[], T]) -> tuple[T, int]:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        result = action()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 @pytest.fixture

@@ -17,6 +17,17 @@ from planboard.services import Actor
 from tests.support.dns import FakeDNS
 from tests.support.env import require_or_skip
 
+# Fixtures that live beside the helpers they drive, for every test directory: real processes
+# and the test broker, the scripted model, the MCP test servers, the fake OpenAI server.
+# (pytest accepts `pytest_plugins` only in this top-level conftest. A plugin imported by
+# another before its own turn loses pytest's assert rewriting, hence processes first.)
+pytest_plugins = [
+    "tests.support.processes",
+    "tests.support.scripted",
+    "tests.support.mcp_servers",
+    "tests.support.openai_server",
+]
+
 
 @pytest.fixture(autouse=True)
 def _no_dispatch(settings: Any) -> None:

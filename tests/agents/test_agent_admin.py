@@ -5,16 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from agents import loop
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 
 @pytest.fixture
@@ -25,34 +22,27 @@ def finished_run(user: Any, scripted_model: ScriptedModel) -> AgentRun:
     return loop.execute_run(run_id=run.pk)
 
 
-@pytest.fixture
-def admin_client_(client: Any, db: Any) -> Any:
-    admin = get_user_model().objects.create_superuser("root", password="pw-root-123")
-    client.force_login(admin)
-    return client
-
-
-def test_steps_are_listed_and_shown_read_only(admin_client_, finished_run: AgentRun):
+def test_steps_are_listed_and_shown_read_only(admin_client, finished_run: AgentRun):
     step = AgentStep.objects.filter(run=finished_run).order_by("number").first()
-    listing = admin_client_.get(reverse("admin:agents_agentstep_changelist"))
+    listing = admin_client.get(reverse("admin:agents_agentstep_changelist"))
     assert listing.status_code == 200
     assert b"get_subtask_count" in listing.content
 
-    detail = admin_client_.get(reverse("admin:agents_agentstep_change", args=[step.pk]))
+    detail = admin_client.get(reverse("admin:agents_agentstep_change", args=[step.pk]))
     assert detail.status_code == 200
     assert b"&lt;system-hint&gt;" in detail.content  # the hint the model saw
     assert b'name="hint"' not in detail.content  # shown, not editable
 
-    assert admin_client_.get(reverse("admin:agents_agentstep_add")).status_code == 403
-    deleted = admin_client_.post(
+    assert admin_client.get(reverse("admin:agents_agentstep_add")).status_code == 403
+    deleted = admin_client.post(
         reverse("admin:agents_agentstep_delete", args=[step.pk]), {"post": "yes"}
     )
     assert deleted.status_code == 403
     assert AgentStep.objects.filter(pk=step.pk).exists()
 
 
-def test_a_runs_page_shows_its_steps(admin_client_, finished_run: AgentRun):
-    page = admin_client_.get(reverse("admin:planboard_agentrun_change", args=[finished_run.pk]))
+def test_a_runs_page_shows_its_steps(admin_client, finished_run: AgentRun):
+    page = admin_client.get(reverse("admin:planboard_agentrun_change", args=[finished_run.pk]))
     assert page.status_code == 200
     assert b"agent step" in page.content.lower()
     assert page.content.count(b"get_subtask_count") >= 1

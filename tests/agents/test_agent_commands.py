@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from planboard.management.commands.ensure_demo_user import (
     DEFAULT_ADMIN_PASSWORD,
     DEFAULT_DEMO_PASSWORD,
 )
+from tests.support.processes import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # The embedded server gets a clean configuration: no Redis, its own SQLite file, the demo model.
@@ -95,22 +93,6 @@ def test_ensure_demo_user_refuses_public_passwords_in_production(db, settings, m
 
 
 # --- runembedded --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(check: Callable[[], Any], *, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -10,11 +10,8 @@ from agents import llm, loop, tools
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, Message
-from tests.support.openai_server import FakeOpenAI, openai_server
-from tests.support.scripted import ScriptedModel, call, error, say, scripted_model
-
-__all__ = ["openai_server", "scripted_model"]  # fixtures, imported for pytest
-
+from tests.support.openai_server import FakeOpenAI
+from tests.support.scripted import ScriptedModel, call, error, say
 
 MESSAGES = [{"role": "user", "content": "Plan a trip"}]
 

@@ -12,9 +12,8 @@ from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Message, PlanEvent, State
 from planboard.services import Actor
 from tests.support.env import DISPATCHED
-from tests.support.scripted import ScriptedModel, call, do, error, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.runs import drive, post
+from tests.support.scripted import ScriptedModel, call, do, error, say, tool_calls
 
 SUBTASKS = [
     {"name": "Book flights", "description": "Find flights", "expected_outcome": "Tickets"},
@@ -32,20 +31,6 @@ def create_plan_call(call_id: str | None = None) -> dict[str, Any]:
         expected_outcome="An itinerary",
         subtasks=SUBTASKS,
     )
-
-
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, title="Trip", need_user_confirm=False)
-
-
-def post(session: ChatSession, user: Any, text: str) -> AgentRun:
-    _, run = services.message_post(session_id=session.pk, author=user, content=text)
-    return run
-
-
-def run_to_stop(run: AgentRun) -> AgentRun:
-    return loop.execute_run(run_id=run.pk)
 
 
 def tool_results(session: ChatSession) -> list[Message]:
@@ -67,7 +52,7 @@ def test_full_run_plans_executes_and_finishes(session, user, scripted_model: Scr
             say("Your Kyoto trip is ready."),
         ]
     )
-    run = run_to_stop(post(session, user, "Plan a three-day trip to Kyoto"))
+    run = drive(post(session, user, "Plan a three-day trip to Kyoto"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     assert run.error == ""
@@ -139,7 +124,7 @@ def test_hint_is_rebuilt_from_the_database_before_every_call(
             say("Started."),
         ]
     )
-    run = run_to_stop(post(session, user, "Plan a three-day trip to Kyoto"))
+    run = drive(post(session, user, "Plan a three-day trip to Kyoto"))
     assert run.status == AgentRun.Status.SUCCEEDED
 
     first, second, third = (scripted_model.hint(i) for i in range(3))
@@ -165,14 +150,14 @@ def test_hint_is_rebuilt_from_the_database_before_every_call(
 
 def test_changes_made_between_runs_are_reported(session, user, scripted_model: ScriptedModel):
     scripted_model.script.extend([tool_calls(create_plan_call()), say("Plan made.")])
-    run_to_stop(post(session, user, "Plan a trip"))
+    drive(post(session, user, "Plan a trip"))
     plan_id = ChatSession.objects.get(pk=session.pk).current_plan_id
     snapshot = selectors.plan_snapshot(plan_id=plan_id)
     services.subtask_delete(
         plan_id=plan_id, actor=Actor.person(user), subtask_id=snapshot["subtasks"][1]["id"]
     )
     scripted_model.script.append(say("Noted."))
-    run_to_stop(post(session, user, "I removed the hotel step"))
+    drive(post(session, user, "I removed the hotel step"))
     hint = scripted_model.hint()
     assert "alice deleted subtask 'Book hotel' (it was at index 1)" in hint
     assert "- [ ] 1. Plan days" in hint
@@ -195,7 +180,7 @@ def test_bad_tool_calls_return_errors_and_the_run_continues(
             say("Sorry, let me answer directly."),
         ]
     )
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     results = tool_results(session)
@@ -229,7 +214,7 @@ def test_an_unexpected_tool_failure_becomes_an_error_result(
     scripted_model.script.extend(
         [tool_calls(call("get_subtask_count"), create_plan_call()), say("Planned.")]
     )
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     first, second = tool_results(session)
@@ -249,7 +234,7 @@ def test_reused_tool_call_ids_are_made_unique(session, user, scripted_model: Scr
             say("Started."),
         ]
     )
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     results = tool_results(session)
@@ -268,7 +253,7 @@ def test_reused_tool_call_ids_are_made_unique(session, user, scripted_model: Scr
 
 def test_transient_errors_are_retried(session, user, scripted_model: ScriptedModel):
     scripted_model.script.extend([error("rate_limit"), error("timeout"), say("Hello!")])
-    run = run_to_stop(post(session, user, "Hi there"))
+    run = drive(post(session, user, "Hi there"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     assert len(scripted_model.requests) == 3
@@ -281,7 +266,7 @@ def test_connection_errors_fail_the_run_after_three_attempts(
     session, user, scripted_model: ScriptedModel
 ):
     scripted_model.script.extend([error("connection", "no route to host")] * 3)
-    run = run_to_stop(post(session, user, "Hi there"))
+    run = drive(post(session, user, "Hi there"))
 
     assert run.status == AgentRun.Status.FAILED
     assert "could not be reached after 3 attempts" in run.error
@@ -295,7 +280,7 @@ def test_connection_errors_fail_the_run_after_three_attempts(
 
 def test_a_refused_request_fails_at_once(session, user, scripted_model: ScriptedModel):
     scripted_model.script.extend([error("auth", "invalid api key")])
-    run = run_to_stop(post(session, user, "Hi there"))
+    run = drive(post(session, user, "Hi there"))
 
     assert run.status == AgentRun.Status.FAILED
     assert "refused the request" in run.error and "invalid api key" in run.error
@@ -307,7 +292,7 @@ def test_step_limit_fails_the_run_with_a_readable_error(
 ):
     settings.PLANBOARD_AGENT_MAX_STEPS = 3
     scripted_model.script.extend([tool_calls(call("get_subtask_count"))] * 5)
-    run = run_to_stop(post(session, user, "Count forever"))
+    run = drive(post(session, user, "Count forever"))
 
     assert run.status == AgentRun.Status.FAILED
     assert "after 3 steps" in run.error and "PLANBOARD_AGENT_MAX_STEPS" in run.error
@@ -329,7 +314,7 @@ def test_cancel_while_the_model_thinks_discards_its_answer(
             tool_calls(create_plan_call()),
         ]
     )
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
 
     assert run.status == AgentRun.Status.CANCELLED
     assert run.finished_at is not None
@@ -353,7 +338,7 @@ def test_a_cancel_landing_while_the_answer_is_stored_discards_it(
 
     monkeypatch.setattr(services, "message_record_agent", record_then_cancel)
     scripted_model.script.append(tool_calls(create_plan_call()))
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
 
     assert run.status == AgentRun.Status.CANCELLED
     assert not Message.objects.filter(session=session, role=Message.Role.ASSISTANT).exists()
@@ -375,7 +360,7 @@ def test_cancel_between_steps_stops_before_the_next_call(
 
     monkeypatch.setattr(tools, "execute_tool_call", cancel_after)
     scripted_model.script.extend([tool_calls(create_plan_call()), say("never asked")])
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
 
     assert run.status == AgentRun.Status.CANCELLED
     assert len(scripted_model.requests) == 1
@@ -387,7 +372,7 @@ def test_a_run_cancelled_while_queued_never_calls_the_model(
 ):
     run = post(session, user, "Plan a trip")
     services.run_cancel(session_id=session.pk)
-    run = run_to_stop(run)
+    run = drive(run)
 
     assert run.status == AgentRun.Status.CANCELLED
     assert scripted_model.requests == []
@@ -403,7 +388,7 @@ def test_confirmation_pauses_the_run_and_the_next_message_resumes_it(
     scripted_model.script.extend(
         [tool_calls(create_plan_call()), say("Here is the plan. Shall I start?")]
     )
-    run = run_to_stop(post(session, user, "Plan a three-day trip to Kyoto"))
+    run = drive(post(session, user, "Plan a three-day trip to Kyoto"))
 
     assert run.status == AgentRun.Status.WAITING_FOR_USER
     assert run.finished_at is None
@@ -421,7 +406,7 @@ def test_confirmation_pauses_the_run_and_the_next_message_resumes_it(
             say("Working on the flights."),
         ]
     )
-    run = run_to_stop(resumed)
+    run = drive(resumed)
     assert run.status == AgentRun.Status.SUCCEEDED
     resumed_request = scripted_model.requests[2]
     assert resumed_request[-2] == {"role": "user", "content": "Go ahead"}
@@ -439,14 +424,14 @@ def test_a_plan_already_started_does_not_wait(user, scripted_model: ScriptedMode
             say("You asked me to go ahead, so I started."),
         ]
     )
-    run = run_to_stop(post(session, user, "Plan and book a trip to Kyoto right away"))
+    run = drive(post(session, user, "Plan and book a trip to Kyoto right away"))
     assert run.status == AgentRun.Status.SUCCEEDED
 
 
 def test_a_plain_answer_without_a_plan_succeeds(user, scripted_model: ScriptedModel):
     session = services.session_create(owner=user, need_user_confirm=True)
     scripted_model.script.append(say("Kyoto is in Japan."))
-    run = run_to_stop(post(session, user, "Where is Kyoto?"))
+    run = drive(post(session, user, "Where is Kyoto?"))
     assert run.status == AgentRun.Status.SUCCEEDED
 
 
@@ -460,7 +445,7 @@ def test_a_message_sent_during_a_run_is_seen_at_the_next_step(
         assert same_run.status == AgentRun.Status.RUNNING  # fed to the active run
 
     scripted_model.script.extend([do(user_writes), tool_calls(create_plan_call()), say("Added.")])
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     assert {"role": "user", "content": "Also add a tea ceremony"} in scripted_model.requests[1]
@@ -481,7 +466,7 @@ def test_a_message_sent_while_the_final_answer_is_written_is_not_lost(
             say("Sure, what is it?"),
         ]
     )
-    run = run_to_stop(post(session, user, "Hello agent"))
+    run = drive(post(session, user, "Hello agent"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     assert len(scripted_model.requests) == 2
@@ -527,7 +512,7 @@ def test_a_redelivered_run_finishes_pending_tool_calls_without_repeating_any(
         )
 
     scripted_model.script.append(say("Started on the flights."))
-    run = run_to_stop(run)
+    run = drive(run)
 
     assert run.status == AgentRun.Status.SUCCEEDED
     assert PlanEvent.objects.filter(action="plan_created").count() == 1
@@ -546,7 +531,7 @@ def test_a_redelivered_run_whose_final_answer_was_stored_just_finishes(
     services.message_record_agent(
         session_id=session.pk, run_id=run.pk, role="assistant", content="Hi!"
     )
-    run = run_to_stop(run)
+    run = drive(run)
 
     assert run.status == AgentRun.Status.SUCCEEDED
     assert scripted_model.requests == []  # the model is not asked twice
@@ -559,7 +544,7 @@ def test_a_step_interrupted_mid_call_is_marked_and_redone(
     run = services.run_start(run_id=post(session, user, "Hello").pk)
     AgentStep.objects.create(run=run, number=1, hint="(lost)")
     scripted_model.script.append(say("Hi!"))
-    run = run_to_stop(run)
+    run = drive(run)
 
     assert run.status == AgentRun.Status.SUCCEEDED
     steps = list(AgentStep.objects.filter(run=run).order_by("number"))
@@ -571,8 +556,8 @@ def test_a_step_interrupted_mid_call_is_marked_and_redone(
 
 def test_a_finished_run_delivered_again_does_nothing(session, user, scripted_model: ScriptedModel):
     scripted_model.script.append(say("Hi!"))
-    run = run_to_stop(post(session, user, "Hello"))
-    again = run_to_stop(run)
+    run = drive(post(session, user, "Hello"))
+    again = drive(run)
     assert again.status == AgentRun.Status.SUCCEEDED
     assert len(scripted_model.requests) == 1
 
@@ -611,7 +596,7 @@ def test_results_are_placed_after_their_call_even_if_the_user_wrote_in_between(
         tool_name="get_subtask_count",
     )
     scripted_model.script.append(say("OK"))
-    run_to_stop(run)
+    drive(run)
 
     assert scripted_model.roles(0) == ["system", "user", "assistant", "tool", "user", "user"]
     assert scripted_model.requests[0][4]["content"] == "Hurry up"
@@ -626,7 +611,7 @@ def test_calls_left_unexecuted_by_an_old_run_get_an_explanatory_result(
     )
     services.run_finish(run_id=old.pk, status="failed", error="crashed")
     scripted_model.script.append(say("OK"))
-    run_to_stop(post(session, user, "Try again"))
+    drive(post(session, user, "Try again"))
 
     request = scripted_model.requests[0]
     assert request[3]["role"] == "tool" and request[3]["content"] == prompts.NOT_EXECUTED
@@ -636,14 +621,14 @@ def test_history_is_trimmed_to_the_context_budget_but_the_plan_stays_in_the_hint
     session, user, settings, scripted_model: ScriptedModel
 ):
     scripted_model.script.extend([tool_calls(create_plan_call()), say("Planned.")])
-    run_to_stop(post(session, user, "Plan a trip " + "with many details " * 200))
+    drive(post(session, user, "Plan a trip " + "with many details " * 200))
     for n in range(6):
         scripted_model.script.append(say(f"Answer {n} " + "blah " * 300))
-        run_to_stop(post(session, user, f"Question {n} " + "more words " * 300))
+        drive(post(session, user, f"Question {n} " + "more words " * 300))
 
     settings.PLANBOARD_LLM_CONTEXT_TOKENS = 6000
     scripted_model.script.append(say("Short answer"))
-    run = run_to_stop(post(session, user, "Latest question"))
+    run = drive(post(session, user, "Latest question"))
 
     request = scripted_model.requests[-1]
     step = AgentStep.objects.get(run=run)
@@ -666,7 +651,7 @@ def test_the_newest_messages_are_kept_even_when_nothing_fits(
 ):
     settings.PLANBOARD_LLM_CONTEXT_TOKENS = 10
     scripted_model.script.append(say("OK"))
-    run = run_to_stop(post(session, user, "A long question " * 50))
+    run = drive(post(session, user, "A long question " * 50))
     assert run.status == AgentRun.Status.SUCCEEDED
     assert scripted_model.requests[0][1]["content"].startswith("A long question")
 
@@ -674,7 +659,7 @@ def test_the_newest_messages_are_kept_even_when_nothing_fits(
 def test_chinese_sessions_get_chinese_prompts_and_hints(user, scripted_model: ScriptedModel):
     session = services.session_create(owner=user, need_user_confirm=False)
     scripted_model.script.append(say("好的"))
-    run = run_to_stop(post(session, user, "帮我规划一次三天的京都旅行"))
+    run = drive(post(session, user, "帮我规划一次三天的京都旅行"))
     assert scripted_model.requests[0][0]["content"] == prompts.SYSTEM_PROMPTS["zh"]
     assert "当前会话还没有计划" in scripted_model.hint(0)
     assert AgentStep.objects.get(run=run).language == "zh"
@@ -683,7 +668,7 @@ def test_chinese_sessions_get_chinese_prompts_and_hints(user, scripted_model: Sc
 def test_the_session_language_setting_wins_over_detection(user, scripted_model: ScriptedModel):
     session = services.session_create(owner=user, need_user_confirm=False, language="zh")
     scripted_model.script.append(say("OK"))
-    run_to_stop(post(session, user, "Plan a trip to Kyoto please"))
+    drive(post(session, user, "Plan a trip to Kyoto please"))
     assert scripted_model.requests[0][0]["content"] == prompts.SYSTEM_PROMPTS["zh"]
 
 
@@ -713,7 +698,7 @@ def test_nudge_after_three_steps_without_a_plan_tool_at_most_twice(
     session.save()
     scripted_model.script.extend([tool_calls(call("search_the_web", query="x"))] * 11)
     scripted_model.script.append(say("Done searching."))
-    run = run_to_stop(post(session, user, "Research the flights"))
+    run = drive(post(session, user, "Research the flights"))
 
     assert run.status == AgentRun.Status.SUCCEEDED
     nudged = list(
@@ -740,7 +725,7 @@ def test_no_nudge_when_the_agent_keeps_the_plan_updated(user, plan, scripted_mod
             say("Still working."),
         ]
     )
-    run = run_to_stop(post(session, user, "Go"))
+    run = drive(post(session, user, "Go"))
     assert not AgentStep.objects.filter(run=run, nudged=True).exists()
 
 
@@ -755,6 +740,6 @@ def test_the_model_is_never_called_inside_a_transaction(
             say("Started."),
         ]
     )
-    run = run_to_stop(post(session, user, "Plan a trip"))
+    run = drive(post(session, user, "Plan a trip"))
     assert run.status == AgentRun.Status.SUCCEEDED
     assert scripted_model.in_transaction == [False, False, False]

@@ -19,10 +19,8 @@ from agents.models import AgentStep
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import AgentProfile, AgentRun, ChatSession, ProfileUsage
-from tests.support.openai_server import FakeOpenAI, openai_server
-from tests.support.scripted import ScriptedModel, call, scripted_model
-
-__all__ = ["openai_server", "scripted_model"]  # fixtures, imported for pytest
+from tests.support.openai_server import FakeOpenAI
+from tests.support.scripted import ScriptedModel, call
 
 # gpt-4o-mini's list price (litellm's price map): US dollars per token.
 MINI_INPUT = Decimal("0.15") / 1_000_000

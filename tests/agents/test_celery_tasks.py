@@ -9,9 +9,7 @@ import pytest
 from agents import tasks
 from planboard import services
 from planboard.models import AgentRun
-from tests.support.scripted import ScriptedModel, say, scripted_model
-
-__all__ = ["scripted_model"]
+from tests.support.scripted import ScriptedModel, say
 
 
 def test_the_task_is_durable():

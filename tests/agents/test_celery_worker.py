@@ -17,17 +17,17 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from celery import Celery
-from django.db import connection
 
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, State
+from tests.support.processes import database_url, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTATING_TOOLS = {"create_plan", "update_subtask_state", "finish_subtask", "finish_plan"}
@@ -53,16 +53,6 @@ def broker(redis_url: str, postgres: None, settings: Any) -> Iterator[dict[str, 
     settings.PLANBOARD_RUN_DISPATCHER = "tests.agents.test_celery_worker.send_to_test_worker"
     yield dict(TARGET)
     TARGET.clear()
-
-
-def database_url() -> str:
-    """The URL of the test database pytest-django created, for the worker processes."""
-    db = connection.settings_dict
-    auth = db["USER"] or ""
-    if db.get("PASSWORD"):
-        auth += f":{db['PASSWORD']}"
-    host = f"{auth}@{db['HOST'] or '127.0.0.1'}" if auth else db["HOST"] or "127.0.0.1"
-    return f"postgres://{host}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 class Workers:
@@ -133,16 +123,6 @@ def workers(tmp_path: Path, broker: dict[str, str]) -> Iterator[Workers]:
     pool.stop_all()
 
 
-def wait_for(check: Callable[[], Any], *, timeout: float, what: str, workers: Workers) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}; worker logs:\n{workers.logs()}")
-
-
 def run_status(run_id: int) -> str:
     return AgentRun.objects.get(pk=run_id).status
 
@@ -157,7 +137,7 @@ def test_a_worker_runs_the_agent_pauses_for_confirmation_and_resumes(user, worke
         lambda: run_status(run.pk) == AgentRun.Status.WAITING_FOR_USER,
         timeout=180,
         what="the plan to be presented",
-        workers=workers,
+        details=workers.logs,
     )
     plan = Plan.objects.get(pk=ChatSession.objects.get(pk=session.pk).current_plan_id)
     assert plan.subtasks.count() == 4 and plan.state == State.TODO
@@ -168,7 +148,7 @@ def test_a_worker_runs_the_agent_pauses_for_confirmation_and_resumes(user, worke
         lambda: run_status(run.pk) == AgentRun.Status.SUCCEEDED,
         timeout=180,
         what="the run to finish",
-        workers=workers,
+        details=workers.logs,
     )
     plan.refresh_from_db()
     assert plan.state == State.DONE
@@ -194,7 +174,7 @@ def test_a_run_survives_its_worker_being_killed(user, workers: Workers):
         thinking_after_some_work,
         timeout=180,
         what="a model call after the first subtask is done",
-        workers=workers,
+        details=workers.logs,
     )
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
@@ -210,7 +190,7 @@ def test_a_run_survives_its_worker_being_killed(user, workers: Workers):
         lambda: run_status(run.pk) == AgentRun.Status.SUCCEEDED,
         timeout=240,
         what="the redelivered run to finish",
-        workers=workers,
+        details=workers.logs,
     )
 
     run.refresh_from_db()

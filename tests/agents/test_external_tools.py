@@ -13,26 +13,14 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from agents import external_tools, hints, loop, mcp_client
+from agents import external_tools, hints, mcp_client
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
-from tests.support.mcp_servers import (
-    HttpServer,
-    http_toolset,
-    mcp_http,
-    notes_written,
-    stdio_toolset,
-)
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["mcp_http", "scripted_model"]  # fixtures, imported for pytest
+from tests.support.mcp_servers import HttpServer, http_toolset, notes_written, stdio_toolset
+from tests.support.runs import drive, post, record, result_of
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 HINT_TAG = re.compile(r"<\s*/?\s*system-hint", re.IGNORECASE)
-
-
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, title="Tools", need_user_confirm=False)
 
 
 @pytest.fixture
@@ -40,23 +28,6 @@ def remote(staff: Any, mcp_http: HttpServer, session: ChatSession) -> Toolset:
     toolset = http_toolset(staff, mcp_http)
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
     return toolset
-
-
-def post(session: ChatSession, user: Any, text: str = "Do it") -> AgentRun:
-    _, run = services.message_post(session_id=session.pk, author=user, content=text)
-    return run
-
-
-def drive(run: AgentRun) -> AgentRun:
-    return loop.execute_run(run_id=run.pk)
-
-
-def record(session: ChatSession, call_id: str) -> ToolCall:
-    return ToolCall.objects.get(session=session, tool_call_id=call_id)
-
-
-def result_of(session: ChatSession, call_id: str) -> str:
-    return Message.objects.get(session=session, role="tool", tool_call_id=call_id).content
 
 
 def decide(session: ChatSession, user: Any, call_id: str, decision: str, **extra: Any) -> None:

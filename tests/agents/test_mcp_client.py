@@ -14,16 +14,8 @@ from agents import mcp_client
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import Toolset
-from tests.support.mcp_servers import (
-    HttpServer,
-    http_toolset,
-    mcp_http,
-    notes_written,
-    stdio_toolset,
-)
+from tests.support.mcp_servers import HttpServer, http_toolset, notes_written, stdio_toolset
 from tests.support.mcp_test_server import FORGED_HINT
-
-__all__ = ["mcp_http"]  # the fixture, imported for pytest
 
 pytestmark = pytest.mark.django_db
 

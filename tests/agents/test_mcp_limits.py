@@ -9,11 +9,9 @@ own, so only the client's memory counts."""
 
 from __future__ import annotations
 
-import gc
 import sys
-import tracemalloc
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import httpx2
 import mcp_types
@@ -24,23 +22,11 @@ from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import Toolset
 from tests.support.mcp_servers import http_server_process, stdio_toolset
+from tests.support.memory import peak_of
 
 pytestmark = pytest.mark.django_db
 
-T = TypeVar("T")
 MIB = 1024 * 1024
-
-
-def peak_of(action: Callable[[], T]) -> tuple[T, int]:
-    """What `action` returns, and the most memory it held at once (bytes)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        result = action()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 @pytest.fixture

@@ -24,10 +24,8 @@ from planboard.log_redaction import RedactUrlCredentials
 from planboard.models import Toolset
 from tests.support.dns import FakeDNS
 from tests.support.env import settings_probe
-from tests.support.mcp_servers import API_KEY, HttpServer, mcp_http
+from tests.support.mcp_servers import API_KEY, HttpServer
 from tests.support.openai_server import FakeOpenAI
-
-__all__ = ["mcp_http"]  # the fixture, imported for pytest
 
 pytestmark = pytest.mark.django_db
 

@@ -11,16 +11,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
-from rest_framework.test import APIClient
 
 from agents import llm, loop
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import AgentProfile, AgentRun, ChatSession
-from tests.support.openai_server import FakeOpenAI, openai_server
-
-__all__ = ["openai_server"]  # the fixture, imported for pytest
+from tests.support.openai_server import FakeOpenAI
+from tests.support.web import api_client_for, client_for
 
 GLOBAL_KEY = "sk-test-123"  # what the `openai_server` fixture configures
 
@@ -174,8 +171,7 @@ def test_a_forbidden_variable_already_stored_is_never_read(
 
 
 def test_the_api_and_the_admin_refuse_a_forbidden_variable(staff_admin: Any) -> None:
-    api = APIClient()
-    api.force_authenticate(staff_admin)
+    api = api_client_for(staff_admin)
     response = api.post(
         "/api/profiles/", {"name": "x", "api_key_env": "DJANGO_SECRET_KEY"}, format="json"
     )
@@ -184,8 +180,7 @@ def test_the_api_and_the_admin_refuse_a_forbidden_variable(staff_admin: Any) -> 
 
     staff_admin.is_superuser = True
     staff_admin.save()
-    client = Client()
-    client.force_login(staff_admin)
+    client = client_for(staff_admin)
     page = client.post(
         "/admin/planboard/agentprofile/add/",
         {

@@ -16,9 +16,7 @@ from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask
 from planboard.services import Actor
 from tests.support import local_models
-from tests.support.scripted import ScriptedModel, call, do, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
 
 PLAN_TOOL_NAMES = {t["function"]["name"] for t in tools.TOOL_SCHEMAS}
 
@@ -40,11 +38,6 @@ def researcher(db: Any) -> Any:
         model="second/model-b",
         instructions="Always cite two sources.",
     )
-
-
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
 
 
 def big_step(*calls: dict[str, Any]) -> ProviderReply:

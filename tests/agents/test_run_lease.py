@@ -17,14 +17,7 @@ from agents import loop
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message
-from tests.support.scripted import ScriptedModel, do, say, scripted_model
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
-
-
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
+from tests.support.scripted import ScriptedModel, do, say
 
 
 def queued_run(session: ChatSession, user: Any) -> AgentRun:

@@ -17,9 +17,7 @@ from agents import mcp_client
 from agents.redaction import redact, toolset_secrets
 from planboard import services
 from planboard.models import Toolset
-from tests.support.mcp_servers import API_KEY, HttpServer, mcp_http, stdio_toolset
-
-__all__ = ["mcp_http"]  # the fixture, imported for pytest
+from tests.support.mcp_servers import API_KEY, HttpServer, stdio_toolset
 
 pytestmark = pytest.mark.django_db
 

@@ -6,20 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from agents import loop
 from planboard import broadcast, selectors, services
 from planboard.models import ChatSession, PlanEvent
 from planboard.services import Actor
-from tests.support.scripted import ScriptedModel, call, do, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
-
-
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
+from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
+from tests.support.web import api_client_for
 
 
 @pytest.fixture
@@ -126,8 +119,7 @@ def test_the_rest_history_carries_when_the_agent_saw_each_edit(
     session.refresh_from_db()
     plan_id = session.current_plan_id
     services.plan_update_info(plan_id=plan_id, actor=Actor.person(user), name="Better trip")
-    client = APIClient()
-    client.force_authenticate(user)
+    client = api_client_for(user)
     history = client.get(f"/api/plans/{plan_id}/events/").json()
     rows = history["results"] if isinstance(history, dict) else history
     edit = next(r for r in rows if r["action"] == "plan_updated")

@@ -17,9 +17,7 @@ from agents.plan_view import ShownPlan
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Plan
 from planboard.services import Actor
-from tests.support.scripted import ScriptedModel, call, do, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
 
 
 def snapshot(plan: Plan) -> dict[str, Any]:
@@ -32,12 +30,6 @@ def by_name(plan: Plan) -> dict[str, dict[str, Any]]:
 
 def order(plan: Plan) -> list[str]:
     return [s["name"] for s in snapshot(plan)["subtasks"]]
-
-
-@pytest.fixture
-def agent(chat_session: ChatSession, user: Any) -> Actor:
-    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
-    return Actor.agent(run)
 
 
 @pytest.fixture

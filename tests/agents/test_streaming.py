@@ -20,11 +20,9 @@ from agents.models import AgentStep
 from planboard import broadcast, selectors, services, streams
 from planboard.models import AgentRun, ChatSession, Message
 from tests.support.local_models import SCRIPTED, install
-from tests.support.openai_server import FakeOpenAI, openai_server
-from tests.support.scripted import call, say, scripted_model, tool_calls
+from tests.support.openai_server import FakeOpenAI
+from tests.support.scripted import call, say, tool_calls
 from tests.support.sockets import ORIGIN, TIMEOUT, cookie_for, open_socket, receive_until, run
-
-__all__ = ["openai_server", "scripted_model"]  # the fixtures, imported for pytest
 
 ANSWER = (
     "Here is what I found:\n\n- **Day 1**: Fushimi Inari early, then Gion.\n"
@@ -46,10 +44,10 @@ def events() -> Iterator[list[tuple[float, dict[str, Any]]]]:
     unsubscribe()
 
 
-@pytest.fixture
-def session(user: Any, settings: Any) -> ChatSession:
+@pytest.fixture(autouse=True)
+def _stream_interval(settings: Any) -> None:
+    """Pinned (it is also the default): the flood test measures the gaps between deltas."""
     settings.PLANBOARD_STREAM_INTERVAL = 0.05
-    return services.session_create(owner=user, need_user_confirm=False)
 
 
 def start(session: ChatSession, user: Any) -> AgentRun:

@@ -6,42 +6,29 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from agents import loop
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
-from tests.support.mcp_servers import HttpServer, http_toolset, mcp_http, notes_written
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["mcp_http", "scripted_model"]  # fixtures, imported for pytest
+from tests.support.mcp_servers import HttpServer, http_toolset, notes_written
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, need_user_confirm=False)
-
-
-@pytest.fixture
 def remote(staff: Any, user: Any, mcp_http: HttpServer, session: ChatSession) -> Toolset:
     toolset = http_toolset(staff, mcp_http)
-    response = client_for(user).patch(
+    response = api_client_for(user).patch(
         f"/api/sessions/{session.pk}/", {"toolsets": [toolset.pk]}, format="json"
     )
     assert response.status_code == 200, response.json()
     return toolset
 
 
-def client_for(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
 def decide(who: Any, session: ChatSession, call_id: str, **body: Any) -> Any:
-    return client_for(who).post(
+    return api_client_for(who).post(
         f"/api/sessions/{session.pk}/tool-calls/{call_id}/decision/", body, format="json"
     )
 
@@ -65,7 +52,7 @@ def test_approve_over_rest_runs_the_call_exactly_once(
         loop.execute_run(run_id=run.pk)
     assert notes_written(mcp_http.notes) == ["a"]
     assert AgentRun.objects.get(pk=run.pk).status == AgentRun.Status.SUCCEEDED
-    calls = client_for(user).get(f"/api/sessions/{session.pk}/tool-calls/").json()["results"]
+    calls = api_client_for(user).get(f"/api/sessions/{session.pk}/tool-calls/").json()["results"]
     assert [(c["status"], c["note"]) for c in calls] == [("succeeded", "go ahead")]
     assert calls[0]["duration_ms"] is not None
     assert Message.objects.filter(session=session, tool_call_id="w").count() == 1
@@ -109,7 +96,7 @@ def test_a_lead_cannot_approve_and_nothing_runs(
 ) -> None:  # fmt: skip
     run = start(session, user, scripted_model, call("remote__write_note", call_id="w", text="a"))
     assert decide(lead, session, "w", decision="approve").status_code == 403
-    listed = client_for(lead).get(f"/api/sessions/{session.pk}/tool-calls/")
+    listed = api_client_for(lead).get(f"/api/sessions/{session.pk}/tool-calls/")
     assert listed.status_code == 200 and listed.json()["results"][0]["status"] == "pending"
     assert loop.execute_run(run_id=run.pk).status == AgentRun.Status.WAITING_FOR_APPROVAL
     assert notes_written(mcp_http.notes) == []

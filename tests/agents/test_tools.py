@@ -57,13 +57,6 @@ def subtask_ids(plan: Plan) -> list[int]:
     return [s["id"] for s in selectors.plan_snapshot(plan_id=plan.pk)["subtasks"]]
 
 
-@pytest.fixture
-def agent(chat_session: ChatSession, user: Any) -> Actor:
-    """The agent acting through a real run of the session."""
-    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Plan Kyoto")
-    return Actor.agent(run)
-
-
 def assert_error_unchanged(
     session: ChatSession, actor: Actor, name: str, arguments: Any, *fragments: str
 ) -> str:

@@ -9,37 +9,14 @@ from typing import Any
 import pytest
 from django.core.files.storage import default_storage
 
-from agents import external_tools, loop
+from agents import external_tools
 from agents import workspace as agent_workspace
 from planboard import selectors, services, workspace
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset, WorkspaceFile
-from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
-
-__all__ = ["scripted_model"]  # the fixture, imported for pytest
+from tests.support.runs import drive, post, record, result_of
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 WRITE = "workspace__write_file"
-
-
-@pytest.fixture
-def session(user: Any) -> ChatSession:
-    return services.session_create(owner=user, title="Files", need_user_confirm=False)
-
-
-def post(session: ChatSession, user: Any, text: str = "Do it") -> AgentRun:
-    _, run = services.message_post(session_id=session.pk, author=user, content=text)
-    return run
-
-
-def drive(run: AgentRun) -> AgentRun:
-    return loop.execute_run(run_id=run.pk)
-
-
-def result_of(session: ChatSession, call_id: str) -> str:
-    return Message.objects.get(session=session, role="tool", tool_call_id=call_id).content
-
-
-def record(session: ChatSession, call_id: str) -> ToolCall:
-    return ToolCall.objects.get(session=session, tool_call_id=call_id)
 
 
 def stored(session: ChatSession, path: str) -> str:

@@ -10,16 +10,9 @@ from django.urls import reverse
 
 from planboard import selectors
 from planboard.models import Plan, PlanEvent
+from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client_(django_user_model: Any) -> Client:
-    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
-    client = Client()
-    client.force_login(admin)
-    return client
 
 
 def change_form_data(plan: Plan, **overrides: Any) -> dict[str, Any]:
@@ -47,9 +40,9 @@ def change_form_data(plan: Plan, **overrides: Any) -> dict[str, Any]:
     return data
 
 
-def test_inline_edits_go_through_services(admin_client_: Client, plan: Plan) -> None:
+def test_inline_edits_go_through_services(admin_client: Client, plan: Plan) -> None:
     url = reverse("admin:planboard_plan_change", args=[plan.pk])
-    assert admin_client_.get(url).status_code == 200
+    assert admin_client.get(url).status_code == 200
     data = change_form_data(
         plan,
         name="Kyoto in autumn",
@@ -59,7 +52,7 @@ def test_inline_edits_go_through_services(admin_client_: Client, plan: Plan) -> 
             "subtasks-2-DELETE": "on",
         },
     )
-    response = admin_client_.post(url, data)
+    response = admin_client.post(url, data)
     assert response.status_code == 302, response.content[:2000]
     snapshot = selectors.plan_snapshot(plan_id=plan.pk)
     assert snapshot["name"] == "Kyoto in autumn"
@@ -72,53 +65,52 @@ def test_inline_edits_go_through_services(admin_client_: Client, plan: Plan) -> 
     )
     assert sorted(actions) == sorted(
         [
-            ("plan_updated", "root"),
-            ("subtask_deleted", "root"),
-            ("subtask_updated", "root"),
-            ("subtask_state_changed", "root"),
+            ("plan_updated", "admin"),
+            ("subtask_deleted", "admin"),
+            ("subtask_updated", "admin"),
+            ("subtask_state_changed", "admin"),
         ]
     )
 
 
 def test_refused_inline_change_shows_error_and_changes_nothing(
-    admin_client_: Client, plan: Plan
+    admin_client: Client, plan: Plan
 ) -> None:
     url = reverse("admin:planboard_plan_change", args=[plan.pk])
     data = change_form_data(
         plan,
         **{"subtasks-0-state": "in_progress", "subtasks-1-state": "in_progress"},
     )
-    response = admin_client_.post(url, data, follow=True)
+    response = admin_client.post(url, data, follow=True)
     assert "only one subtask may be in progress" in response.content.decode()
     assert [s["state"] for s in selectors.plan_snapshot(plan_id=plan.pk)["subtasks"]] == [
         "todo"
     ] * 3
 
 
-def test_abandon_and_export_actions(admin_client_: Client, plan: Plan) -> None:
+def test_abandon_and_export_actions(admin_client: Client, plan: Plan) -> None:
     url = reverse("admin:planboard_plan_changelist")
-    response = admin_client_.post(url, {"action": "export_markdown", "_selected_action": [plan.pk]})
+    response = admin_client.post(url, {"action": "export_markdown", "_selected_action": [plan.pk]})
     body = response.content.decode()
     assert response["Content-Type"] == "text/markdown"
     assert "# Kyoto trip" in body and "0. [ ] **Book flights**" in body
-    admin_client_.post(url, {"action": "abandon_plans", "_selected_action": [plan.pk]})
+    admin_client.post(url, {"action": "abandon_plans", "_selected_action": [plan.pk]})
     plan.refresh_from_db()
-    assert plan.state == "abandoned" and "administrator root" in plan.outcome
+    assert plan.state == "abandoned" and "administrator admin" in plan.outcome
 
 
 def test_plans_cannot_be_deleted_and_members_are_kept_out(
-    admin_client_: Client, plan: Plan, user: Any
+    admin_client: Client, plan: Plan, user: Any
 ) -> None:
     delete_url = reverse("admin:planboard_plan_delete", args=[plan.pk])
-    assert admin_client_.get(delete_url).status_code == 403
-    member = Client()
-    member.force_login(user)
+    assert admin_client.get(delete_url).status_code == 403
+    member = client_for(user)
     response = member.get(reverse("admin:planboard_plan_change", args=[plan.pk]))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
-def test_admin_creates_plan_for_session(admin_client_: Client, chat_session: Any) -> None:
-    response = admin_client_.post(
+def test_admin_creates_plan_for_session(admin_client: Client, chat_session: Any) -> None:
+    response = admin_client.post(
         reverse("admin:planboard_plan_add"),
         {
             "session": chat_session.pk,
@@ -142,8 +134,8 @@ def test_admin_creates_plan_for_session(admin_client_: Client, chat_session: Any
     assert [s["name"] for s in snapshot["subtasks"]] == ["First step"]
 
 
-def test_session_admin_uses_services(admin_client_: Client, user: Any) -> None:
-    response = admin_client_.post(
+def test_session_admin_uses_services(admin_client: Client, user: Any) -> None:
+    response = admin_client.post(
         reverse("admin:planboard_chatsession_add"),
         {
             "owner": user.pk,

@@ -14,7 +14,9 @@ from django.test import Client
 
 from planboard import services
 from planboard.models import AgentRun, Plan, Toolset
+from tests.support.admin import toolset_form
 from tests.support.permissions import RUN_STDIO_TOOLSET, grant
+from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -22,27 +24,9 @@ ENV_SECRET = "tok-env-5e1f"
 HEADER_SECRET = "Bearer hdr-9a8b"
 
 
-def signed_in(person: Any) -> Client:
-    client = Client()
-    client.force_login(person)
-    return client
-
-
-def form(**overrides: Any) -> dict[str, Any]:
-    data = {
-        "name": "files",
-        "title": "Files",
-        "kind": "http",
-        "url": "https://tools.example.com/mcp",
-        "headers": "",
-        "enabled": "on",
-        "tools-TOTAL_FORMS": "0",
-        "tools-INITIAL_FORMS": "0",
-        "tools-MIN_NUM_FORMS": "0",
-        "tools-MAX_NUM_FORMS": "1000",
-    }
-    data.update(overrides)
-    return data
+def form(**fields: str | None) -> dict[str, Any]:
+    """The add form as posted by staff without `run_stdio_toolset`: it has no program fields."""
+    return toolset_form(**{"command": None, "args": None, "env": None, **fields})
 
 
 PROGRAM_FIELDS = ('name="command"', 'name="args"', 'name="env"')
@@ -68,7 +52,7 @@ def stored(toolset: Toolset) -> dict[str, Any]:
 
 
 def test_without_the_permission_the_add_form_offers_no_program(staff_admin: Any) -> None:
-    client = signed_in(staff_admin)
+    client = client_for(staff_admin)
     page = client.get("/admin/planboard/toolset/add/").content.decode()
     assert 'name="url"' in page
     assert not any(field in page for field in PROGRAM_FIELDS)
@@ -88,7 +72,7 @@ def test_without_the_permission_the_add_form_offers_no_program(staff_admin: Any)
 
 
 def test_without_the_permission_a_program_is_read_only(staff_admin: Any, program: Toolset) -> None:
-    client = signed_in(staff_admin)
+    client = client_for(staff_admin)
     url = f"/admin/planboard/toolset/{program.pk}/change/"
     page = client.get(url).content.decode()
     assert "/usr/bin/mcp-shell" in page and "SHELL_TOKEN" in page  # shown, read-only
@@ -113,7 +97,7 @@ def test_without_the_permission_a_program_is_read_only(staff_admin: Any, program
 
 def test_with_the_permission_the_admin_sets_up_programs(staff_admin: Any) -> None:
     runner = grant(staff_admin, RUN_STDIO_TOOLSET)
-    client = signed_in(runner)
+    client = client_for(runner)
     page = client.get("/admin/planboard/toolset/add/").content.decode()
     assert all(field in page for field in PROGRAM_FIELDS) and 'value="stdio"' in page
     program = form(
@@ -134,7 +118,7 @@ def test_staff_who_may_only_view_toolsets_never_see_secret_values(
         user=superuser, name="remote", kind="http", url="https://r.test/mcp",
         headers={"Authorization": HEADER_SECRET},
     )  # fmt: skip
-    viewer = signed_in(grant(staff, "planboard.view_toolset"))
+    viewer = client_for(grant(staff, "planboard.view_toolset"))
     for toolset in (program, remote):
         response = viewer.get(f"/admin/planboard/toolset/{toolset.pk}/change/")
         assert response.status_code == 200
@@ -153,9 +137,9 @@ def act(client: Client, model: str, action: str, pk: int) -> None:
 
 def test_abandoning_plans_takes_change_plan(staff: Any, plan: Plan) -> None:
     viewer = grant(staff, "planboard.view_plan")
-    act(signed_in(viewer), "plan", "abandon_plans", plan.pk)
+    act(client_for(viewer), "plan", "abandon_plans", plan.pk)
     assert Plan.objects.get(pk=plan.pk).state != "abandoned"
-    act(signed_in(grant(viewer, "planboard.change_plan")), "plan", "abandon_plans", plan.pk)
+    act(client_for(grant(viewer, "planboard.change_plan")), "plan", "abandon_plans", plan.pk)
     assert Plan.objects.get(pk=plan.pk).state == "abandoned"
 
 
@@ -163,10 +147,10 @@ def test_refreshing_tools_takes_change_toolset(staff: Any, chat_session: Any) ->
     workspace = Toolset.objects.get(kind=Toolset.Kind.BUILTIN)
     assert workspace.refreshed_at is None
     viewer = grant(staff, "planboard.view_toolset")
-    act(signed_in(viewer), "toolset", "refresh_tools", workspace.pk)
+    act(client_for(viewer), "toolset", "refresh_tools", workspace.pk)
     assert Toolset.objects.get(pk=workspace.pk).refreshed_at is None
     act(
-        signed_in(grant(viewer, "planboard.change_toolset")),
+        client_for(grant(viewer, "planboard.change_toolset")),
         "toolset",
         "refresh_tools",
         workspace.pk,
@@ -177,7 +161,9 @@ def test_refreshing_tools_takes_change_toolset(staff: Any, chat_session: Any) ->
 def test_cancelling_runs_takes_change_chatsession(staff: Any, user: Any, chat_session: Any) -> None:
     _, run = services.message_post(session_id=chat_session.pk, author=user, content="Go")
     viewer = grant(staff, "planboard.view_agentrun")
-    act(signed_in(viewer), "agentrun", "cancel_runs", run.pk)
+    act(client_for(viewer), "agentrun", "cancel_runs", run.pk)
     assert AgentRun.objects.get(pk=run.pk).status == "queued"
-    act(signed_in(grant(viewer, "planboard.change_chatsession")), "agentrun", "cancel_runs", run.pk)
+    act(
+        client_for(grant(viewer, "planboard.change_chatsession")), "agentrun", "cancel_runs", run.pk
+    )
     assert AgentRun.objects.get(pk=run.pk).status == "cancelled"

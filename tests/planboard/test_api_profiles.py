@@ -10,12 +10,7 @@ from rest_framework.test import APIClient
 
 from planboard import services
 from planboard.models import AgentProfile, ChatSession, Plan, SubTask
-
-
-def client_for(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
+from tests.support.web import api_client_for, client_for
 
 
 @pytest.fixture
@@ -29,14 +24,14 @@ def profiles(db: Any) -> dict[str, AgentProfile]:
 def test_everyone_lists_the_enabled_profiles_staff_see_all(
     user: Any, staff: Any, staff_admin: Any, profiles: dict[str, AgentProfile]
 ) -> None:
-    names = [p["name"] for p in client_for(user).get("/api/profiles/").json()]
+    names = [p["name"] for p in api_client_for(user).get("/api/profiles/").json()]
     assert names == ["researcher"]
     # Being staff is not enough: viewing profiles is a permission.
-    names = [p["name"] for p in client_for(staff).get("/api/profiles/").json()]
+    names = [p["name"] for p in api_client_for(staff).get("/api/profiles/").json()]
     assert names == ["researcher"]
-    names = [p["name"] for p in client_for(staff_admin).get("/api/profiles/").json()]
+    names = [p["name"] for p in api_client_for(staff_admin).get("/api/profiles/").json()]
     assert names == ["hidden", "researcher"]
-    assert client_for(user).get(f"/api/profiles/{profiles['hidden'].pk}/").status_code == 404
+    assert api_client_for(user).get(f"/api/profiles/{profiles['hidden'].pk}/").status_code == 404
     assert APIClient().get("/api/profiles/").status_code == 401
 
 
@@ -49,26 +44,27 @@ def test_only_staff_with_the_permissions_write_profiles(
         "api_key_env": "PLANBOARD_LLM_KEY_OPENAI",
     }
     for refused in (user, staff):
-        assert client_for(refused).post("/api/profiles/", body, format="json").status_code == 403
+        response = api_client_for(refused).post("/api/profiles/", body, format="json")
+        assert response.status_code == 403
     assert not AgentProfile.objects.filter(name="writer").exists()
     staff = staff_admin
-    response = client_for(staff).post("/api/profiles/", body, format="json")
+    response = api_client_for(staff).post("/api/profiles/", body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["api_key_env"] == "PLANBOARD_LLM_KEY_OPENAI"
     researcher = profiles["researcher"].pk
     patch = {"instructions": "Be brief."}
     assert (
-        client_for(user).patch(f"/api/profiles/{researcher}/", patch, format="json").status_code
+        api_client_for(user).patch(f"/api/profiles/{researcher}/", patch, format="json").status_code
         == 403
     )
     assert (
-        client_for(staff)
+        api_client_for(staff)
         .patch(f"/api/profiles/{researcher}/", patch, format="json")
         .json()["instructions"]
         == "Be brief."
     )
-    assert client_for(user).delete(f"/api/profiles/{researcher}/").status_code == 403
-    assert client_for(staff).delete(f"/api/profiles/{researcher}/").status_code == 204
+    assert api_client_for(user).delete(f"/api/profiles/{researcher}/").status_code == 403
+    assert api_client_for(staff).delete(f"/api/profiles/{researcher}/").status_code == 204
     assert not AgentProfile.objects.filter(pk=researcher).exists()
 
 
@@ -84,7 +80,7 @@ def test_only_staff_with_the_permissions_write_profiles(
 def test_bad_profiles_are_refused_clearly(
     staff_admin: Any, profiles: dict[str, AgentProfile], body: dict[str, Any], message: str
 ) -> None:
-    response = client_for(staff_admin).post("/api/profiles/", body, format="json")
+    response = api_client_for(staff_admin).post("/api/profiles/", body, format="json")
     assert response.status_code == 400 and message in response.json()["error"]
 
 
@@ -98,20 +94,20 @@ def test_session_plan_mode_profile_and_budget_over_the_api(
         "budget_usd": "2.50",
         "budget_tokens": 5000,
     }
-    response = client_for(user).patch(url, body, format="json")
+    response = api_client_for(user).patch(url, body, format="json")
     assert response.status_code == 200, response.json()
     data = response.json()
     assert (data["plan_mode"], data["profile"]) == (False, "researcher")
     assert (data["budget_usd"], data["budget_tokens"]) == (2.5, 5000)
     assert (data["spent_usd"], data["spent_tokens"]) == (0.0, 0)
-    refused = client_for(user).patch(url, {"profile": "hidden"}, format="json")
+    refused = api_client_for(user).patch(url, {"profile": "hidden"}, format="json")
     assert (
         refused.status_code == 400 and "no agent profile named 'hidden'" in refused.json()["error"]
     )
-    negative = client_for(user).patch(url, {"budget_usd": -1}, format="json")
+    negative = api_client_for(user).patch(url, {"budget_usd": -1}, format="json")
     assert negative.status_code == 400
-    assert client_for(lead).patch(url, {"plan_mode": True}, format="json").status_code == 403
-    cleared = client_for(user).patch(url, {"profile": None, "budget_usd": None}, format="json")
+    assert api_client_for(lead).patch(url, {"plan_mode": True}, format="json").status_code == 403
+    cleared = api_client_for(user).patch(url, {"profile": None, "budget_usd": None}, format="json")
     assert (cleared.json()["profile"], cleared.json()["budget_usd"]) == (None, None)
 
 
@@ -121,16 +117,16 @@ def test_a_cards_profile_is_set_and_cleared_over_the_api(
     subtask = SubTask.objects.filter(plan=plan).order_by("position").first()
     assert subtask is not None
     url = f"/api/plans/{plan.pk}/subtasks/{subtask.pk}/"
-    response = client_for(user).patch(url, {"agent": "researcher"}, format="json")
+    response = api_client_for(user).patch(url, {"agent": "researcher"}, format="json")
     assert response.status_code == 200, response.json()
     card = next(s for s in response.json()["plan"]["subtasks"] if s["id"] == subtask.pk)
     assert card["agent"] == "researcher"
-    unknown = client_for(user).patch(url, {"agent": "ghost"}, format="json")
+    unknown = api_client_for(user).patch(url, {"agent": "ghost"}, format="json")
     assert unknown.status_code == 400 and "ghost" in unknown.json()["error"]
-    cleared = client_for(user).patch(url, {"agent": ""}, format="json")
+    cleared = api_client_for(user).patch(url, {"agent": ""}, format="json")
     card = next(s for s in cleared.json()["plan"]["subtasks"] if s["id"] == subtask.pk)
     assert card["agent"] is None
-    added = client_for(user).post(
+    added = api_client_for(user).post(
         f"/api/plans/{plan.pk}/subtasks/", {"name": "New", "agent": "researcher"}, format="json"
     )
     assert added.status_code == 201, added.json()
@@ -138,13 +134,11 @@ def test_a_cards_profile_is_set_and_cleared_over_the_api(
 
 
 def test_staff_limit_a_profile_to_toolsets_over_the_api_and_in_admin(staff_admin: Any) -> None:
-    from django.test import Client
 
     maps = services.toolset_create(
         user=staff_admin, name="maps", kind="http", url="http://maps.test"
     )
-    client = Client()
-    client.force_login(staff_admin)
+    client = client_for(staff_admin)
     created = client.post(
         "/api/profiles/",
         {"name": "scout", "toolsets": [maps.pk]},

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -17,19 +16,6 @@ from planboard.models import MESSAGE_MAX, NAME_MAX, AgentRun, ChatSession, Messa
 from tests.support import env
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
-@pytest.fixture(autouse=True)
-def _fresh_throttle_counts() -> None:
-    # Throttle history lives in the cache; each test starts with none.
-    cache.clear()
 
 
 def assert_error(response: Any, status: int, *words: str) -> dict[str, Any]:

@@ -14,9 +14,8 @@ from rest_framework.test import APIClient
 
 from planboard import services
 from planboard.models import AgentRun, ChatSession, ToolCall, Toolset
-from tests.support.mcp_servers import API_KEY, HttpServer, mcp_http
-
-__all__ = ["mcp_http"]  # the fixture, imported for pytest
+from tests.support.mcp_servers import API_KEY, HttpServer
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -25,12 +24,6 @@ LISTED = [
     {"name": "search", "input_schema": {"type": "object"}, "read_only": True},
     {"name": "write", "input_schema": {"type": "object"}},
 ]
-
-
-def client_for(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture
@@ -66,7 +59,7 @@ def test_people_list_usable_toolsets_staff_see_configuration_never_secrets(
     user: Any, staff: Any, staff_admin: Any, files: Toolset, hidden: Toolset
 ) -> None:
     for person in (user, staff):  # bare staff see what a member sees
-        response = client_for(person).get("/api/toolsets/")
+        response = api_client_for(person).get("/api/toolsets/")
         assert response.status_code == 200
         (only,) = [t for t in response.json() if t["kind"] != "builtin"]  # besides the workspace
         assert (only["name"], only["kind"], only["enabled"]) == ("files", "http", True)
@@ -75,9 +68,9 @@ def test_people_list_usable_toolsets_staff_see_configuration_never_secrets(
             ("write", "ask"),
         ]
         assert not {"command", "args", "url", "env_names", "header_names"} & set(only)
-        assert client_for(person).get(f"/api/toolsets/{hidden.pk}/").status_code == 404
+        assert api_client_for(person).get(f"/api/toolsets/{hidden.pk}/").status_code == 404
 
-    response = client_for(staff_admin).get("/api/toolsets/")
+    response = api_client_for(staff_admin).get("/api/toolsets/")
     body = response.content.decode()
     rows = {t["name"]: t for t in response.json()}
     assert set(rows) == {"files", "shell", "workspace"}
@@ -94,27 +87,27 @@ def test_only_staff_with_the_permissions_write_toolsets(
     body = {"name": "web", "kind": "http", "url": "https://web.test/mcp", "headers": {"X-K": "v"}}
     before = list(Toolset.objects.values())
     for person in (user, lead, staff):
-        assert client_for(person).post("/api/toolsets/", body, format="json").status_code == 403
-        patch = client_for(person).patch(f"/api/toolsets/{files.pk}/", {"title": "x"}, "json")
+        assert api_client_for(person).post("/api/toolsets/", body, format="json").status_code == 403
+        patch = api_client_for(person).patch(f"/api/toolsets/{files.pk}/", {"title": "x"}, "json")
         assert patch.status_code == 403
-        assert client_for(person).delete(f"/api/toolsets/{files.pk}/").status_code == 403
-        refresh = client_for(person).post(f"/api/toolsets/{files.pk}/refresh/")
+        assert api_client_for(person).delete(f"/api/toolsets/{files.pk}/").status_code == 403
+        refresh = api_client_for(person).post(f"/api/toolsets/{files.pk}/refresh/")
         assert refresh.status_code == 403
     assert list(Toolset.objects.values()) == before
     staff = staff_admin
-    created = client_for(staff).post("/api/toolsets/", body, format="json")
+    created = api_client_for(staff).post("/api/toolsets/", body, format="json")
     assert created.status_code == 201, created.json()
     assert created.json()["header_names"] == ["X-K"] and "v" not in created.json().values()
     # A program on the workers needs more than add_toolset.
     program = {"name": "prog", "kind": "stdio", "command": "/bin/mcp", "args": ["--ro"]}
-    refused = client_for(staff).post("/api/toolsets/", program, format="json")
+    refused = api_client_for(staff).post("/api/toolsets/", program, format="json")
     assert refused.status_code == 403 and "run_stdio_toolset" in refused.json()["error"]
     assert not Toolset.objects.filter(name="prog").exists()
-    made = client_for(superuser).post("/api/toolsets/", program, format="json")
+    made = api_client_for(superuser).post("/api/toolsets/", program, format="json")
     assert made.status_code == 201 and made.json()["args"] == ["--ro"]
 
     url = f"/api/toolsets/{files.pk}/"
-    patched = client_for(staff).patch(
+    patched = api_client_for(staff).patch(
         url,
         {"headers": {"X-Team": "blue"}, "tool_policies": {"search": "ask", "write": "never"}},
         format="json",
@@ -124,7 +117,7 @@ def test_only_staff_with_the_permissions_write_toolsets(
     tools = {t["name"]: t for t in patched.json()["tools"]}
     assert tools["search"]["policy"] == "ask" and tools["search"]["policy_overridden"]
     assert Toolset.objects.get(pk=files.pk).headers["Authorization"] == SECRET  # kept unseen
-    assert client_for(staff).delete(url).status_code == 204
+    assert api_client_for(staff).delete(url).status_code == 204
     assert not Toolset.objects.filter(pk=files.pk).exists()
 
 
@@ -140,7 +133,7 @@ def test_only_staff_with_the_permissions_write_toolsets(
 def test_bad_toolsets_are_refused_clearly(
     staff_admin: Any, body: dict[str, Any], message: str
 ) -> None:
-    response = client_for(staff_admin).post("/api/toolsets/", body, format="json")
+    response = api_client_for(staff_admin).post("/api/toolsets/", body, format="json")
     assert response.status_code == 400 and message in response.json()["error"], response.json()
 
 
@@ -149,7 +142,7 @@ def test_staff_refresh_tools_from_a_real_server(staff_admin: Any, mcp_http: Http
     toolset = services.toolset_create(
         user=staff, name="remote", kind="http", url=mcp_http.url, headers={"X-Api-Key": API_KEY}
     )
-    response = client_for(staff).post(f"/api/toolsets/{toolset.pk}/refresh/")
+    response = api_client_for(staff).post(f"/api/toolsets/{toolset.pk}/refresh/")
     assert response.status_code == 200, response.json()
     assert {"echo", "write_note"} <= set(response.json()["added"])
     tools = {t["name"]: t for t in response.json()["toolset"]["tools"]}
@@ -158,7 +151,7 @@ def test_staff_refresh_tools_from_a_real_server(staff_admin: Any, mcp_http: Http
     assert API_KEY not in response.content.decode()
 
     gone = services.toolset_create(user=staff, name="gone", kind="http", url="http://127.0.0.1:9")
-    failed = client_for(staff).post(f"/api/toolsets/{gone.pk}/refresh/")
+    failed = api_client_for(staff).post(f"/api/toolsets/{gone.pk}/refresh/")
     assert failed.status_code == 400
     assert failed.json()["code"] == "toolset_unreachable"
     assert "toolset 'gone'" in failed.json()["error"]
@@ -172,22 +165,22 @@ def test_the_owner_enables_toolsets_in_a_session(
     chat_session: ChatSession, files: Toolset, hidden: Toolset,
 ) -> None:  # fmt: skip
     url = f"/api/sessions/{chat_session.pk}/"
-    response = client_for(user).patch(url, {"toolsets": [files.pk]}, format="json")
+    response = api_client_for(user).patch(url, {"toolsets": [files.pk]}, format="json")
     assert response.status_code == 200, response.json()
     assert response.json()["toolsets"] == [files.pk]
-    assert client_for(user).get(url).json()["toolsets"] == [files.pk]
-    assert client_for(lead).patch(url, {"toolsets": []}, format="json").status_code == 403
-    assert client_for(other_user).patch(url, {"toolsets": []}, format="json").status_code == 404
-    assert client_for(staff).patch(url, {"toolsets": []}, format="json").status_code == 404
-    refused = client_for(user).patch(url, {"toolsets": [hidden.pk]}, format="json")
+    assert api_client_for(user).get(url).json()["toolsets"] == [files.pk]
+    assert api_client_for(lead).patch(url, {"toolsets": []}, format="json").status_code == 403
+    assert api_client_for(other_user).patch(url, {"toolsets": []}, format="json").status_code == 404
+    assert api_client_for(staff).patch(url, {"toolsets": []}, format="json").status_code == 404
+    refused = api_client_for(user).patch(url, {"toolsets": [hidden.pk]}, format="json")
     assert refused.status_code == 400 and refused.json()["code"] == "unknown_toolset"
-    bad = client_for(user).patch(url, {"toolsets": ["files"]}, format="json")
+    bad = api_client_for(user).patch(url, {"toolsets": ["files"]}, format="json")
     assert bad.status_code == 400
     # Settings and toolsets change together, or not at all.
-    both = client_for(user).patch(url, {"title": "New", "toolsets": [hidden.pk]}, format="json")
+    both = api_client_for(user).patch(url, {"title": "New", "toolsets": [hidden.pk]}, format="json")
     assert both.status_code == 400
     assert ChatSession.objects.get(pk=chat_session.pk).title == "Trip"
-    cleared = client_for(staff_admin).patch(url, {"toolsets": [], "title": "T"}, format="json")
+    cleared = api_client_for(staff_admin).patch(url, {"toolsets": [], "title": "T"}, format="json")
     assert cleared.json()["toolsets"] == [] and cleared.json()["title"] == "T"
 
 
@@ -217,24 +210,24 @@ def test_calls_are_read_by_whoever_reads_the_session(
 ) -> None:  # fmt: skip
     url = f"/api/sessions/{chat_session.pk}/tool-calls/"
     for reader in (user, lead, staff_admin):
-        response = client_for(reader).get(url)
+        response = api_client_for(reader).get(url)
         assert response.status_code == 200
         assert [c["tool_call_id"] for c in response.json()["results"]] == ["c1", "c2"]
     for stranger in (other_user, staff):
-        assert client_for(stranger).get(url).status_code == 404
+        assert api_client_for(stranger).get(url).status_code == 404
     assert APIClient().get(url).status_code == 401
-    first = client_for(user).get(url).json()["results"][0]
+    first = api_client_for(user).get(url).json()["results"][0]
     assert (first["status"], first["tool_name"], first["arguments"]) == (
         "pending",
         "files__write",
         {"path": "a"},
     )
-    snapshot = client_for(user).get(f"/api/sessions/{chat_session.pk}/").json()
+    snapshot = api_client_for(user).get(f"/api/sessions/{chat_session.pk}/").json()
     assert [c["tool_call_id"] for c in snapshot["pending_tool_calls"]] == ["c1", "c2"]
     assert snapshot["latest_run"]["status"] == "waiting_for_approval"
     assert snapshot["latest_run"]["pause_reason"] == "approval"
-    assert client_for(user).get(url + "?status=denied").json()["results"] == []
-    assert client_for(user).get(url + "?status=maybe").status_code == 400
+    assert api_client_for(user).get(url + "?status=denied").json()["results"] == []
+    assert api_client_for(user).get(url + "?status=maybe").status_code == 400
 
 
 def test_the_owner_or_staff_decide_a_lead_cannot(
@@ -242,17 +235,13 @@ def test_the_owner_or_staff_decide_a_lead_cannot(
     chat_session: ChatSession, pending: AgentRun,
 ) -> None:  # fmt: skip
     approve = {"decision": "approve"}
-    assert client_for(lead).post(decision_url(chat_session, "c1"), approve, "json").status_code == (
-        403
-    )
+    url = decision_url(chat_session, "c1")
+    assert api_client_for(lead).post(url, approve, "json").status_code == 403
     for stranger in (other_user, staff):
-        assert (
-            client_for(stranger).post(decision_url(chat_session, "c1"), approve, "json").status_code
-            == 404
-        )
+        assert api_client_for(stranger).post(url, approve, "json").status_code == 404
     assert ToolCall.objects.get(tool_call_id="c1").status == "pending"
 
-    denied = client_for(user).post(
+    denied = api_client_for(user).post(
         decision_url(chat_session, "c1"), {"decision": "deny", "note": "Not now"}, "json"
     )
     assert denied.status_code == 200, denied.json()
@@ -260,10 +249,10 @@ def test_the_owner_or_staff_decide_a_lead_cannot(
     assert denied.json()["tool_call"]["note"] == "Not now"
     assert denied.json()["tool_call"]["decided_by"] == "alice"
     assert denied.json()["run"]["status"] == "waiting_for_approval"  # c2 still waits
-    approved = client_for(staff_admin).post(decision_url(chat_session, "c2"), approve, "json")
+    approved = api_client_for(staff_admin).post(decision_url(chat_session, "c2"), approve, "json")
     assert approved.json()["tool_call"]["decided_by"] == "boss"
     assert approved.json()["run"]["status"] == "queued"
-    again = client_for(user).post(decision_url(chat_session, "c2"), approve, "json")
+    again = api_client_for(user).post(decision_url(chat_session, "c2"), approve, "json")
     assert again.status_code == 400 and again.json()["code"] == "already_decided"
 
 
@@ -282,7 +271,7 @@ def test_bad_decisions_are_refused(
     user: Any, chat_session: ChatSession, pending: AgentRun, call_id: str,
     body: dict[str, Any], status: int,
 ) -> None:  # fmt: skip
-    response = client_for(user).post(decision_url(chat_session, call_id), body, format="json")
+    response = api_client_for(user).post(decision_url(chat_session, call_id), body, format="json")
     assert response.status_code == status, response.json()
     assert ToolCall.objects.get(tool_call_id="c1").status == "pending"
 

@@ -31,6 +31,7 @@ from planboard.models import (
     Toolset,
 )
 from tests.support.permissions import ADMIN_APPS, grant
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -187,12 +188,6 @@ def all_admin_permissions_but(missing: str) -> list[str]:
     return [name for name in names if name != missing]
 
 
-def client_for(person: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(person)
-    return client
-
-
 def assert_refused(response: Any) -> None:
     assert response.status_code in (403, 404), response.content
     assert response.json()["error"]
@@ -204,7 +199,7 @@ def test_bare_staff_are_refused_and_nothing_changes(
 ) -> None:
     _, call = WRITES[endpoint]
     before = everything()
-    assert_refused(call(client_for(staff), world))
+    assert_refused(call(api_client_for(staff), world))
     assert everything() == before
 
 
@@ -212,7 +207,7 @@ def test_bare_staff_are_refused_and_nothing_changes(
 def test_staff_with_exactly_the_permissions_succeed(world: World, endpoint: str) -> None:
     perms, call = WRITES[endpoint]
     before = everything()
-    response = call(client_for(staff_with("exact", list(perms))), world)
+    response = call(api_client_for(staff_with("exact", list(perms))), world)
     assert response.status_code in (200, 201, 202, 204), response.content
     assert everything() != before
 
@@ -225,7 +220,7 @@ def test_every_other_permission_is_not_enough(world: World, endpoint: str, missi
     _, call = WRITES[endpoint]
     almost = staff_with("almost", all_admin_permissions_but(missing))
     before = everything()
-    assert_refused(call(client_for(almost), world))
+    assert_refused(call(api_client_for(almost), world))
     assert everything() == before
 
 
@@ -233,7 +228,7 @@ def test_every_other_permission_is_not_enough(world: World, endpoint: str, missi
 def test_superusers_succeed(world: World, superuser: Any, endpoint: str) -> None:
     _, call = WRITES[endpoint]
     before = everything()
-    response = call(client_for(superuser), world)
+    response = call(api_client_for(superuser), world)
     assert response.status_code in (200, 201, 202, 204), response.content
     assert everything() != before
 
@@ -243,8 +238,8 @@ def test_staff_without_is_staff_rights_are_members(world: World, user: Any) -> N
     holder = User.objects.create_user("holder")  # not staff
     holder = grant(holder, "planboard.change_plan", "planboard.view_plan")
     before = everything()
-    assert client_for(holder).get(f"/api/plans/{world.plan.pk}/").status_code == 404
-    assert_refused(WRITES["edit plan"][1](client_for(holder), world))
+    assert api_client_for(holder).get(f"/api/plans/{world.plan.pk}/").status_code == 404
+    assert_refused(WRITES["edit plan"][1](api_client_for(holder), world))
     assert everything() == before
 
 
@@ -275,9 +270,9 @@ def test_reading_others_work_takes_the_view_or_change_permission(
     viewer = staff_with("viewer", [f"planboard.view_{model}"])
     changer = staff_with("changer", [f"planboard.change_{model}"])  # implies view, as in admin
     for name, call in reads.items():
-        assert call(client_for(staff), world).status_code == 404, name
-        assert call(client_for(viewer), world).status_code == 200, name
-        assert call(client_for(changer), world).status_code == 200, name
+        assert call(api_client_for(staff), world).status_code == 404, name
+        assert call(api_client_for(viewer), world).status_code == 200, name
+        assert call(api_client_for(changer), world).status_code == 200, name
 
 
 CONFIGURATION = {"command", "args", "env_names", "url", "header_names"}
@@ -288,18 +283,18 @@ def test_toolset_configuration_is_for_staff_who_may_view_toolsets(
 ) -> None:
     services.toolset_update(toolset_id=world.toolset.pk, user=None, enabled=False)
     for person in (user, staff):
-        rows = client_for(person).get("/api/toolsets/").json()
+        rows = api_client_for(person).get("/api/toolsets/").json()
         assert [t["name"] for t in rows] == ["workspace"]  # the disabled one is hidden
         assert not CONFIGURATION & set(rows[0])
-        detail = client_for(person).get(f"/api/toolsets/{world.toolset.pk}/")
+        detail = api_client_for(person).get(f"/api/toolsets/{world.toolset.pk}/")
         assert detail.status_code == 404
     viewer = staff_with("viewer", ["planboard.view_toolset"])
-    rows = {t["name"]: t for t in client_for(viewer).get("/api/toolsets/").json()}
+    rows = {t["name"]: t for t in api_client_for(viewer).get("/api/toolsets/").json()}
     assert set(rows) == {"files", "workspace"}
     assert CONFIGURATION <= set(rows["files"])
     assert rows["files"]["url"] == "https://tools.example.com/mcp"
     # Seeing is not changing.
-    assert_refused(client_for(viewer).patch(f"/api/toolsets/{world.toolset.pk}/", {}, "json"))
+    assert_refused(api_client_for(viewer).patch(f"/api/toolsets/{world.toolset.pk}/", {}, "json"))
 
 
 PUBLIC_PROFILE = {"id", "name", "title", "description", "model"}
@@ -320,7 +315,7 @@ def test_profiles_show_their_setup_only_to_staff_who_may_view_profiles(
         budget_usd=3,
     )
     for person in (user, lead, staff):
-        client = client_for(person)
+        client = api_client_for(person)
         (listed,) = client.get("/api/profiles/").json()
         detail = client.get(f"/api/profiles/{profile.pk}/").json()
         for body in (listed, detail):
@@ -334,7 +329,7 @@ def test_profiles_show_their_setup_only_to_staff_who_may_view_profiles(
         )
     viewer = staff_with("viewer", ["planboard.view_agentprofile"])
     for person in (viewer, superuser):
-        body = client_for(person).get(f"/api/profiles/{profile.pk}/").json()
+        body = api_client_for(person).get(f"/api/profiles/{profile.pk}/").json()
         # Staff who may view profiles see the endpoint, its credentials redacted.
         assert body["api_base"] == "https://REDACTED:REDACTED@llm.internal.example/v1"
         assert (body["api_key_env"], body["max_steps"]) == ("PLANBOARD_LLM_KEY_RESEARCH", 5)

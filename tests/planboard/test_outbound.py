@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient
 
 from planboard import outbound, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentProfile, Toolset
+from tests.support.admin import toolset_form
 from tests.support.dns import FakeDNS
 from tests.support.env import settings_probe
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -135,8 +136,7 @@ def test_changing_a_url_is_checked_too(superuser: Any) -> None:
 
 
 def test_the_api_refuses_with_a_clear_message(superuser: Any) -> None:
-    client = APIClient()
-    client.force_authenticate(superuser)
+    client = api_client_for(superuser)
     body = {"name": "meta", "kind": "http", "url": "http://169.254.169.254/"}
     response = client.post("/api/toolsets/", body, format="json")
     assert response.status_code == 400
@@ -144,26 +144,9 @@ def test_the_api_refuses_with_a_clear_message(superuser: Any) -> None:
     assert "169.254.169.254 is a link-local" in response.json()["error"]
 
 
-def test_the_admin_form_shows_the_refusal(django_user_model: Any) -> None:
-    boss = django_user_model.objects.create_superuser("boss", "boss@example.com", "pw")
-    client = Client()
-    client.force_login(boss)
-    data = {
-        "name": "meta",
-        "title": "",
-        "kind": "http",
-        "command": "",
-        "args": "[]",
-        "env": "",
-        "url": "http://169.254.169.254/latest",
-        "headers": "",
-        "enabled": "on",
-        "tools-TOTAL_FORMS": "0",
-        "tools-INITIAL_FORMS": "0",
-        "tools-MIN_NUM_FORMS": "0",
-        "tools-MAX_NUM_FORMS": "1000",
-    }
-    response = client.post("/admin/planboard/toolset/add/", data)
+def test_the_admin_form_shows_the_refusal(admin_client: Client) -> None:
+    data = toolset_form(name="meta", title="", url="http://169.254.169.254/latest")
+    response = admin_client.post("/admin/planboard/toolset/add/", data)
     assert response.status_code == 200
     assert "169.254.169.254 is a link-local" in response.content.decode()
     assert not Toolset.objects.filter(name="meta").exists()
@@ -185,19 +168,15 @@ def test_profiles_cannot_point_their_model_inside(superuser: Any, fake_dns: Fake
     assert profile.api_base == "http://127.0.0.1:1/"
 
 
-def test_the_profile_api_and_admin_refuse_too(superuser: Any, django_user_model: Any) -> None:
-    client = APIClient()
-    client.force_authenticate(superuser)
+def test_the_profile_api_and_admin_refuse_too(superuser: Any, admin_client: Client) -> None:
+    client = api_client_for(superuser)
     body = {"name": "meta", "model": "openai/x", "api_base": "http://169.254.169.254/v1"}
     response = client.post("/api/profiles/", body, format="json")
     assert response.status_code == 400 and response.json()["code"] == "address_not_allowed"
 
-    boss = django_user_model.objects.create_superuser("boss", "boss@example.com", "pw")
-    admin = Client()
-    admin.force_login(boss)
     form = {"name": "meta", "model": "openai/x", "api_base": "http://[fd00::1]/v1"}
     form |= {"max_steps": "", "budget_usd": "", "budget_tokens": "", "enabled": "on"}
-    response = admin.post("/admin/planboard/agentprofile/add/", form)
+    response = admin_client.post("/admin/planboard/agentprofile/add/", form)
     assert response.status_code == 200
     assert "unique-local address" in response.content.decode()
     assert not AgentProfile.objects.filter(name="meta").exists()

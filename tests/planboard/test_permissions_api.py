@@ -22,6 +22,7 @@ from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Message, Plan
 from planboard.services import Actor
 from tests.support.permissions import grant
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -44,8 +45,7 @@ def clients(
         ("superuser", superuser),
         ("viewer", viewer),
     ):
-        client = APIClient()
-        client.force_authenticate(person)
+        client = api_client_for(person)
         result[role] = client
     return result
 

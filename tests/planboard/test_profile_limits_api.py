@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.test import Client
-from rest_framework.test import APIClient
-
 from planboard.models import AgentProfile
+from tests.support.web import api_client_for, client_for
 
 
 def test_staff_set_per_person_budgets_and_prices_over_the_api(staff_admin: Any, user: Any) -> None:
-    api = APIClient()
-    api.force_authenticate(staff_admin)
+    api = api_client_for(staff_admin)
     body = {
         "name": "llama",
         "model": "openai/my-own-llama",
@@ -43,8 +40,7 @@ def test_staff_set_per_person_budgets_and_prices_over_the_api(staff_admin: Any, 
     assert AgentProfile.objects.get(name="llama").user_budget_period == "day"
 
     # People who use the profile see what it is, not how it is set up; only admins change it.
-    person = APIClient()
-    person.force_authenticate(user)
+    person = api_client_for(user)
     assert "user_budget_tokens" not in person.get(url).json()
     assert person.patch(url, {"user_budget_tokens": None}, format="json").status_code == 403
 
@@ -52,8 +48,7 @@ def test_staff_set_per_person_budgets_and_prices_over_the_api(staff_admin: Any, 
 def test_the_admin_form_takes_budgets_and_prices(staff_admin: Any) -> None:
     staff_admin.is_superuser = True
     staff_admin.save()
-    client = Client()
-    client.force_login(staff_admin)
+    client = client_for(staff_admin)
     page = client.post(
         "/admin/planboard/agentprofile/add/",
         {

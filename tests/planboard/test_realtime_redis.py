@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from channels.layers import get_channel_layer
 from django.contrib import admin
-from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from django.test import Client
 
@@ -33,11 +32,9 @@ from tests.support.sockets import (
     run,
     token_for,
 )
+from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-User = get_user_model()
-
 
 REDIS_LAYERS = {
     "redis-pubsub": "channels_redis.pubsub.RedisPubSubChannelLayer",
@@ -67,11 +64,6 @@ def channel_layer_kind(request: Any, settings: Any) -> Iterator[str]:
     yield request.param
 
 
-@pytest.fixture
-def admin_user(db: Any) -> Any:
-    return User.objects.create_superuser("root", password="pw-root-12345")
-
-
 def agent_starts_first_subtask(plan: Plan) -> str:
     return execute_tool_call(
         session_id=plan.session_id,
@@ -98,8 +90,7 @@ def second_browser_session_adds_subtask(plan: Plan) -> int:
 
 def admin_abandons_plan(plan: Plan, admin_user: Any) -> int:
     assert "abandon_plans" in admin.site._registry[Plan].actions
-    browser = Client()
-    browser.force_login(admin_user)
+    browser = client_for(admin_user)
     response = browser.post(
         "/admin/planboard/plan/",
         {"action": "abandon_plans", "_selected_action": [str(plan.pk)], "index": "0"},
@@ -137,7 +128,7 @@ async def test_changes_from_everyone_reach_two_clients_in_order(
             "plan_finished",
         ]
         assert [e["actor"]["kind"] for e in events] == ["agent", "user", "user"]
-        assert [e["actor"]["username"] for e in events[1:]] == ["alice", "root"]
+        assert [e["actor"]["username"] for e in events[1:]] == ["alice", "admin"]
         for event in events:
             views[name] = apply_event(views[name], event)
 

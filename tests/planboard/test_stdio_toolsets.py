@@ -9,22 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from planboard import services
 from planboard.exceptions import Forbidden
 from planboard.models import Toolset
 from tests.support.permissions import RUN_STDIO_TOOLSET, grant
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
 PROGRAM = {"name": "shell", "kind": "stdio", "command": "/usr/bin/mcp-shell", "args": ["--ro"]}
-
-
-def client_for(person: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(person)
-    return client
 
 
 @pytest.fixture
@@ -44,13 +38,13 @@ def stored(toolset: Toolset) -> dict[str, Any]:
 
 
 def test_adding_a_program_takes_the_permission(staff_admin: Any, superuser: Any) -> None:
-    refused = client_for(staff_admin).post("/api/toolsets/", PROGRAM, format="json")
+    refused = api_client_for(staff_admin).post("/api/toolsets/", PROGRAM, format="json")
     assert refused.status_code == 403
     assert "run_stdio_toolset" in refused.json()["error"]
     assert not Toolset.objects.filter(name="shell").exists()
     # The permission is enough without being a superuser.
     runner = grant(staff_admin, RUN_STDIO_TOOLSET)
-    made = client_for(runner).post("/api/toolsets/", PROGRAM, format="json")
+    made = api_client_for(runner).post("/api/toolsets/", PROGRAM, format="json")
     assert made.status_code == 201, made.json()
     assert Toolset.objects.get(name="shell").command == "/usr/bin/mcp-shell"
 
@@ -58,7 +52,7 @@ def test_adding_a_program_takes_the_permission(staff_admin: Any, superuser: Any)
 def test_the_permission_alone_adds_nothing(staff: Any) -> None:
     """run_stdio_toolset comes on top of add_toolset, not instead of it."""
     runner = grant(staff, RUN_STDIO_TOOLSET)
-    assert client_for(runner).post("/api/toolsets/", PROGRAM, format="json").status_code == 403
+    assert api_client_for(runner).post("/api/toolsets/", PROGRAM, format="json").status_code == 403
     assert not Toolset.objects.filter(name="shell").exists()
 
 
@@ -77,10 +71,10 @@ def test_changing_what_a_program_runs_takes_the_permission(
 ) -> None:
     before = stored(program)
     url = f"/api/toolsets/{program.pk}/"
-    refused = client_for(staff_admin).patch(url, change, format="json")
+    refused = api_client_for(staff_admin).patch(url, change, format="json")
     assert refused.status_code == 403 and "run_stdio_toolset" in refused.json()["error"]
     assert stored(program) == before
-    assert client_for(superuser).patch(url, change, format="json").status_code == 200
+    assert api_client_for(superuser).patch(url, change, format="json").status_code == 200
     assert stored(program) != before
 
 
@@ -89,7 +83,9 @@ def test_other_settings_of_a_program_stay_open_to_admins(
 ) -> None:
     # The same values again, the title and switching it off change nothing it runs.
     body = {"title": "Shell", "enabled": False, "command": PROGRAM["command"], "args": ["--ro"]}
-    response = client_for(staff_admin).patch(f"/api/toolsets/{program.pk}/", body, format="json")
+    response = api_client_for(staff_admin).patch(
+        f"/api/toolsets/{program.pk}/", body, format="json"
+    )
     assert response.status_code == 200, response.json()
     assert (stored(program)["title"], stored(program)["enabled"]) == ("Shell", False)
 
@@ -105,10 +101,11 @@ def test_an_endpoint_never_becomes_a_program_without_the_permission(
         {"command": "/bin/sh"},
         {"env": {"X": "1"}},
     ):
-        response = client_for(staff_admin).patch(url, change, format="json")
+        response = api_client_for(staff_admin).patch(url, change, format="json")
         assert response.status_code == 403, (change, response.json())
     planted = {"name": "web", "kind": "http", "url": "https://w.test/", "command": "/bin/sh"}
-    assert client_for(staff_admin).post("/api/toolsets/", planted, format="json").status_code == 403
+    response = api_client_for(staff_admin).post("/api/toolsets/", planted, format="json")
+    assert response.status_code == 403
     assert stored(endpoint) == before
     assert not Toolset.objects.filter(name="web").exists()
 

@@ -9,24 +9,19 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient
 
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import AgentProfile, Toolset
 from planboard.url_secrets import redact_url, redact_urls_in_text, restore_url
+from tests.support.admin import toolset_form
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
 KEY = "sk-live-0123456789abcdef"
 URL = f"https://bot:hunter2-pass@tools.example.com/mcp?key={KEY}&team=blue"
 SHOWN = "https://REDACTED:REDACTED@tools.example.com/mcp?key=REDACTED&team=REDACTED"
-
-
-def api(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture
@@ -62,7 +57,9 @@ def program(superuser: Any) -> Toolset:
 def test_a_new_destination_drops_stored_headers_and_url_credentials(
     superuser: Any, remote: Toolset, new_url: str
 ) -> None:
-    response = api(superuser).patch(f"/api/toolsets/{remote.pk}/", {"url": new_url}, format="json")
+    response = api_client_for(superuser).patch(
+        f"/api/toolsets/{remote.pk}/", {"url": new_url}, format="json"
+    )
     assert response.status_code == 200, response.json()
     assert response.json()["header_names"] == []
     remote.refresh_from_db()
@@ -132,15 +129,15 @@ def test_url_credentials_are_never_shown_back(
 ):
     # Whoever may see the configuration never sees the credentials in it (bare staff: none).
     bare = django_user_model.objects.create_user("bare", password="pw-bare-1234", is_staff=True)
-    assert api(superuser).get(f"/api/toolsets/{remote.pk}/").json()["url"] == SHOWN
+    assert api_client_for(superuser).get(f"/api/toolsets/{remote.pk}/").json()["url"] == SHOWN
     for person in (superuser, bare):
         for path in (f"/api/toolsets/{remote.pk}/", "/api/toolsets/"):
-            body = api(person).get(path).content.decode()
+            body = api_client_for(person).get(path).content.decode()
             assert KEY not in body and "hunter2" not in body and "blue" not in body
 
 
 def test_the_redacted_url_round_trips(superuser: Any, remote: Toolset) -> None:
-    response = api(superuser).patch(
+    response = api_client_for(superuser).patch(
         f"/api/toolsets/{remote.pk}/", {"url": SHOWN, "title": "Tools"}, format="json"
     )
     assert response.status_code == 200, response.json()
@@ -157,7 +154,9 @@ def test_placeholders_cannot_carry_credentials_to_a_new_destination(
     superuser: Any, remote: Toolset
 ) -> None:
     moved = SHOWN.replace("tools.example.com", "evil.example.net")
-    response = api(superuser).patch(f"/api/toolsets/{remote.pk}/", {"url": moved}, format="json")
+    response = api_client_for(superuser).patch(
+        f"/api/toolsets/{remote.pk}/", {"url": moved}, format="json"
+    )
     assert response.status_code == 400
     assert "new destination" in response.json()["error"]
     remote.refresh_from_db()
@@ -190,38 +189,17 @@ def test_url_redaction_rules() -> None:
 # --- the admin behaves the same -----------------------------------------------------------------
 
 
-@pytest.fixture
-def admin_client_(django_user_model: Any) -> Client:
-    boss = django_user_model.objects.create_superuser("boss", "boss@example.com", "pw")
-    client = Client()
-    client.force_login(boss)
-    return client
+def admin_form(**fields: str | None) -> dict[str, Any]:
+    """The change form of `remote` as the admin shows it: the URL and the header redacted."""
+    shown = {"name": None, "title": "", "url": SHOWN, "headers": '{"Authorization": "********"}'}
+    return toolset_form(**{**shown, **fields})
 
 
-def admin_form(**overrides: Any) -> dict[str, Any]:
-    data = {
-        "title": "",
-        "kind": "http",
-        "command": "",
-        "args": "[]",
-        "env": "",
-        "url": SHOWN,
-        "headers": '{"Authorization": "********"}',
-        "enabled": "on",
-        "tools-TOTAL_FORMS": "0",
-        "tools-INITIAL_FORMS": "0",
-        "tools-MIN_NUM_FORMS": "0",
-        "tools-MAX_NUM_FORMS": "1000",
-    }
-    data.update(overrides)
-    return data
-
-
-def test_the_admin_shows_the_url_redacted_and_keeps_it(admin_client_: Client, remote: Toolset):
-    page = admin_client_.get(f"/admin/planboard/toolset/{remote.pk}/change/").content.decode()
+def test_the_admin_shows_the_url_redacted_and_keeps_it(admin_client: Client, remote: Toolset):
+    page = admin_client.get(f"/admin/planboard/toolset/{remote.pk}/change/").content.decode()
     assert KEY not in page and "hunter2" not in page
     assert "key=REDACTED&amp;team=REDACTED" in page
-    response = admin_client_.post(
+    response = admin_client.post(
         f"/admin/planboard/toolset/{remote.pk}/change/", admin_form(title="Tools")
     )
     assert response.status_code == 302, response.content.decode()[-2000:]
@@ -231,23 +209,23 @@ def test_the_admin_shows_the_url_redacted_and_keeps_it(admin_client_: Client, re
 
 
 def test_the_admin_drops_secrets_when_the_destination_changes(
-    admin_client_: Client, remote: Toolset
+    admin_client: Client, remote: Toolset
 ) -> None:
     moved = admin_form(url="https://evil.example.net/mcp")
-    response = admin_client_.post(f"/admin/planboard/toolset/{remote.pk}/change/", moved)
+    response = admin_client.post(f"/admin/planboard/toolset/{remote.pk}/change/", moved)
     assert response.status_code == 302
     remote.refresh_from_db()
     assert remote.url == "https://evil.example.net/mcp" and remote.headers == {}
-    shown = admin_client_.get(response["Location"]).content.decode()
+    shown = admin_client.get(response["Location"]).content.decode()
     assert "not kept" in shown and "Authorization" in shown
     # With a new value typed in, that value goes with the new destination.
     again = admin_form(url="https://evil2.example.net/mcp", headers='{"Authorization": "Bearer z"}')
-    admin_client_.post(f"/admin/planboard/toolset/{remote.pk}/change/", again)
+    admin_client.post(f"/admin/planboard/toolset/{remote.pk}/change/", again)
     remote.refresh_from_db()
     assert remote.headers == {"Authorization": "Bearer z"}
 
 
-def test_the_admin_drops_the_env_of_a_new_program(admin_client_: Client, program: Toolset):
+def test_the_admin_drops_the_env_of_a_new_program(admin_client: Client, program: Toolset):
     form = admin_form(
         kind="stdio",
         command="/tmp/other",
@@ -256,7 +234,7 @@ def test_the_admin_drops_the_env_of_a_new_program(admin_client_: Client, program
         env='{"SEARCH_KEY": "********"}',
         headers="",
     )
-    response = admin_client_.post(f"/admin/planboard/toolset/{program.pk}/change/", form)
+    response = admin_client.post(f"/admin/planboard/toolset/{program.pk}/change/", form)
     assert response.status_code == 302, response.content.decode()[-2000:]
     program.refresh_from_db()
     assert program.command == "/tmp/other" and program.env == {}
@@ -268,10 +246,10 @@ def test_the_admin_drops_the_env_of_a_new_program(admin_client_: Client, program
 def test_a_profiles_api_base_hides_its_credentials(superuser: Any, user: Any) -> None:
     base = f"https://proxy.example.com/v1?api-key={KEY}"
     profile = services.profile_create(name="helper", model="openai/x", api_base=base)
-    body = api(superuser).get(f"/api/profiles/{profile.pk}/").json()
+    body = api_client_for(superuser).get(f"/api/profiles/{profile.pk}/").json()
     assert body["api_base"] == "https://proxy.example.com/v1?api-key=REDACTED"
-    assert "api_base" not in api(user).get(f"/api/profiles/{profile.pk}/").json()
-    response = api(superuser).patch(
+    assert "api_base" not in api_client_for(user).get(f"/api/profiles/{profile.pk}/").json()
+    response = api_client_for(superuser).patch(
         f"/api/profiles/{profile.pk}/",
         {"api_base": "https://proxy.example.com/v1?api-key=REDACTED", "title": "Helper"},
         format="json",
@@ -279,7 +257,7 @@ def test_a_profiles_api_base_hides_its_credentials(superuser: Any, user: Any) ->
     assert response.status_code == 200, response.json()
     profile.refresh_from_db()
     assert profile.api_base == base and profile.title == "Helper"
-    moved = api(superuser).patch(
+    moved = api_client_for(superuser).patch(
         f"/api/profiles/{profile.pk}/",
         {"api_base": "https://elsewhere.example.com/v1?api-key=REDACTED"},
         format="json",
@@ -288,15 +266,12 @@ def test_a_profiles_api_base_hides_its_credentials(superuser: Any, user: Any) ->
     assert AgentProfile.objects.get(pk=profile.pk).api_base == base
 
 
-def test_the_profile_admin_shows_api_base_redacted(superuser: Any, django_user_model: Any) -> None:
+def test_the_profile_admin_shows_api_base_redacted(superuser: Any, admin_client: Client) -> None:
     base = f"https://proxy.example.com/v1?api-key={KEY}"
     profile = services.profile_create(name="helper", model="openai/x", api_base=base)
-    boss = django_user_model.objects.create_superuser("boss", "boss@example.com", "pw")
-    client = Client()
-    client.force_login(boss)
-    page = client.get(f"/admin/planboard/agentprofile/{profile.pk}/change/").content.decode()
+    page = admin_client.get(f"/admin/planboard/agentprofile/{profile.pk}/change/").content.decode()
     assert KEY not in page and "api-key=REDACTED" in page
-    response = client.post(
+    response = admin_client.post(
         f"/admin/planboard/agentprofile/{profile.pk}/change/",
         {
             "name": "helper",

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient
 
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import Toolset, ToolsetTool
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -86,12 +86,11 @@ def test_all_schemas_together_are_bounded_too(toolset: Toolset, settings: Any) -
 
 
 def test_the_api_and_the_admin_say_why(
-    toolset: Toolset, staff_admin: Any, settings: Any, django_user_model: Any
+    toolset: Toolset, staff_admin: Any, settings: Any, admin_client: Client
 ) -> None:
     settings.PLANBOARD_TOOLSET_MAX_TOOLS = 3
     settings.PLANBOARD_TOOL_DISCOVERER = "tests.planboard.test_toolset_limits.five_tools"
-    client = APIClient()
-    client.force_authenticate(staff_admin)
+    client = api_client_for(staff_admin)
     response = client.post(f"/api/toolsets/{toolset.pk}/refresh/")
     assert response.status_code == 400
     assert response.json()["code"] == "toolset_too_large"
@@ -102,18 +101,15 @@ def test_the_api_and_the_admin_say_why(
     response = client.post(f"/api/toolsets/{toolset.pk}/refresh/")
     assert response.status_code == 200 and response.json()["too_large"] == ["t4"]
 
-    admin = django_user_model.objects.create_superuser("chief", "chief@example.com", "pw")
-    browser = Client()
-    browser.force_login(admin)
     settings.PLANBOARD_TOOLSET_MAX_TOOLS = 3
-    page = browser.post(
+    page = admin_client.post(
         "/admin/planboard/toolset/",
         {"action": "refresh_tools", "_selected_action": [str(toolset.pk)]},
         follow=True,
     ).content.decode()
     assert "more than 3 tools" in page
     settings.PLANBOARD_TOOLSET_MAX_TOOLS = 10
-    page = browser.post(
+    page = admin_client.post(
         "/admin/planboard/toolset/",
         {"action": "refresh_tools", "_selected_action": [str(toolset.pk)]},
         follow=True,

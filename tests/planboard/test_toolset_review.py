@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient
 
 from agents import external_tools
 from planboard import services
 from planboard.models import AgentRun, ToolCall, Toolset, ToolsetTool
+from tests.support.admin import tool_row, toolset_form
+from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -204,13 +205,11 @@ def test_the_api_shows_which_tools_need_review(
     set_policies(toolset, staff_admin, write="auto")
     refresh(toolset, SEARCH, {**WRITE, "description": "Changed."})
     for person in (staff_admin, user):
-        client = APIClient()
-        client.force_authenticate(person)
+        client = api_client_for(person)
         body = client.get(f"/api/toolsets/{toolset.pk}/").json()
         flags = {t["name"]: t["needs_review"] for t in body["tools"]}
         assert flags == {"search": False, "write": True}
-    client = APIClient()
-    client.force_authenticate(staff_admin)
+    client = api_client_for(staff_admin)
     response = client.patch(
         f"/api/toolsets/{toolset.pk}/", {"tool_policies": {"write": "auto"}}, format="json"
     )
@@ -218,57 +217,31 @@ def test_the_api_shows_which_tools_need_review(
     assert {t["name"]: t["needs_review"] for t in response.json()["tools"]}["write"] is False
 
 
-@pytest.fixture
-def admin_client_(django_user_model: Any) -> Client:
-    admin = django_user_model.objects.create_superuser("chief", "chief@example.com", "pw")
-    client = Client()
-    client.force_login(admin)
-    return client
-
-
 def test_the_admin_lists_filters_and_clears_tools_needing_review(
-    admin_client_: Client, toolset: Toolset, staff_admin: Any
+    admin_client: Client, toolset: Toolset, staff_admin: Any
 ) -> None:
     calm = services.toolset_create(user=staff_admin, name="calm", kind="http", url="http://y.test")
     set_policies(toolset, staff_admin, write="never")
     refresh(toolset, SEARCH, {**WRITE, "description": "Changed."})
 
-    listing = admin_client_.get("/admin/planboard/toolset/").content.decode()
+    listing = admin_client.get("/admin/planboard/toolset/").content.decode()
     assert "Tools needing review" in listing
-    flagged = admin_client_.get("/admin/planboard/toolset/?needs_review=yes").content.decode()
+    flagged = admin_client.get("/admin/planboard/toolset/?needs_review=yes").content.decode()
     assert f"/admin/planboard/toolset/{toolset.pk}/change/" in flagged
     assert f"/admin/planboard/toolset/{calm.pk}/change/" not in flagged
-    clear = admin_client_.get("/admin/planboard/toolset/?needs_review=no").content.decode()
+    clear = admin_client.get("/admin/planboard/toolset/?needs_review=no").content.decode()
     assert f"/admin/planboard/toolset/{calm.pk}/change/" in clear
     assert f"/admin/planboard/toolset/{toolset.pk}/change/" not in clear
 
     # Unticking "needs review" on the toolset's page marks the tool reviewed at its policy.
     write = tool(toolset, "write")
     search = tool(toolset, "search")
-    page = admin_client_.get(f"/admin/planboard/toolset/{toolset.pk}/change/").content.decode()
+    page = admin_client.get(f"/admin/planboard/toolset/{toolset.pk}/change/").content.decode()
     assert "needs_review" in page
-    data = {
-        "title": "",
-        "kind": "http",
-        "command": "",
-        "args": "[]",
-        "env": "",
-        "url": "http://x.test",
-        "headers": "",
-        "enabled": "on",
-        "tools-TOTAL_FORMS": "2",
-        "tools-INITIAL_FORMS": "2",
-        "tools-MIN_NUM_FORMS": "0",
-        "tools-MAX_NUM_FORMS": "1000",
-        "tools-0-id": str(search.pk),
-        "tools-0-toolset": str(toolset.pk),
-        "tools-0-policy": search.policy,
-        "tools-1-id": str(write.pk),
-        "tools-1-toolset": str(toolset.pk),
-        "tools-1-policy": write.policy,
-        # tools-1-needs_review left out: the box is unticked
-    }
-    response = admin_client_.post(f"/admin/planboard/toolset/{toolset.pk}/change/", data)
+    # Both rows as shown; write's "needs review" box left unticked (tool_row leaves it out).
+    rows = (tool_row(search), tool_row(write))
+    data = toolset_form(name=None, title="", url="http://x.test", tools=rows)
+    response = admin_client.post(f"/admin/planboard/toolset/{toolset.pk}/change/", data)
     assert response.status_code == 302, response.content.decode()[-2000:]
     write = tool(toolset, "write")
     assert (write.policy, write.needs_review, write.policy_overridden) == ("never", False, True)

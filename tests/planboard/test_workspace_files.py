@@ -14,14 +14,10 @@ from rest_framework.test import APIClient
 from planboard import selectors, services, workspace
 from planboard.exceptions import PlanError
 from planboard.models import ChatSession, Toolset, ToolsetTool, WorkspaceFile
+from tests.support.admin import tool_row, tools_inline
+from tests.support.web import api_client_for, client_for
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user: Any) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def blobs(session: ChatSession) -> list[str]:
@@ -262,26 +258,17 @@ def test_a_builtin_toolset_is_never_made_or_removed_by_hand(staff: Any) -> None:
     )
 
 
-def test_staff_edit_the_builtin_toolset_in_the_admin(django_user_model: Any) -> None:
+def test_staff_edit_the_builtin_toolset_in_the_admin(admin_client: Client) -> None:
     toolset = services.toolset_ensure_workspace()
-    client = Client()
-    client.force_login(django_user_model.objects.create_superuser("boss", "b@example.com", "pw"))
     url = f"/admin/planboard/toolset/{toolset.pk}/change/"
-    page = client.get(url)
+    page = admin_client.get(url)
     assert page.status_code == 200 and 'name="command"' not in page.content.decode()
-    tools = list(toolset.tools.order_by("name"))
-    form = {
-        "title": "Files",
-        "tools-TOTAL_FORMS": str(len(tools)),
-        "tools-INITIAL_FORMS": str(len(tools)),
-        "tools-MIN_NUM_FORMS": "0",
-        "tools-MAX_NUM_FORMS": "1000",
-    }
-    for i, tool in enumerate(tools):
-        form[f"tools-{i}-id"] = str(tool.pk)
-        form[f"tools-{i}-toolset"] = str(toolset.pk)
-        form[f"tools-{i}-policy"] = "auto" if tool.name == "delete_file" else tool.policy
-    response = client.post(url, form)  # "enabled" left out: unticked
+    rows = (
+        tool_row(tool, policy="auto") if tool.name == "delete_file" else tool_row(tool)
+        for tool in toolset.tools.order_by("name")
+    )
+    form = {"title": "Files", **tools_inline(*rows)}
+    response = admin_client.post(url, form)  # "enabled" left out: unticked
     assert response.status_code == 302, response.content.decode()[-2000:]
     toolset.refresh_from_db()
     assert (toolset.title, toolset.enabled, toolset.kind) == ("Files", False, "builtin")
@@ -296,10 +283,10 @@ def test_people_who_see_the_session_list_and_download_its_files(
 ) -> None:
     base = f"/api/sessions/{chat_session.pk}/files/"
     for person in (user, lead, staff_admin):
-        listing = client_for(person).get(base)
+        listing = api_client_for(person).get(base)
         assert listing.status_code == 200
         assert [f["path"] for f in listing.json()["results"]] == ["kyoto/itinerary.md"]
-        response = client_for(person).get(base + "kyoto/itinerary.md")
+        response = api_client_for(person).get(base + "kyoto/itinerary.md")
         assert response.status_code == 200
         assert response.getvalue() == b"# Kyoto\n\nDay 1"
         assert response["Content-Type"] == "text/plain; charset=utf-8"
@@ -313,7 +300,7 @@ def test_others_get_404_and_anonymous_401(
 ) -> None:
     base = f"/api/sessions/{chat_session.pk}/files/"
     for url in (base, base + "kyoto/itinerary.md"):
-        response = client_for(other_user).get(url)
+        response = api_client_for(other_user).get(url)
         assert response.status_code == 404
         assert response.json()["code"] == "not_found"
         assert b"Kyoto" not in response.content
@@ -332,15 +319,15 @@ def test_only_stored_paths_are_served(
         written.storage_name,
         "../../../etc/passwd",
     ):
-        assert client_for(user).get(base + path).status_code == 404, path
+        assert api_client_for(user).get(base + path).status_code == 404, path
 
 
 def test_writing_through_the_api_is_not_possible(
     written: WorkspaceFile, chat_session: ChatSession, user: Any
 ) -> None:
     url = f"/api/sessions/{chat_session.pk}/files/kyoto/itinerary.md"
-    assert client_for(user).delete(url).status_code == 405
-    assert client_for(user).put(url, {"content": "x"}, format="json").status_code == 405
+    assert api_client_for(user).delete(url).status_code == 405
+    assert api_client_for(user).put(url, {"content": "x"}, format="json").status_code == 405
     assert WorkspaceFile.objects.count() == 1
 
 
@@ -348,7 +335,7 @@ def test_html_is_downloaded_never_rendered(chat_session: ChatSession, user: Any)
     services.workspace_file_write(
         session_id=chat_session.pk, path="page.html", content="<script>alert(1)</script>"
     )
-    response = client_for(user).get(f"/api/sessions/{chat_session.pk}/files/page.html")
+    response = api_client_for(user).get(f"/api/sessions/{chat_session.pk}/files/page.html")
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     assert response["Content-Disposition"].startswith("attachment;")
 
@@ -356,9 +343,9 @@ def test_html_is_downloaded_never_rendered(chat_session: ChatSession, user: Any)
 def test_the_session_api_carries_files(
     written: WorkspaceFile, chat_session: ChatSession, user: Any
 ) -> None:
-    body = client_for(user).get(f"/api/sessions/{chat_session.pk}/").json()
+    body = api_client_for(user).get(f"/api/sessions/{chat_session.pk}/").json()
     assert [f["path"] for f in body["files"]] == ["kyoto/itinerary.md"]
-    download = client_for(user).get(body["files"][0]["url"])
+    download = api_client_for(user).get(body["files"][0]["url"])
     assert download.status_code == 200
 
 
@@ -372,15 +359,13 @@ def test_the_web_route_serves_the_same_download(
     anonymous = Client().get(url)
     assert anonymous.status_code == 302 and anonymous["Location"].startswith("/accounts/login/")
     for person, expected in ((user, 200), (lead, 200), (other_user, 404)):
-        client = Client()
-        client.force_login(person)
+        client = client_for(person)
         response = client.get(url)
         assert response.status_code == expected
         if expected == 200:
             assert response.getvalue() == b"# Kyoto\n\nDay 1"
             assert response["Content-Disposition"].startswith("attachment;")
             assert response["X-Content-Type-Options"] == "nosniff"
-    client = Client()
-    client.force_login(user)
+    client = client_for(user)
     assert client.get(f"/sessions/{chat_session.pk}/files/missing.md").status_code == 404
     assert client.post(url).status_code == 405

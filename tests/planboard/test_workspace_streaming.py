@@ -5,36 +5,21 @@ the rest as it goes."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import tracemalloc
 import warnings
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from django.core.files.storage import default_storage
-from django.test import Client
-from rest_framework.test import APIClient
 
 from agents import workspace as agent_workspace
 from planboard import selectors, services, workspace
 from planboard.models import AgentRun, ChatSession, WorkspaceFile
+from tests.support.memory import peak_of
+from tests.support.web import api_client_for, client_for
 
 pytestmark = pytest.mark.django_db
 
-T = TypeVar("T")
 SIZE = 4_000_000
-
-
-def peak_of(action: Callable[[], T]) -> tuple[T, int]:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        result = action()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return result, peak
 
 
 @pytest.fixture
@@ -58,8 +43,7 @@ def drained(response: Any) -> tuple[int, int]:
 def test_api_downloads_stream_in_chunks(
     big: WorkspaceFile, chat_session: ChatSession, user: Any
 ) -> None:
-    client = APIClient()
-    client.force_authenticate(user)
+    client = api_client_for(user)
     url = f"/api/sessions/{chat_session.pk}/files/big.txt"
     drained(client.get(url))  # the first request imports and builds what the API needs
     response, peak = peak_of(lambda: client.get(url))
@@ -77,8 +61,7 @@ def test_web_downloads_stream_and_stop_at_the_recorded_size(
     # The stored blob grew behind the row's back: only the recorded size is served.
     with default_storage.open(big.storage_name, "ab") as handle:
         handle.write(b"!" * 100_000)
-    client = Client()
-    client.force_login(user)
+    client = client_for(user)
     response = client.get(f"/sessions/{chat_session.pk}/files/big.txt")
     assert response.status_code == 200 and response.streaming
     body = response.getvalue()

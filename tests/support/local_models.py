@@ -7,9 +7,10 @@ the settings name a `ModelSlot` and the test puts its model in the slot.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents.llm import LocalModel, ProviderReply
+if TYPE_CHECKING:  # only types: litellm loads with agents.llm only when a test uses a model
+    from agents.llm import LocalModel, ProviderReply
 
 
 class ModelSlot:

@@ -4,7 +4,7 @@ client under test) and over streamable HTTP (served by uvicorn in a thread on a 
     toolset = stdio_toolset(superuser, notes=tmp_path / "notes.txt")  # may run programs
     toolset = http_toolset(staff, mcp_http)   # with the `mcp_http` fixture
 
-Import the fixtures you use into the test module (like `scripted_model`).
+The fixtures come with this module, a pytest plugin listed in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import uvicorn
 
 from planboard import services
 from planboard.models import Toolset
-from tests.support.mcp_test_server import build_server
+from tests.support.processes import free_port
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 API_KEY = "test-key-5f2c9e"
@@ -67,18 +67,15 @@ class HttpServer:
     seen_keys: list[str | None] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
     """The test server over streamable HTTP; it refuses requests without the API key."""
+    # Imported here: the MCP SDK takes a second to load, and every test run loads this plugin.
+    from tests.support.mcp_test_server import build_server
+
     notes = tmp_path / "http-notes.txt"
     app = build_server(str(notes)).streamable_http_app()
-    port = _free_port()
+    port = free_port()
     server = HttpServer(url=f"http://127.0.0.1:{port}/mcp", notes=notes)
 
     async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -110,7 +107,7 @@ def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
 @contextmanager
 def http_server_process(*, json_response: bool = False) -> Iterator[str]:
     """The test server over streamable HTTP in a child process (no API key); yields its URL."""
-    port = _free_port()
+    port = free_port()
     argv = [sys.executable, str(SERVER_SCRIPT), "--http", str(port)]
     child = subprocess.Popen([*argv, *(["--json"] if json_response else [])])
     try:

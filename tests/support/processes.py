@@ -35,14 +35,23 @@ PROCESS_START = 90.0
 RUN_FINISH = 120.0
 
 
-def wait_for(condition: Callable[[], Any], *, timeout: float, what: str) -> Any:
+def wait_for(
+    condition: Callable[[], Any],
+    *,
+    timeout: float,
+    what: str,
+    details: Callable[[], str] | None = None,
+) -> Any:
+    """`condition()` once it is true; a timeout fails the test, with `details()` (say, the
+    processes' logs) in the message."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    more = f"\n{details()}" if details else ""
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{more}")
 
 
 def free_port() -> int:
@@ -94,12 +103,14 @@ def children() -> Iterator[list[Child]]:
 
 
 def database_url() -> str:
-    """The URL of the test database, for processes started by a test."""
+    """The URL of the test database, for processes started by a test: the same user (none
+    named, as for the test process itself, when the settings name none)."""
     info = connection.settings_dict
-    auth = info["USER"] or "postgres"
+    auth = info["USER"] or ""
     if info.get("PASSWORD"):
         auth += f":{info['PASSWORD']}"
-    return f"postgres://{auth}@{info['HOST'] or '127.0.0.1'}:{info['PORT'] or 5432}/{info['NAME']}"
+    host = f"{auth}@{info['HOST'] or '127.0.0.1'}" if auth else info["HOST"] or "127.0.0.1"
+    return f"postgres://{host}:{info['PORT'] or 5432}/{info['NAME']}"
 
 
 def process_env(redis_url: str, **extra: str) -> dict[str, str]:

@@ -10,8 +10,10 @@ answer travels through `litellm.completion`'s real code path, exactly like a hos
         say("All done."),                                 # a final answer
     ])
 
-Use the `scripted_model` fixture (import it into the test module) to get an empty model that
-is already registered and configured as `PLANBOARD_LLM_MODEL`; extend its `script`.
+The `scripted_model` fixture (this module is a pytest plugin, listed in tests/conftest.py)
+gives an empty model that is already registered and configured as `PLANBOARD_LLM_MODEL`;
+extend its `script`. `agents.llm` is imported where it is used: it loads litellm (seconds), and
+this plugin is loaded by every test run, planboard's own tests included.
 """
 
 from __future__ import annotations
@@ -21,14 +23,15 @@ import itertools
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.db import connection
 
-from agents import llm
-from agents.llm import ProviderReply
 from tests.support import local_models
+
+if TYPE_CHECKING:
+    from agents.llm import ErrorKind, ProviderReply
 
 PROVIDER = "scripted"
 MODEL = f"{PROVIDER}/test-model"
@@ -57,15 +60,21 @@ def call(
 
 
 def tool_calls(*calls: dict[str, Any], content: str = "") -> ProviderReply:
+    from agents.llm import ProviderReply
+
     return ProviderReply(content=content, tool_calls=list(calls), prompt_tokens=100)
 
 
 def say(text: str) -> ProviderReply:
+    from agents.llm import ProviderReply
+
     return ProviderReply(content=text, prompt_tokens=100, completion_tokens=10)
 
 
-def error(kind: llm.ErrorKind, message: str = "scripted failure") -> Exception:
-    return llm.provider_error(kind, message=message, model=MODEL)
+def error(kind: ErrorKind, message: str = "scripted failure") -> Exception:
+    from agents.llm import provider_error
+
+    return provider_error(kind, message=message, model=MODEL)
 
 
 def do(effect: Callable[[list[dict[str, Any]]], Any]) -> Action:

@@ -1,4 +1,5 @@
-"""Helpers for server-rendered page tests: signed-in clients and the JSON a page embeds."""
+"""Helpers for tests over HTTP: signed-in clients (a page's session cookie, the REST API's forced
+authentication) and the JSON a page embeds."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from typing import Any
 
 from django.test import Client
+from rest_framework.test import APIClient
 
 from planboard import services
 from planboard.models import ChatSession, Plan
@@ -27,8 +29,16 @@ def page_data(response: Any, element_id: str = "pb-page") -> dict[str, Any]:
 
 
 def client_for(user: Any) -> Client:
+    """A browser signed in as `user` (a session cookie): pages, the admin, forms."""
     client = Client()
     client.force_login(user)
+    return client
+
+
+def api_client_for(user: Any) -> APIClient:
+    """A REST client authenticated as `user`."""
+    client = APIClient()
+    client.force_authenticate(user)
     return client
 
 

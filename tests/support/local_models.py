@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.llm import LocalModel, ProviderReply
+from agents.local_models import LocalModel, ProviderReply
 
 
 class ModelSlot:

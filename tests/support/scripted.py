@@ -27,7 +27,7 @@ import pytest
 from django.db import connection
 
 from agents import llm
-from agents.llm import ProviderReply
+from agents.local_models import ProviderReply
 from tests.support import local_models
 
 PROVIDER = "scripted"

@@ -152,9 +152,9 @@ def join_chunks(chunks: Sequence[Any]) -> JoinedAnswer | None:
     """The answer an in-process model streamed, put together from the chunks litellm made of
     `stream_chunks` (text pieces, tool calls by index, the final usage chunk). It gives what
     litellm's `stream_chunk_builder` gives for these plain OpenAI-shaped chunks in a tenth of
-    the time: 0.05 ms instead of 0.36 for a tool call's three chunks, 0.8 ms instead of 9 for a
-    120-word answer, which is a fifth to a third of the whole in-process call. None when no
-    usage came: the general builder then counts the tokens."""
+    the time: 0.05 ms instead of 0.37 for a tool call's three chunks, 0.8 ms instead of 10 for
+    a 120-word answer; the builder made the whole in-process call a fifth to two fifths
+    slower. None when no usage came: the general builder then counts the tokens."""
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     finish_reason = ""

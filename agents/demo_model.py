@@ -2,11 +2,11 @@
 # ruff: noqa: RUF001
 """The offline demo model: a deterministic stand-in for an LLM, so Planboard works with no key.
 
-It is registered with litellm as the custom provider `planboard-demo` (see `agents.llm`) and
-acts only the way a real model can: it reads the request's messages (the user's words, the
-hint's plan lines, the tool results) and answers with text or with plan tool calls. Nothing
-here touches the database, so it follows whatever the latest plan in the hint says, including
-subtasks people added, renamed, reordered or deleted.
+It is registered with litellm as the custom provider `planboard-demo` (see
+`agents.local_models`) and acts only the way a real model can: it reads the request's messages
+(the user's words, the hint's plan lines, the tool results) and answers with text or with plan
+tool calls. Nothing here touches the database, so it follows whatever the latest plan in the
+hint says, including subtasks people added, renamed, reordered or deleted.
 
 Its behaviour, step by step:
 - no plan and a request -> `create_plan` with 3-5 subtasks from a small template chosen by
@@ -36,7 +36,7 @@ from typing import Any
 from django.conf import settings
 
 from agents.hints import detect_language
-from agents.llm import ProviderReply
+from agents.local_models import ProviderReply
 
 HINT_OPEN = "<system-hint>"
 _SUBTASK_LINE = re.compile(

@@ -6,10 +6,10 @@ OpenAI-compatible server at `PLANBOARD_LLM_API_BASE`. Transient failures (rate l
 lost connections, 5xx) are retried with exponential backoff; after the last attempt the caller
 gets an `LLMError` whose message a person can read.
 
-Models that run inside this process (the offline demo model, the scripted models of the tests)
-are named in `settings.PLANBOARD_LOCAL_MODELS` (provider name -> dotted path, imported on first
-use) and plug in through litellm's own custom-provider mechanism, so every call takes litellm's
-real code path whichever model answers. This module knows none of them by name.
+Models that run inside this process (the offline demo model, the scripted models of the tests,
+`agents/local_models.py`) plug in through litellm's own custom-provider mechanism, so every
+call takes litellm's real code path whichever model answers. This module knows none of them by
+name; it keeps only the part of them that speaks to litellm.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from django.conf import settings
-from django.utils.module_loading import import_string
 
+from agents import local_models
+from agents.local_models import ProviderReply
 from planboard import outbound
 from planboard.url_secrets import redact_url, redact_urls_in_text
 
@@ -94,31 +95,6 @@ class LLMError(Exception):
         self.context_exceeded = context
 
 
-# --- in-process models (custom providers) ---------------------------------------------------
-
-
-@dataclass
-class ProviderReply:
-    """What an in-process model answers: text and/or OpenAI-format tool calls, plus usage."""
-
-    content: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class LocalModel(Protocol):
-    """An in-process model: sees the request's messages and tools, returns a reply or raises.
-
-    A model may also offer `stream(model=, messages=, tools=)` yielding `ProviderReply` pieces:
-    text pieces first, tool calls and usage in the last one; it then streams like a hosted one.
-    """
-
-    def respond(
-        self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> ProviderReply: ...
-
-
 @dataclass
 class StreamListener:
     """What the caller of a streamed `complete` wants to hear while the answer is written.
@@ -137,6 +113,9 @@ class LLMCancelled(Exception):
     """The caller asked to stop (e.g. the run was cancelled) while the answer streamed."""
 
 
+# --- in-process models as litellm's custom providers (agents/local_models.py) ----------------
+
+
 class _ProviderAdapter(litellm.CustomLLM):
     """Presents the in-process model of one provider name to litellm as a custom provider.
 
@@ -148,112 +127,48 @@ class _ProviderAdapter(litellm.CustomLLM):
         self.provider = provider
 
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
-        local = _local_model(self.provider)
-        optional = kwargs.get("optional_params") or {}
-        reply = local.respond(model=model, messages=messages, tools=optional.get("tools"))
+        tools = (kwargs.get("optional_params") or {}).get("tools")
+        reply = self._model().respond(model=model, messages=messages, tools=tools)
         return _model_response(
-            model,
-            content=reply.content,
-            tool_calls=reply.tool_calls,
-            finish_reason="tool_calls" if reply.tool_calls else "stop",
-            prompt_tokens=reply.prompt_tokens,
-            completion_tokens=reply.completion_tokens,
+            model, reply, finish_reason="tool_calls" if reply.tool_calls else "stop"
         )
 
     def streaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
-        local = _local_model(self.provider)
-        optional = kwargs.get("optional_params") or {}
-        tools = optional.get("tools")
-        stream = getattr(local, "stream", None)
-        pieces = (
-            stream(model=model, messages=messages, tools=tools)
-            if stream is not None
-            else iter([local.respond(model=model, messages=messages, tools=tools)])
-        )
-        calls: list[dict[str, Any]] = []
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        for piece in pieces:
-            if piece.content:
-                yield _chunk(text=piece.content)
-            calls += piece.tool_calls
-            if piece.prompt_tokens or piece.completion_tokens:
-                usage = {
-                    "prompt_tokens": piece.prompt_tokens,
-                    "completion_tokens": piece.completion_tokens,
-                    "total_tokens": piece.prompt_tokens + piece.completion_tokens,
-                }
-        for index, call in enumerate(calls):
-            yield _chunk(tool_use={**call, "index": index})
-        yield _chunk(finished="tool_calls" if calls else "stop", usage=usage)
+        tools = (kwargs.get("optional_params") or {}).get("tools")
+        pieces = local_models.replies(self._model(), model=model, messages=messages, tools=tools)
+        yield from local_models.stream_chunks(pieces)
+
+    def _model(self) -> local_models.LocalModel:
+        try:
+            return local_models.local_model(self.provider)
+        except local_models.UnknownLocalModel as unknown:
+            raise provider_error("bad_request", message=str(unknown)) from None
 
 
-def _model_response(
-    model: str,
-    *,
-    content: str,
-    tool_calls: list[dict[str, Any]],
-    finish_reason: str,
-    prompt_tokens: int,
-    completion_tokens: int,
-) -> Any:
+def _model_response(model: str, reply: ProviderReply, *, finish_reason: str) -> Any:
     """A whole answer as litellm's `ModelResponse`."""
-    message: dict[str, Any] = {"role": "assistant", "content": content or None}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+    if reply.tool_calls:
+        message["tool_calls"] = reply.tool_calls
     return litellm.ModelResponse(
         model=model,
         choices=[{"index": 0, "finish_reason": finish_reason, "message": message}],
         usage={
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         },
     )
 
 
-def _chunk(
-    *,
-    text: str = "",
-    tool_use: dict[str, Any] | None = None,
-    finished: str = "",
-    usage: dict[str, int] | None = None,
-) -> dict[str, Any]:
-    """One litellm `GenericStreamingChunk` (a typed dict) of an in-process model's stream."""
-    return {
-        "text": text,
-        "tool_use": tool_use,
-        "is_finished": bool(finished),
-        "finish_reason": finished,
-        "usage": usage,
-        "index": 0,
-    }
-
-
-_registry_lock = threading.Lock()
-# Dotted path -> the model object it names (a class named there is instantiated once).
-_loaded: dict[str, LocalModel] = {}
-
-
-def local_providers() -> dict[str, str]:
-    """`settings.PLANBOARD_LOCAL_MODELS`: provider name -> dotted path of an in-process model."""
-    return dict(getattr(settings, "PLANBOARD_LOCAL_MODELS", None) or {})
-
-
-def _local_model(provider: str) -> LocalModel:
-    path = local_providers().get(provider)
-    if path is None:
-        raise provider_error("bad_request", message=f"no in-process model named {provider!r}")
-    with _registry_lock:
-        if path not in _loaded:
-            target = import_string(path)
-            _loaded[path] = target() if isinstance(target, type) else target
-        return _loaded[path]
+# Guards litellm's provider map while it is brought in line with the settings.
+_provider_map_lock = threading.Lock()
 
 
 def _sync_providers() -> None:
     """Make litellm know every provider of the settings map (and forget removed ones)."""
-    wanted = set(local_providers())
-    with _registry_lock:
+    wanted = set(local_models.local_providers())
+    with _provider_map_lock:
         known = {e["provider"] for e in litellm.custom_provider_map}
         # Our entries are the ones handled by our adapter; other code may register its own.
         ours = {
@@ -290,7 +205,7 @@ def _price_for_litellm(name: str) -> None:
     """
     if name in _priced:
         return
-    price = float(getattr(_local_model(name.split("/", 1)[0]), "price_per_token", 0) or 0)
+    price = local_models.price_per_token(name)
     litellm.register_model(
         {
             name: {
@@ -298,16 +213,12 @@ def _price_for_litellm(name: str) -> None:
                 "output_cost_per_token": price,
                 "cache_creation_input_token_cost": 0.0,
                 "cache_read_input_token_cost": 0.0,
-                "litellm_provider": name.split("/", 1)[0],
+                "litellm_provider": local_models.provider_of(name),
                 "mode": "chat",
             }
         }
     )
     _priced.add(name)
-
-
-def is_local_model(model: str) -> bool:
-    return model.split("/", 1)[0] in local_providers()
 
 
 def provider_error(kind: ErrorKind, *, message: str, model: str = "") -> Exception:
@@ -393,8 +304,8 @@ class Prices:
 def known_prices(model: str) -> Prices | None:
     """The model's price as far as Planboard knows it: an in-process model's own (free when it
     names none), else litellm's price list; None when nobody knows."""
-    if is_local_model(model):
-        price = float(getattr(_local_model(model.split("/", 1)[0]), "price_per_token", 0) or 0)
+    if local_models.is_local_model(model):
+        price = local_models.price_per_token(model)
         return Prices(Decimal(str(price)), Decimal(str(price)))
     return _listed_prices(model)
 
@@ -413,7 +324,7 @@ def _listed_prices(model: str) -> Prices | None:
 
 def max_output_tokens(model: str) -> int | None:
     """The most tokens the model writes in one answer, when litellm knows it."""
-    if is_local_model(model):
+    if local_models.is_local_model(model):
         return None
     try:
         found = litellm.get_model_info(model).get("max_output_tokens")
@@ -470,7 +381,7 @@ def context_budget(model: str | None = None) -> int:
     """Tokens a request may use: the setting, capped by the model's own input limit if known."""
     budget = int(settings.PLANBOARD_LLM_CONTEXT_TOKENS)
     name = model or configured_model()
-    if not is_local_model(name):
+    if not local_models.is_local_model(name):
         try:
             known = litellm.get_model_info(name).get("max_input_tokens")
         except Exception:  # unknown models: trust the setting
@@ -481,9 +392,9 @@ def context_budget(model: str | None = None) -> int:
 
 
 def _cost(response: Any, model: str) -> float:
-    if is_local_model(model):
+    if local_models.is_local_model(model):
         # An in-process model may name a price (the demo does, so costs show); else free.
-        price = float(getattr(_local_model(model.split("/", 1)[0]), "price_per_token", 0) or 0)
+        price = local_models.price_per_token(model)
         usage = getattr(response, "usage", None)
         tokens = int(getattr(usage, "prompt_tokens", 0) or 0) + int(
             getattr(usage, "completion_tokens", 0) or 0
@@ -517,9 +428,7 @@ def _normalise_tool_calls(raw: Any) -> list[dict[str, Any]]:
 
 def _can_stream(model: str) -> bool:
     """Hosted models stream; an in-process one when it offers `stream`."""
-    if not is_local_model(model):
-        return True
-    return hasattr(_local_model(model.split("/", 1)[0]), "stream")
+    return not local_models.is_local_model(model) or local_models.can_stream(model)
 
 
 # How often a streaming call asks whether it should stop (cancel within a second).
@@ -599,46 +508,10 @@ def _streamed_inline(kwargs: dict[str, Any], listener: StreamListener) -> Any:
             # callbacks we do not use (a third of its time per call here).
             _close_quietly(stream)
             break
-    return _joined(chunks, str(kwargs["model"])) or _assembled(chunks, kwargs)
-
-
-def _joined(chunks: list[Any], model: str) -> Any:
-    """The answer an in-process model streamed, put together from its chunks (text pieces,
-    tool calls by index, the final usage chunk): what litellm's `stream_chunk_builder` gives
-    for these plain OpenAI-shaped chunks, without its generality (half a millisecond a step,
-    docs/PERFORMANCE.md). None when no usage came: the general builder then counts tokens."""
-    text: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    finish_reason = ""
-    usage = None
-    for chunk in chunks:
-        usage = getattr(chunk, "usage", None) or usage
-        for choice in getattr(chunk, "choices", None) or []:
-            finish_reason = str(choice.finish_reason or finish_reason)
-            delta = choice.delta
-            if delta is None:
-                continue
-            if delta.content:
-                text.append(delta.content)
-            for piece in getattr(delta, "tool_calls", None) or []:
-                call = calls.setdefault(
-                    int(piece.index or 0),
-                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-                )
-                call["id"] = piece.id or call["id"]
-                if piece.function is not None:
-                    call["function"]["name"] = piece.function.name or call["function"]["name"]
-                    call["function"]["arguments"] += piece.function.arguments or ""
-    if usage is None:
-        return None
-    return _model_response(
-        model,
-        content="".join(text),
-        tool_calls=[calls[index] for index in sorted(calls)],
-        finish_reason=finish_reason or "stop",
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-    )
+    joined = local_models.join_chunks(chunks)
+    if joined is None:
+        return _assembled(chunks, kwargs)
+    return _model_response(str(kwargs["model"]), joined.reply, finish_reason=joined.finish_reason)
 
 
 def _assembled(chunks: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -747,14 +620,14 @@ def complete(
         ceiling = max_output_tokens(name)
         kwargs["max_tokens"] = max(1, min(max_tokens, ceiling) if ceiling else max_tokens)
 
-    if is_local_model(name):
+    if local_models.is_local_model(name):
         _price_for_litellm(name)
     streaming = listener is not None and _can_stream(name)
     started = time.monotonic()
     for attempt in range(1, attempts + 1):
         try:
             if streaming and listener is not None:
-                response = _streamed(kwargs, listener, local=is_local_model(name))
+                response = _streamed(kwargs, listener, local=local_models.is_local_model(name))
             else:
                 response = litellm.completion(**kwargs)
         except LLMCancelled:

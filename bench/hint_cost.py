@@ -55,7 +55,7 @@ def prepare(size: int) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
     from agents import loop
-    from agents.llm import ProviderReply
+    from agents.local_models import ProviderReply
     from planboard import services
     from planboard.models import SubTask
     from planboard.services import Actor

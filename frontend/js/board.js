@@ -2,7 +2,16 @@
 // It renders a snapshot and reports what the person wants through `actions`; it never talks
 // to the server itself. Cards are keyed by subtask id and patched in place, so an open edit
 // form or the keyboard focus survives live updates from the agent or other browsers.
+// Its forms live in board-forms.js, dragging cards in board-drag.js.
 
+import { CardDragging } from "./board-drag.js";
+import {
+  addSubtaskForm,
+  cardEditForm,
+  focusAction,
+  planEditForm,
+  updatePositions,
+} from "./board-forms.js";
 import { STATES, isFinished, progress } from "./board-state.js";
 import { h, icon, replaceChildren } from "./dom.js";
 import { formatTime, t } from "./i18n.js";
@@ -75,7 +84,9 @@ export class BoardView {
     this.hidden = new Set(); // subtask ids waiting for their delete to be committed
     this.headerEditing = false;
     this.adding = false;
-    this.dragId = null;
+    /** @type {HTMLFormElement | null} the add form while the add panel is open */
+    this.addForm = null;
+    this.dragging = new CardDragging(this);
     // How often each card was highlighted: lets tests and debugging see who saw what change.
     this.highlighted = new Map();
     /** @type {PlanUsage | null} */
@@ -99,7 +110,7 @@ export class BoardView {
     this.columnsEl = h("div", { class: "columns" });
     /** @type {Record<string, Column>} */
     this.columns = {};
-    for (const state of STATES) {
+    for (const state of /** @type {PlanState[]} */ (STATES)) {
       const list = h("ol", { class: "cards", "aria-label": stateLabel(state) });
       const count = h("span", { class: "column-count", text: "0" });
       const placeholder = h("p", { class: "column-empty", text: t("column_empty") });
@@ -116,7 +127,7 @@ export class BoardView {
         list,
         placeholder,
       );
-      this.bindDropTarget(section, list, state);
+      this.dragging.bindTarget(section, list, state);
       this.columns[state] = { section, list, count, placeholder };
       this.columnsEl.append(section);
     }
@@ -301,38 +312,19 @@ export class BoardView {
   openHeadEditor() {
     if (!this.isEditable()) return;
     this.headerEditing = true;
-    const plan = this.plan;
-    const name = h("input", { name: "name", required: true, maxlength: 200, value: plan.name });
-    const description = h("textarea", { name: "description", rows: 2, maxlength: 4000 });
-    description.value = plan.description;
-    const expected = h("textarea", { name: "expected_outcome", rows: 2, maxlength: 4000 });
-    expected.value = plan.expected_outcome;
     const close = () => {
       this.headerEditing = false;
       this.render(this.plan);
       focusAction(this.head, "edit-plan");
     };
-    const form = h(
-      "form",
-      { class: "plan-edit edit-form", "aria-label": t("edit_plan") },
-      labelled(t("plan_name"), name),
-      labelled(t("description"), description),
-      labelled(t("expected_outcome"), expected),
-      formButtons(t("save"), close),
-    );
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      const changed = changedFields(this.plan, {
-        name: name.value.trim(),
-        description: description.value.trim(),
-        expected_outcome: expected.value.trim(),
-      });
-      if (Object.keys(changed).length === 0) return close();
-      if (await this.actions.editPlan(changed)) close();
+    const form = planEditForm({
+      plan: this.plan,
+      current: () => this.plan,
+      save: (changed) => this.actions.editPlan(changed),
+      close,
     });
-    bindFormKeys(form, close);
     replaceChildren(this.head, form);
-    name.focus();
+    form.querySelector("input").focus();
   }
 
   async finishPlan(state) {
@@ -363,64 +355,15 @@ export class BoardView {
       return;
     }
     this.addPanel.hidden = false;
-    if (!this.addForm) this.addForm = this.buildAddForm();
-    // The position list follows the live plan; its values are subtask ids, so a choice
-    // stays right when others reorder meanwhile.
-    const select = this.addForm.querySelector("select[name=position]");
-    const chosen = select.value;
-    replaceChildren(
-      select,
-      h("option", { value: "", text: t("position_end") }),
-      this.plan.subtasks.map((subtask) =>
-        h("option", {
-          value: String(subtask.id),
-          text: t("position_before", { index: subtask.index, name: subtask.name }),
-        }),
-      ),
-    );
-    select.value = [...select.options].some((option) => option.value === chosen) ? chosen : "";
-  }
-
-  buildAddForm() {
-    const name = h("input", {
-      name: "name",
-      required: true,
-      maxlength: 200,
-      placeholder: t("new_subtask_name"),
-    });
-    const description = h("textarea", { name: "description", rows: 2, maxlength: 4000 });
-    const expected = h("textarea", { name: "expected_outcome", rows: 2, maxlength: 4000 });
-    const position = h("select", { name: "position" });
-    const form = h(
-      "form",
-      { class: "add-form edit-form", "aria-label": t("add_subtask") },
-      h("h3", { class: "add-title", text: t("add_subtask") }),
-      labelled(t("subtask_name"), name),
-      labelled(t("description"), description),
-      labelled(t("expected_outcome"), expected),
-      labelled(t("position"), position),
-      formButtons(t("add"), () => this.closeAddPanel()),
-    );
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      const beforeId = position.value ? Number(position.value) : null;
-      const before = beforeId === null ? null : this.plan.subtasks.find((s) => s.id === beforeId);
-      const fields = {
-        name: name.value.trim(),
-        description: description.value.trim(),
-        expected_outcome: expected.value.trim(),
-      };
-      if (!fields.name) return name.focus();
-      const ok = await this.actions.add(fields, before ? before.index : null);
-      if (ok) {
-        // Stay open for the next one: adding several steps in a row is common.
-        form.reset();
-        name.focus();
-      }
-    });
-    bindFormKeys(form, () => this.closeAddPanel());
-    replaceChildren(this.addPanel, form);
-    return form;
+    if (!this.addForm) {
+      this.addForm = addSubtaskForm({
+        current: () => this.plan,
+        add: (fields, index) => this.actions.add(fields, index),
+        close: () => this.closeAddPanel(),
+      });
+      replaceChildren(this.addPanel, this.addForm);
+    }
+    updatePositions(this.addForm, this.plan);
   }
 
   // --- cards -------------------------------------------------------------------------------
@@ -430,7 +373,7 @@ export class BoardView {
     let card = this.cards.get(subtask.id);
     if (!card) {
       const el = h("li", { class: "card", dataset: { id: subtask.id } });
-      this.bindDragSource(el);
+      this.dragging.bindSource(el);
       card = { el, sig: null };
       this.cards.set(subtask.id, card);
     }
@@ -660,52 +603,12 @@ export class BoardView {
 
   /** @param {HTMLElement} el @param {SubtaskSnapshot} subtask */
   fillEditForm(el, subtask) {
-    const name = h("input", { name: "name", required: true, maxlength: 200, value: subtask.name });
-    const description = h("textarea", { name: "description", rows: 2, maxlength: 4000 });
-    description.value = subtask.description;
-    const expected = h("textarea", { name: "expected_outcome", rows: 2, maxlength: 4000 });
-    expected.value = subtask.expected_outcome;
-    // The outcome is only meaningful once the subtask is finished.
-    const hasOutcome = subtask.state === "done" || subtask.state === "abandoned";
-    const outcome = hasOutcome
-      ? h("textarea", { name: "outcome", rows: 2, maxlength: 4000 })
-      : null;
-    if (outcome) outcome.value = subtask.outcome;
-    // The agent profile that should do it ("" = the session's default).
-    const agent = h("input", {
-      name: "agent",
-      maxlength: 50,
-      value: subtask.agent || "",
-      list: "pb-profiles",
-      placeholder: t("agent_profile_default"),
+    const form = cardEditForm({
+      subtask,
+      current: () => this.plan.subtasks.find((s) => s.id === subtask.id) || subtask,
+      save: (live, changed) => this.actions.edit(live, changed),
+      close: () => this.closeCardEditor(subtask.id),
     });
-    const close = () => this.closeCardEditor(subtask.id);
-    const form = h(
-      "form",
-      { class: "card-edit edit-form", "aria-label": `${t("edit")}: ${subtask.name}` },
-      h("span", { class: "card-index", text: `#${subtask.index}` }),
-      labelled(t("subtask_name"), name),
-      labelled(t("description"), description),
-      labelled(t("expected_outcome"), expected),
-      outcome ? labelled(t("outcome"), outcome) : null,
-      labelled(t("agent_profile"), agent),
-      formButtons(t("save"), close),
-    );
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      const current = this.plan.subtasks.find((s) => s.id === subtask.id) || subtask;
-      const values = {
-        name: name.value.trim(),
-        description: description.value.trim(),
-        expected_outcome: expected.value.trim(),
-      };
-      if (outcome) values.outcome = outcome.value.trim();
-      values.agent = agent.value.trim();
-      const changed = changedFields({ ...current, agent: current.agent || "" }, values);
-      if (Object.keys(changed).length === 0) return close();
-      if (await this.actions.edit(current, changed)) close();
-    });
-    bindFormKeys(form, close);
     replaceChildren(el, form);
   }
 
@@ -719,90 +622,6 @@ export class BoardView {
   unhide(id) {
     this.hidden.delete(id);
     if (this.plan) this.render(this.plan);
-  }
-
-  // --- drag and drop ------------------------------------------------------------------------
-
-  bindDragSource(el) {
-    el.addEventListener("dragstart", (event) => {
-      const id = Number(el.dataset.id);
-      if (!this.isEditable() || this.editing.has(id)) {
-        event.preventDefault();
-        return;
-      }
-      this.dragId = id;
-      event.dataTransfer.effectAllowed = "move";
-      event.dataTransfer.setData("text/plain", String(id));
-      requestAnimationFrame(() => el.classList.add("dragging"));
-    });
-    el.addEventListener("dragend", () => this.endDrag());
-  }
-
-  bindDropTarget(section, list, state) {
-    section.addEventListener("dragover", (event) => {
-      if (this.dragId === null) return;
-      event.preventDefault();
-      event.dataTransfer.dropEffect = "move";
-      section.classList.add("drop-target");
-      const before = cardAfterPointer(list, event.clientY);
-      const marker = this.dropMarker();
-      if (before) {
-        if (marker.nextSibling !== before) list.insertBefore(marker, before);
-      } else if (list.lastChild !== marker) {
-        list.append(marker);
-      }
-    });
-    section.addEventListener("dragleave", (event) => {
-      if (!section.contains(event.relatedTarget)) {
-        section.classList.remove("drop-target");
-        if (this.marker && section.contains(this.marker)) this.marker.remove();
-      }
-    });
-    section.addEventListener("drop", (event) => {
-      if (this.dragId === null) return;
-      event.preventDefault();
-      const id = this.dragId;
-      const before = cardAfterPointer(list, event.clientY);
-      this.endDrag();
-      this.dropAt(id, state, before ? Number(before.dataset.id) : null);
-    });
-  }
-
-  dropMarker() {
-    if (!this.marker) this.marker = h("li", { class: "drop-marker", "aria-hidden": "true" });
-    return this.marker;
-  }
-
-  endDrag() {
-    this.dragId = null;
-    if (this.marker) this.marker.remove();
-    for (const column of Object.values(this.columns)) {
-      column.section.classList.remove("drop-target");
-    }
-    for (const card of this.cards.values()) card.el.classList.remove("dragging");
-  }
-
-  /**
-   * A drop before card `beforeId` (or at the end of the column when null) in column `state`
-   * becomes a plan index plus, across columns, a state change.
-   */
-  dropAt(id, state, beforeId) {
-    const dragged = this.plan.subtasks.find((s) => s.id === id);
-    if (!dragged) return;
-    const rest = this.plan.subtasks.filter((s) => s.id !== id);
-    let index;
-    if (beforeId !== null && beforeId !== id) {
-      index = rest.findIndex((s) => s.id === beforeId);
-    } else {
-      const inColumn = rest.filter((s) => s.state === state && !this.hidden.has(s.id));
-      // Empty column: keep the plan position, only the state changes.
-      index = inColumn.length ? rest.indexOf(inColumn[inColumn.length - 1]) + 1 : dragged.index;
-      if (beforeId === id) index = dragged.index;
-    }
-    const change = {};
-    if (index >= 0 && index !== dragged.index) change.index = index;
-    if (state !== dragged.state) change.state = state;
-    if (Object.keys(change).length) this.actions.change(dragged, change);
   }
 
   // --- highlight and focus ------------------------------------------------------------------
@@ -867,45 +686,6 @@ function button(action, iconName, label, onClick, options = {}) {
   );
 }
 
-function labelled(text, control) {
-  return h("label", { class: "field" }, h("span", { class: "field-label", text }), control);
-}
-
-function formButtons(submitText, onCancel) {
-  return h(
-    "div",
-    { class: "form-buttons" },
-    h("button", { type: "submit", class: "btn btn-primary", text: submitText }),
-    h("button", { type: "button", class: "btn", text: t("cancel"), onclick: onCancel }),
-  );
-}
-
-/** Escape cancels, Ctrl/Cmd+Enter saves. */
-function bindFormKeys(form, onCancel) {
-  form.addEventListener("keydown", (event) => {
-    if (event.key === "Escape") {
-      event.preventDefault();
-      onCancel();
-    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      event.preventDefault();
-      form.requestSubmit();
-    }
-  });
-}
-
-function changedFields(current, values) {
-  const changed = {};
-  for (const [key, value] of Object.entries(values)) {
-    if ((current[key] || "") !== value) changed[key] = value;
-  }
-  return changed;
-}
-
-function focusAction(container, action) {
-  const target = container && container.querySelector(`[data-action="${action}"]`);
-  if (target) target.focus();
-}
-
 /** Put `elements` into `parent` in this order, moving only what is out of place. */
 function syncChildren(parent, elements) {
   elements.forEach((element, position) => {
@@ -914,15 +694,6 @@ function syncChildren(parent, elements) {
     }
   });
   while (parent.children.length > elements.length) parent.lastElementChild.remove();
-}
-
-/** The first card whose middle lies below the pointer: the drop goes before it. */
-function cardAfterPointer(list, clientY) {
-  for (const card of list.querySelectorAll(".card:not(.dragging)")) {
-    const box = card.getBoundingClientRect();
-    if (clientY < box.top + box.height / 2) return card;
-  }
-  return null;
 }
 
 function flashElement(element) {

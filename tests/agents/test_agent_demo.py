@@ -10,7 +10,7 @@ import pytest
 
 from agents import demo_model, loop
 from agents.demo_model import DemoModel
-from agents.llm import ProviderReply
+from agents.local_models import ProviderReply
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Message, Plan, State, Toolset, WorkspaceFile
 from planboard.services import Actor

@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from agents import budgets, loop
-from agents.llm import ProviderReply
+from agents.local_models import ProviderReply
 from agents.models import AgentStep
 from planboard import services
 from planboard.exceptions import PlanError

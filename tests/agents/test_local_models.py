@@ -1,5 +1,6 @@
-"""In-process models are named in `settings.PLANBOARD_LOCAL_MODELS` and loaded lazily; the LLM
-boundary itself knows none of them (no import circle between `agents.llm` and the demo)."""
+"""In-process models are named in `settings.PLANBOARD_LOCAL_MODELS` and loaded lazily
+(`agents/local_models.py`); the LLM boundary itself knows none of them (no import circle between
+`agents.llm` and the demo, nor between it and `agents.local_models`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agents import llm
-from agents.llm import ProviderReply
+from agents import llm, local_models
+from agents.local_models import ProviderReply
 
 ROOT = Path(__file__).resolve().parents[2]
 CREATED: list[str] = []
@@ -26,24 +27,40 @@ class CountingModel:
         return ProviderReply(content=f"hello from {model}")
 
 
-def test_the_llm_boundary_does_not_import_the_demo_model() -> None:
-    tree = ast.parse((ROOT / "agents" / "llm.py").read_text())
-    imported = {
-        node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-    } | {
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    modules = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    names = {
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    plain = {
         alias.name
         for node in ast.walk(tree)
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    assert not any("demo" in name for name in imported)
+    return modules | names | plain
+
+
+def test_the_llm_boundary_does_not_import_the_demo_model() -> None:
+    assert not any("demo" in name for name in imports_of(ROOT / "agents" / "llm.py"))
+
+
+def test_local_models_need_neither_litellm_nor_the_llm_boundary() -> None:
+    """`agents.llm` builds on `agents.local_models`, never the other way round, and only
+    `agents.llm` speaks to litellm."""
+    imported = imports_of(ROOT / "agents" / "local_models.py")
+    assert not any(name.startswith(("litellm", "agents.llm", "agents.demo")) for name in imported)
 
 
 def test_a_mapped_class_is_instantiated_on_first_use_only(settings: Any) -> None:
     CREATED.clear()
     settings.PLANBOARD_LOCAL_MODELS = {"counting": f"{__name__}.CountingModel"}
     assert CREATED == []  # naming it in the settings loads nothing
-    assert llm.is_local_model("counting/one")
+    assert local_models.is_local_model("counting/one")
     first = llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/one")
     second = llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/two")
     assert (first.content, second.content) == ("hello from one", "hello from two")
@@ -54,7 +71,7 @@ def test_a_provider_removed_from_the_map_is_forgotten(settings: Any) -> None:
     settings.PLANBOARD_LOCAL_MODELS = {"counting": f"{__name__}.CountingModel"}
     llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/x")
     settings.PLANBOARD_LOCAL_MODELS = {}
-    assert not llm.is_local_model("counting/x")
+    assert not local_models.is_local_model("counting/x")
     with pytest.raises(llm.LLMError):
         llm.complete(messages=[{"role": "user", "content": "hi"}], model="counting/x")
 
@@ -143,6 +160,8 @@ class ChattyModel:
 
 
 def test_a_local_streamed_answer_is_joined_as_litellms_builder_would(settings: Any) -> None:
+    """The hand joiner stays because litellm's builder takes about ten times as long on these
+    chunks (agents/local_models.py:join_chunks); this keeps the two giving the same answer."""
     import litellm  # noqa: TID251 - compared with litellm's own chunk builder
 
     settings.PLANBOARD_LOCAL_MODELS = {"chatty": f"{__name__}.ChattyModel"}
@@ -153,21 +172,17 @@ def test_a_local_streamed_answer_is_joined_as_litellms_builder_would(settings: A
             model="chatty/m", messages=messages, stream=True, stream_options={"include_usage": True}
         )
     )
-    ours = llm._joined(chunks, "chatty/m")
+    ours = local_models.join_chunks(chunks)
     theirs = litellm.stream_chunk_builder(chunks, messages=messages)
     assert ours is not None and theirs is not None
-    for built in (ours, theirs):
-        assert built.choices[0].message.content == "Let me plan that **now**."
-        assert built.choices[0].finish_reason == "tool_calls"
-        assert (built.usage.prompt_tokens, built.usage.completion_tokens) == (40, 9)
-    assert llm._normalise_tool_calls(
-        ours.choices[0].message.tool_calls
-    ) == llm._normalise_tool_calls(theirs.choices[0].message.tool_calls)
-    assert [
-        c["function"]["name"] for c in llm._normalise_tool_calls(ours.choices[0].message.tool_calls)
-    ] == ["one", "two"]
+    assert ours.reply.content == theirs.choices[0].message.content == "Let me plan that **now**."
+    assert ours.finish_reason == theirs.choices[0].finish_reason == "tool_calls"
+    assert (ours.reply.prompt_tokens, ours.reply.completion_tokens) == (40, 9)
+    assert (theirs.usage.prompt_tokens, theirs.usage.completion_tokens) == (40, 9)
+    assert ours.reply.tool_calls == llm._normalise_tool_calls(theirs.choices[0].message.tool_calls)
+    assert [call["function"]["name"] for call in ours.reply.tool_calls] == ["one", "two"]
     # Without a usage chunk the general builder is used (it counts the tokens itself).
-    assert llm._joined(chunks[:-1], "chatty/m") is None
+    assert local_models.join_chunks(chunks[:-1]) is None
     # The whole call streams its text to the listener and gives the same answer.
     pieces: list[str] = []
     result = llm.complete(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agents import loop, tools
-from agents.llm import ProviderReply
+from agents.local_models import ProviderReply
 from agents.models import AgentStep
 from planboard import selectors, services
 from planboard.exceptions import PlanError

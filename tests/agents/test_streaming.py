@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agents import loop
-from agents.llm import ProviderReply
+from agents.local_models import ProviderReply
 from agents.models import AgentStep
 from planboard import broadcast, selectors, services, streams
 from planboard.models import AgentRun, ChatSession, Message

@@ -7,10 +7,10 @@ the settings name a `ModelSlot` and the test puts its model in the slot.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # only types: litellm loads with agents.llm only when a test uses a model
-    from agents.llm import LocalModel, ProviderReply
+# agents.local_models loads neither litellm nor agents.llm: cheap to import here.
+from agents.local_models import LocalModel, ProviderReply
 
 
 class ModelSlot:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from agents import loop, mcp_client
 from agents.context import build_request
-from agents.llm import ProviderReply
+from agents.local_models import ProviderReply
 from agents.mcp_client import ToolOutput
 from planboard import services
 from planboard.models import AgentRun, Message, Toolset

@@ -1,5 +1,6 @@
 """What one LLM call is given: system prompt, the transcript fitted to the model's context,
-and the hint rebuilt from the database (with what people changed since the last step).
+and the hint rebuilt from the database (with what people changed since the last step); and
+what a step decides from (`StepContext`), read once before it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,66 @@ ANSWER_RESERVE_TOKENS = 4096
 MAX_CHANGES = 200
 # Languages the user may write in are detected from this many recent user messages.
 LANGUAGE_SAMPLE = 20
+
+
+# --- what a step decides from ------------------------------------------------------------------
+
+
+@dataclass
+class StepContext:
+    """The run as it is now, its session, the session's current plan (and, in plan mode, its
+    snapshot) and the transcript: read once per step, in one short stretch of database work
+    before the model is called (docs/design/runtime.md)."""
+
+    run: AgentRun
+    session: ChatSession
+    plan: Plan | None
+    snapshot: PlanSnapshot | None
+    transcript: list[Message]
+    # Whether a tool call of the session is always allowed or waits for a person (only then
+    # are they read).
+    calls_flagged: bool = True
+
+    def last_answer(self) -> Message | None:
+        """The run's newest answer."""
+        mine = (m for m in reversed(self.transcript) if m.run_id == self.run.pk)
+        return next((m for m in mine if m.role == Message.Role.ASSISTANT), None)
+
+    def answered_call_ids(self) -> set[str]:
+        return {m.tool_call_id for m in self.transcript if m.role == Message.Role.TOOL}
+
+    def plan_awaits_confirmation(self) -> bool:
+        """The session wants the user's go-ahead and the agent has presented its plan without
+        starting it (hint case 2): after a final answer the run waits for the user."""
+        if not self.session.need_user_confirm or self.plan is None:
+            return False
+        snapshot = self.snapshot or selectors.plan_snapshot_of(self.plan)
+        states = [s["state"] for s in snapshot["subtasks"]]
+        return (
+            snapshot["state"] not in (State.DONE, State.ABANDONED)
+            and State.TODO in states
+            and State.IN_PROGRESS not in states
+            and State.DONE not in states
+        )
+
+
+def read_step_context(*, run_id: int, memory: RunMemory) -> StepContext | None:
+    """What the next step decides from; None when the run is gone (deleted with its session).
+    Four queries: the run, the session with its plan, the transcript's ids (and the rows of
+    messages the worker does not hold), the plan's subtasks."""
+    run = selectors.agent_run(run_id=run_id)
+    found = selectors.session_with_plan(session_id=run.session_id) if run else None
+    if run is None or found is None:
+        return None
+    session, plan, flagged = found
+    return StepContext(
+        run=run,
+        session=session,
+        plan=plan,
+        snapshot=selectors.plan_snapshot_of(plan) if plan and session.plan_mode else None,
+        transcript=memory.transcript(),
+        calls_flagged=flagged,
+    )
 
 
 # --- the request ------------------------------------------------------------------------------
@@ -74,33 +135,30 @@ def build_request(
     run: AgentRun,
     budget_factor: float = 1.0,
     memory: RunMemory | None = None,
-    read: tuple[ChatSession, Plan | None] | None = None,
+    read: StepContext | None = None,
 ) -> StepRequest:
     """The messages for the next LLM call: system prompt (plus the acting profile's
     instructions), fitted transcript, the session's external tools, and — in plan mode — the
     plan tools and a fresh hint (the one real hint block: the last message).
 
     `memory` carries what the driving worker already read in earlier steps of the run
-    (`agents.memory`); without it everything is read afresh. `read`: the session and its
-    current plan, when the caller has just read them (`rows.run_with_session_and_plan`)."""
+    (`agents.memory`); without it everything is read afresh. `read`: the step's context, when
+    the caller has just read it (`read_step_context`)."""
     memory = memory or RunMemory.for_run(run)
-    found = read if read is not None else selectors.rows.session_with_plan(run.session_id)
-    if found is None:
+    read = read or read_step_context(run_id=run.pk, memory=memory)
+    if read is None:
         raise ChatSession.DoesNotExist(f"Chat session {run.session_id} does not exist.")
-    session, current_plan = found
-    transcript = memory.transcript()
+    session, transcript = read.session, read.transcript
     language = _language(session, transcript)
-    snapshot = (
-        selectors.plan_snapshot_of(current_plan)
-        if session.plan_mode and current_plan is not None
-        else None
-    )
+    snapshot = read.snapshot if session.plan_mode else None
     acting = acting_profile(session=session, snapshot=snapshot, default_model=run.model)
     working = in_progress_subtask(snapshot)
     changes: list[PlanEventData] = []
     nudge = False
     hint = ""
-    session_tools, allowed, pending = selectors.session_tools_and_call_flags(session_id=session.pk)
+    session_tools, allowed, pending = selectors.session_tools_and_call_flags(
+        session_id=session.pk, flagged=read.calls_flagged
+    )
     external = external_tools.offered_tools(
         session_id=session.pk, within=acting.toolset_ids, allowed=allowed, tools=session_tools
     )

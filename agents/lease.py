@@ -16,9 +16,10 @@ import threading
 import uuid
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
 from planboard import services
+from planboard.sql import close_thread_connection
 
 logger = logging.getLogger(__name__)
 
@@ -59,4 +60,4 @@ class LeaseKeeper:
                         "renewing the lease of run %s failed", self.run_id, exc_info=True
                     )
         finally:
-            connection.close()
+            close_thread_connection()

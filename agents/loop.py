@@ -47,14 +47,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from agents import external_tools, llm, tools
 from agents.budgets import Allowance, step_allowance
-from agents.context import StepRequest, build_request
+from agents.context import StepContext, StepRequest, build_request, read_step_context
 from agents.lease import LeaseKeeper, new_worker_id
 from agents.memory import RunMemory
 from agents.models import AgentStep
@@ -62,15 +60,19 @@ from agents.plan_view import ShownPlan
 from agents.steps import (
     AnswerSuperseded,
     close_step,
+    interrupt_unfinished_steps,
     mark_changes_seen,
     open_step,
+    record_tool_results,
     seen_until,
+    step_of_answer,
     store_answer,
+    unanswered_calls,
 )
 from agents.streaming import AnswerStream
-from planboard import broadcast, prepared, selectors, services
+from planboard import broadcast, selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import AgentRun, ChatSession, Message, State
+from planboard.models import AgentRun, ChatSession, Message
 from planboard.services import Actor
 
 logger = logging.getLogger(__name__)
@@ -88,10 +90,7 @@ def execute_run(*, run_id: int, worker: str | None = None) -> AgentRun:
     if run.status != AgentRun.Status.RUNNING or run.lease_owner != worker:
         # Cancelled while queued, already finished, waiting, or driven by another worker.
         return run
-    # Steps a dead worker left mid-call never reached the model's answer.
-    AgentStep.objects.filter(run=run, status=AgentStep.Status.CALLING).update(
-        status=AgentStep.Status.INTERRUPTED, finished_at=timezone.now()
-    )
+    interrupt_unfinished_steps(run)
     try:
         with LeaseKeeper(run_id=run.pk, worker=worker):
             return _drive(run, worker=worker)
@@ -109,26 +108,25 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
     budget_factor = 1.0
     memory = RunMemory.for_run(run)
     while True:
-        # The run as it is now, with its session and current plan (one statement).
-        found = selectors.rows.run_with_session_and_plan(run.pk)
-        if found is None:
+        # What this step decides from, read once: the run as it is now, its session and plan,
+        # the transcript.
+        context = read_step_context(run_id=run.pk, memory=memory)
+        if context is None:
             return run  # deleted with its session
-        run, session, current_plan = found
+        run = context.run
         if not run.is_active or run.lease_owner != worker:
             return run  # finished elsewhere, or another worker took over after our lease lapsed
         if run.cancel_requested:
             return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
 
-        settled = _settle_stored_answer(run, actor, memory)
+        settled = _settle_stored_answer(context, actor, memory)
         if settled is _AGAIN:
             continue
         if isinstance(settled, AgentRun):
             return settled
 
-        # Settling wrote nothing the request reads: the session and plan just read serve it.
-        request = build_request(
-            run=run, budget_factor=budget_factor, memory=memory, read=(session, current_plan)
-        )
+        # Settling wrote nothing the request reads (else it said _AGAIN): the context serves it.
+        request = build_request(run=run, budget_factor=budget_factor, memory=memory, read=context)
         allowed = _stop_before_step(run, request)
         if isinstance(allowed, AgentRun):
             return allowed
@@ -187,7 +185,7 @@ def _drive(run: AgentRun, *, worker: str) -> AgentRun:
                     result=result,
                     error="Another worker took the run over while the model was answering.",
                 )
-                return selectors.rows.agent_run(run.pk) or run
+                return selectors.agent_run(run_id=run.pk) or run
             close_step(
                 step,
                 status=AgentStep.Status.DISCARDED,
@@ -210,7 +208,7 @@ _AGAIN = object()  # `_settle_stored_answer`: look at the run again
 
 
 def _settle_stored_answer(
-    run: AgentRun, actor: Actor, memory: RunMemory
+    context: StepContext, actor: Actor, memory: RunMemory
 ) -> AgentRun | object | None:
     """Finish what the last stored answer left: run its unanswered tool calls, or settle the
     status after a final answer. Returns the stopped (or paused) run, `_AGAIN` to look at the
@@ -218,11 +216,13 @@ def _settle_stored_answer(
     if memory.answered_answer_id is not None:
         return None  # this worker just stored a result for every call of the newest answer
     # The newest answer: the one this worker just stored (it holds the run's lease, so no
-    # other answer can be newer), else read.
+    # other answer can be newer), else the transcript's.
+    run = context.run
     mine = memory.last_answer
-    last = mine[0] if mine is not None else _last_answer(run)
+    last = mine[0] if mine is not None else context.last_answer()
     if last is not None and last.tool_calls:
-        if not _unanswered_calls(last):
+        answered = context.answered_call_ids()
+        if all(c.get("id", "") in answered for c in last.tool_calls):
             return None
         # Calls a person has just decided, or a previous worker died between the answer and
         # its tool results.
@@ -234,11 +234,18 @@ def _settle_stored_answer(
     # something the model has not read yet (checked under the session lock).
     finished = services.run_finish(
         run_id=run.pk,
-        status=_status_after_answer(run.session_id),
+        status=(
+            AgentRun.Status.WAITING_FOR_USER
+            if context.plan_awaits_confirmation()
+            else AgentRun.Status.SUCCEEDED
+        ),
         unless_user_message_after=mine[1] if mine is not None else seen_until(last),
     )
+    if not finished.is_active:
+        return finished
     # Still active: the user wrote in the meantime, so the next step reads it.
-    return None if finished.is_active else finished
+    context.transcript = memory.transcript()
+    return None
 
 
 def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | Allowance:
@@ -260,9 +267,7 @@ def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | Allowan
         return services.run_finish(
             run_id=run.pk, status=AgentRun.Status.FAILED, error=request.acting.key_refused
         )
-    session = request.session
-    if session is None:
-        session = ChatSession.objects.get(pk=run.session_id)
+    session = request.session or ChatSession.objects.get(pk=run.session_id)
     allowed = step_allowance(session=session, acting=request.acting, prompt_tokens=request.tokens)
     if allowed.stop:
         # Checked before each call with the request's own size, and the answer capped by what
@@ -276,40 +281,6 @@ def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | Allowan
     return allowed
 
 
-def _last_answer(run: AgentRun) -> Message | None:
-    return Message.objects.filter(run=run, role=Message.Role.ASSISTANT).order_by("-id").first()
-
-
-def _answered_ids(session_id: int, call_ids: list[str]) -> set[str]:
-    return set(
-        Message.objects.filter(
-            session_id=session_id, role=Message.Role.TOOL, tool_call_id__in=call_ids
-        ).values_list("tool_call_id", flat=True)
-    )
-
-
-def _unanswered_calls(message: Message) -> list[dict[str, Any]]:
-    calls = message.tool_calls or []
-    answered = _answered_ids(message.session_id, [c.get("id", "") for c in calls])
-    return [c for c in calls if c.get("id", "") not in answered]
-
-
-def _status_after_answer(session_id: int) -> str:
-    """`waiting_for_user` when a plan was presented for confirmation and not started."""
-    found = selectors.rows.session_with_plan(session_id)
-    if found is None or not found[0].need_user_confirm or found[1] is None:
-        return AgentRun.Status.SUCCEEDED
-    snapshot = selectors.plan_snapshot_of(found[1])
-    states = [s["state"] for s in snapshot["subtasks"]]
-    presented = (
-        snapshot["state"] not in (State.DONE, State.ABANDONED)
-        and State.TODO in states
-        and State.IN_PROGRESS not in states
-        and State.DONE not in states
-    )
-    return AgentRun.Status.WAITING_FOR_USER if presented else AgentRun.Status.SUCCEEDED
-
-
 def _execute_and_settle(
     *,
     run: AgentRun,
@@ -321,7 +292,7 @@ def _execute_and_settle(
     """Run the answer's calls; when some wait for a person, pause the run and return it (None:
     go on). A decision made meanwhile keeps the run going instead. `step` is given for an
     answer just stored (none of its calls can have a result yet)."""
-    if not _execute_tool_calls(run=run, actor=actor, message=message, step=step):
+    if not _execute_tool_calls(run=run, actor=actor, message=message, memory=memory, step=step):
         memory.calls_answered(message)
         return None
     paused = services.run_pause_for_approval(run_id=run.pk)
@@ -329,7 +300,12 @@ def _execute_and_settle(
 
 
 def _execute_tool_calls(
-    *, run: AgentRun, actor: Actor, message: Message, step: AgentStep | None = None
+    *,
+    run: AgentRun,
+    actor: Actor,
+    message: Message,
+    memory: RunMemory,
+    step: AgentStep | None = None,
 ) -> bool:
     """Run each unanswered call; its effect and its stored result commit together. Returns
     whether some call waits for a person's approval.
@@ -342,13 +318,13 @@ def _execute_tool_calls(
     started = time.monotonic()
     fresh = step is not None
     if step is None:
-        step = AgentStep.objects.filter(assistant_message=message).first()
+        step = step_of_answer(message)
     shown = ShownPlan.from_json(step.shown_plan) if step is not None else None
     waiting = False
     # The results stored here, to record on the step without reading them back.
     stored_here: dict[str, tuple[str, str]] = {}
     all_here = True
-    for call in (message.tool_calls or []) if fresh else _unanswered_calls(message):
+    for call in (message.tool_calls or []) if fresh else unanswered_calls(message):
         call_id = call.get("id", "")
         function = call.get("function") or {}
         name = str(function.get("name", ""))
@@ -382,15 +358,9 @@ def _execute_tool_calls(
                 if step is not None:
                     # The step's record of results (and of the plan as the model now saw it)
                     # commits with the result itself: one write per call, none after the loop.
-                    step.tool_results = _results_of(message, stored_here)
-                    step.tools_ms += int((time.monotonic() - started) * 1000)
+                    spent = int((time.monotonic() - started) * 1000)
                     started = time.monotonic()
-                    changed = ["tool_results", "tools_ms"]
-                    if shown is not None and shown.changed:
-                        step.shown_plan = shown.to_json()
-                        shown.changed = False
-                        changed.append("shown_plan")
-                    prepared.update(step, changed)
+                    record_tool_results(step, message, stored_here, ms=spent, shown=shown)
         except PlanError as exc:
             if exc.code == "duplicate_tool_call":
                 all_here = False
@@ -410,22 +380,11 @@ def _execute_tool_calls(
                 tool_name=name,
             )
             stored_here[call_id] = (name, failure.content)
+            memory.remember_stored(failure)
+        else:
+            memory.remember_stored(stored)  # committed: the next step need not read it
     if step is not None and not (fresh and all_here):
         # Results stored by others too (external tools, another worker): read them all.
-        ids = [c.get("id", "") for c in message.tool_calls or []]
-        stored_here = {
-            m.tool_call_id: (m.tool_name, m.content)
-            for m in Message.objects.filter(
-                session_id=run.session_id, role=Message.Role.TOOL, tool_call_id__in=ids
-            )
-        }
-        step.tool_results = _results_of(message, stored_here)
-        step.tools_ms += int((time.monotonic() - started) * 1000)
-        prepared.update(step, ["tool_results", "tools_ms"])
+        spent = int((time.monotonic() - started) * 1000)
+        record_tool_results(step, message, None, ms=spent)
     return waiting
-
-
-def _results_of(message: Message, stored: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
-    """The step's record of its answer's tool results, in the calls' order."""
-    ids = [c.get("id", "") for c in message.tool_calls or []]
-    return [{"id": i, "name": stored[i][0], "result": stored[i][1]} for i in ids if i in stored]

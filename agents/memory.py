@@ -14,6 +14,7 @@ with an empty one and reads everything afresh.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -67,15 +68,7 @@ class RunMemory:
     def transcript(self) -> list[Message]:
         """The session's messages, oldest first: every id is read each time (exact even when
         a message with a smaller id commits late), whole rows only of the new ones."""
-        known_up_to = max(self.message_ids, default=0)
-        found = selectors.rows.transcript_after(self.session_id, known_up_to)
-        ids = [pk for pk, _ in found]
-        added = [message for _, message in found if message is not None]
-        late = {pk for pk, message in found if message is None and pk not in self.message_ids}
-        if late:  # committed after a newer one we already hold: rare, one more read
-            added += [
-                m for m in selectors.rows.messages_from(self.session_id, min(late)) if m.pk in late
-            ]
+        ids, added = selectors.transcript_since(session_id=self.session_id, known=self.message_ids)
         if added:
             for message in added:
                 self.message_ids.add(message.pk)
@@ -84,8 +77,17 @@ class RunMemory:
         if len(self.messages) != len(ids):  # a message was deleted (the session was cleaned)
             present = set(ids)
             self.messages = [m for m in self.messages if m.pk in present]
-            self.message_ids = present
+            self.message_ids = {m.pk for m in self.messages}
         return self.messages
+
+    def remember_stored(self, message: Message) -> None:
+        """A message this worker has just stored and committed: the next step's transcript read
+        finds it known (no read of the whole row; messages are never edited)."""
+        if message.pk in self.message_ids:
+            return
+        self.message_ids.add(message.pk)
+        bisect.insort(self.messages, message, key=lambda m: m.pk)
+        self.remember_calls(message)
 
     def remember_calls(self, message: Message) -> None:
         if message.tool_call_id:
@@ -153,7 +155,7 @@ class RunMemory:
         self.last_shown_known = True
         if self.steps is not None:
             self.steps.insert(0, StepRecord(nudged=step.nudged, tool_names=step.tool_names))
-        self.remember_calls(answer)
+        self.remember_stored(answer)
         self.answered_answer_id = None
         self.last_answer = (answer, step.last_message_id or answer.pk)
 

@@ -1,5 +1,6 @@
 """Step records: one `AgentStep` row per LLM call, opened before the call and closed after,
-plus storing the model's answer together with its step (all or nothing).
+plus storing the model's answer together with its step (all or nothing). The only module that
+writes `AgentStep` rows (tests/system/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from agents import llm
 from agents.context import MAX_CHANGES, StepRequest
 from agents.memory import RunMemory
 from agents.models import AgentStep
-from planboard import broadcast, prepared, services
+from agents.plan_view import ShownPlan
+from planboard import broadcast, services
 from planboard.models import AgentRun, Message
 from planboard.pgtext import without_nul
 
@@ -44,8 +46,15 @@ def open_step(*, run: AgentRun, request: StepRequest, number: int | None = None)
         trimmed_messages=request.trimmed,
         last_message_id=request.last_message_id,
     )
-    prepared.insert(step)  # every step: one statement built once (planboard.prepared)
+    step.save(force_insert=True)
     return step
+
+
+def interrupt_unfinished_steps(run: AgentRun) -> None:
+    """Steps a dead worker left mid-call never reached the model's answer."""
+    AgentStep.objects.filter(run=run, status=AgentStep.Status.CALLING).update(
+        status=AgentStep.Status.INTERRUPTED, finished_at=timezone.now()
+    )
 
 
 CLOSING_FIELDS = [
@@ -85,7 +94,53 @@ def close_step(
     if attempts is not None:
         step.attempts = attempts
     # Only what closing changes: the hint and shown plan written at opening stay as they are.
-    prepared.update(step, CLOSING_FIELDS)
+    step.save(update_fields=CLOSING_FIELDS)
+
+
+def step_of_answer(answer: Message) -> AgentStep | None:
+    return AgentStep.objects.filter(assistant_message=answer).first()
+
+
+def unanswered_calls(answer: Message) -> list[dict[str, Any]]:
+    """The answer's tool calls that have no stored result (yet)."""
+    calls = answer.tool_calls or []
+    answered = set(
+        Message.objects.filter(
+            session_id=answer.session_id,
+            role=Message.Role.TOOL,
+            tool_call_id__in=[c.get("id", "") for c in calls],
+        ).values_list("tool_call_id", flat=True)
+    )
+    return [c for c in calls if c.get("id", "") not in answered]
+
+
+def record_tool_results(
+    step: AgentStep,
+    answer: Message,
+    stored: dict[str, tuple[str, str]] | None,
+    *,
+    ms: int,
+    shown: ShownPlan | None = None,
+) -> None:
+    """The step's record of its answer's tool results in the calls' order (`stored`: {call id:
+    (tool name, result)}; None reads every result stored, by any worker), `ms` more spent on
+    tools, and the plan as the model now saw it when a result changed that (`shown`)."""
+    ids = [c.get("id", "") for c in answer.tool_calls or []]
+    if stored is None:
+        found = Message.objects.filter(
+            session_id=answer.session_id, role=Message.Role.TOOL, tool_call_id__in=ids
+        )
+        stored = {m.tool_call_id: (m.tool_name, m.content) for m in found}
+    step.tool_results = [
+        {"id": i, "name": stored[i][0], "result": stored[i][1]} for i in ids if i in stored
+    ]
+    step.tools_ms += ms
+    changed = ["tool_results", "tools_ms"]
+    if shown is not None and shown.changed:
+        step.shown_plan = shown.to_json()
+        shown.changed = False
+        changed.append("shown_plan")
+    step.save(update_fields=changed)
 
 
 def unique_call_ids(

@@ -791,10 +791,10 @@ def execute_tool_call(
         args = _validate(name, _parse_arguments(arguments))
         attempts_left = _STALE_ATTEMPTS
         while True:
-            found = selectors.rows.session_with_plan(session_id)
+            found = selectors.session_with_plan(session_id=session_id)
             if found is None:
                 raise _BadCall(f"session {session_id} does not exist.")
-            session, current_plan = found
+            session, current_plan, _ = found
             if not session.plan_mode:
                 raise _BadCall(
                     "plan mode is off in this session, so the plan tools are not available. "

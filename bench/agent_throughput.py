@@ -129,7 +129,11 @@ def measure(sessions: int, rounds: int = 1) -> dict[str, Any]:
 # Where an in-process step's time goes: the parts of agents/loop.py's step, timed around the
 # module-level names the loop calls.
 PARTS = [
-    ("build_request", "the request: session, transcript, plan, changes, tools, hint, tokens"),
+    (
+        "read_step_context",
+        "the step's context: the run with its session and plan, transcript, plan",
+    ),
+    ("build_request", "the request: tools, people's changes, hint, tokens"),
     ("open_step", "opening the step record"),
     ("mark_changes_seen", "marking people's changes as seen"),
     ("complete", "the litellm call (model answers at once; includes streaming to clients)"),
@@ -394,8 +398,7 @@ def write_report(
         ]
         + [
             [
-                "the rest: the run row with its session and plan, cancel and lease checks, "
-                "the loop itself",
+                "the rest: cancel and lease checks, the loop itself",
                 f"{profile['step_ms'] - accounted:.2f}",
                 f"{(profile['step_ms'] - accounted) / profile['step_ms']:.0%}",
             ]

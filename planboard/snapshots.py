@@ -40,15 +40,21 @@ from planboard.url_secrets import redact_url
 
 
 def iso(value: datetime | str | None) -> str | None:
-    """ISO 8601 text of a time; text already in that form (read so from the database by
-    planboard.selectors.rows) passes through."""
-    if isinstance(value, str):
-        return value
-    return value.isoformat() if value else None
+    """ISO 8601 text of a time (`isoformat()`, UTC), also from the text the database writes for
+    one (`planboard.sql.subtask_values`: parsing the times cost most of a large snapshot):
+    PostgreSQL's "2026-05-06 07:08:09.5+00" (UTC, the zone Django sets), SQLite's
+    "2026-05-06 07:08:09.500000" (Django stores UTC)."""
+    if not isinstance(value, str):
+        return value.isoformat() if value else None
+    day, clock = value[:10], value[11:].removesuffix("+00")
+    if "." in clock:
+        whole, fraction = clock.split(".")
+        clock = f"{whole}.{fraction.ljust(6, '0')}"
+    return f"{day}T{clock}+00:00"
 
 
 # The SubTask fields a snapshot shows, in the order `serialize_subtask_values` takes them (the
-# snapshot selector reads just these columns: planboard.selectors.rows.subtask_values).
+# snapshot selector reads just these columns: planboard.sql.subtask_values).
 SUBTASK_FIELDS = (
     "id",
     "position",

@@ -175,7 +175,7 @@ def redis_url() -> str:
 
 @pytest.fixture
 def postgres(transactional_db: Any) -> None:
-    from django.db import connection
+    from tests.support import db
 
-    if connection.vendor != "postgresql":
+    if db.vendor() != "postgresql":
         require_or_skip("this test needs PostgreSQL: set DATABASE_URL=postgres://…")

@@ -37,7 +37,7 @@ def editable_plan(user: Any, plan_id: int, *, subtasks: Action | None = None) ->
 
     # Every edit asks: the owner may edit (and so see) the plan, which one row tells; only for
     # anyone else does visibility decide between 404 and 403.
-    found = selectors.rows.plan(plan_id)
+    found = selectors.plan_row(plan_id=plan_id)
     if found is not None and allowed(found.owner_id):
         return found
     plan = visible_plan(user, plan_id)

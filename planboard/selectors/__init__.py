@@ -10,10 +10,11 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 | `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
 | `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
 | `workspace` | a session's files (`session_files`) and one file's bytes                |
-| `rows`     | the hot path's rows (plan, subtasks, session) without the ORM's per-call cost |
+
+The plan tool call's hottest reads (session with plan, plan, subtasks) run `planboard.sql`'s
+statements; everything else is the ORM.
 """
 
-from planboard.selectors import rows
 from planboard.selectors.access import (
     RUN_STDIO_TOOLSET,
     can_act_in_session,
@@ -41,6 +42,7 @@ from planboard.selectors.plans import (
     latest_plan_id,
     plan_events_since,
     plan_events_window,
+    plan_row,
     plan_snapshot,
     plan_snapshot_at,
     plan_snapshot_of,
@@ -50,11 +52,14 @@ from planboard.selectors.plans import (
     plans_of_team,
 )
 from planboard.selectors.sessions import (
+    agent_run,
     latest_run,
     latest_runs_by_session,
     session_messages,
     session_snapshot,
+    session_with_plan,
     sessions_for_list,
+    transcript_since,
 )
 from planboard.selectors.toolsets import (
     pending_tool_calls,
@@ -79,6 +84,7 @@ __all__ = [
     "RUN_STDIO_TOOLSET",
     "STATE_FILTER_ALL",
     "STATE_FILTER_FINISHED",
+    "agent_run",
     "can_act_in_session",
     "can_change_plan",
     "can_change_subtasks",
@@ -95,6 +101,7 @@ __all__ = [
     "permission",
     "plan_events_since",
     "plan_events_window",
+    "plan_row",
     "plan_snapshot",
     "plan_snapshot_at",
     "plan_snapshot_of",
@@ -103,7 +110,6 @@ __all__ = [
     "plans_matching",
     "plans_of_team",
     "plans_visible_to",
-    "rows",
     "sees_all_teams",
     "sees_profile_configuration",
     "sees_toolset_configuration",
@@ -114,6 +120,7 @@ __all__ = [
     "session_tools",
     "session_tools_and_call_flags",
     "session_toolset_ids",
+    "session_with_plan",
     "sessions_for_list",
     "sessions_visible_to",
     "staff_may",
@@ -124,6 +131,7 @@ __all__ = [
     "toolset_rows",
     "toolsets_usable_by",
     "toolsets_visible_to",
+    "transcript_since",
     "workspace_file",
     "workspace_file_bytes",
     "workspace_file_open",

@@ -1,7 +1,8 @@
 """Plan reads: the one snapshot everyone shares, its event history, and history search.
 
 `plan_snapshot` is used by the page, the socket on connect, the REST GET and the agent hint;
-it costs two queries whatever the plan's size.
+it costs two queries whatever the plan's size (`planboard.sql`'s plan and subtasks: every plan
+tool call reads them).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
+from planboard import sql
 from planboard.models import (
     FINISHED_STATES,
     Plan,
@@ -21,7 +23,6 @@ from planboard.models import (
     Team,
     TeamMembership,
 )
-from planboard.selectors import rows
 from planboard.selectors.access import plans_visible_to, sees_all_teams
 from planboard.shapes import PlanEventData, PlanSnapshot
 from planboard.snapshots import (
@@ -37,9 +38,14 @@ STATE_FILTER_FINISHED = "finished"
 STATE_FILTER_ALL = "all"
 
 
+def plan_row(*, plan_id: int) -> Plan | None:
+    """The plan's row with its owner's username (what an edit's permission check needs), or
+    None: no such plan."""
+    return sql.plan(plan_id)
+
+
 def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
-    # The hottest read of all (every tool call, hint and socket connect): planboard.selectors.rows
-    plan = rows.plan(plan_id)
+    plan = sql.plan(plan_id)
     if plan is None:
         raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
     return plan_snapshot_of(plan)
@@ -47,16 +53,20 @@ def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
 
 def plan_snapshot_of(plan: Plan) -> PlanSnapshot:
     """`plan_snapshot` of a plan row just read (e.g. with its session,
-    `rows.session_with_plan`): one query for its subtasks."""
-    return build_plan_snapshot_from_values(plan, rows.subtask_values(plan.pk))
+    `session_with_plan`): one query for its subtasks."""
+    return build_plan_snapshot_from_values(plan, sql.subtask_values(plan.pk))
 
 
 def plan_events_since(
     *, plan_id: int, version: int, limit: int | None = None
 ) -> list[PlanEventData]:
-    """Events after `version`, oldest first (every agent step asks: planboard.selectors.rows)."""
-    found = rows.plan_events_since(plan_id, version, limit if limit is not None else 2**62)
-    return [serialize_event(e) for e in found]
+    """Events after `version`, oldest first (at most `limit`), in one query."""
+    events = (
+        PlanEvent.objects.filter(plan_id=plan_id, version__gt=version)
+        .select_related("plan", "actor_user", "actor_run")
+        .order_by("version")
+    )
+    return [serialize_event(e) for e in (events[:limit] if limit is not None else events)]
 
 
 def plan_events_window(*, plan_id: int, last: int) -> tuple[list[PlanEventData], int]:
@@ -84,8 +94,12 @@ def plan_snapshot_at(*, plan_id: int, version: int) -> PlanSnapshot | None:
 
 def plan_usage(*, plan_id: int) -> dict[str, Any]:
     """What the plan's work cost, in total and per subtask (one query: it is sent after every
-    agent step)."""
-    found = rows.plan_usage(plan_id)
+    agent step; a plan without subtasks gives one row of NULL subtask values)."""
+    found = list(
+        Plan.objects.filter(pk=plan_id)
+        .order_by("subtasks__position")
+        .values_list("cost_usd", "tokens", "subtasks__id", "subtasks__cost_usd", "subtasks__tokens")
+    )
     if not found:
         raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
     cost, tokens = found[0][0], found[0][1]

@@ -1,14 +1,16 @@
-"""Session reads: the session snapshot, its transcript, runs, and the session list."""
+"""Session reads: the session snapshot, its transcript, runs, and the session list; what an
+agent step reads of its run, session and transcript."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import Count, Max, Q, QuerySet
 
-from planboard import streams
-from planboard.models import AgentRun, ChatSession, Message, State
+from planboard import sql, streams
+from planboard.models import AgentRun, ChatSession, Message, Plan, State
 from planboard.selectors.access import sessions_visible_to
 from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
 from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
@@ -19,6 +21,35 @@ from planboard.snapshots import (
     serialize_session,
     serialize_tool_call,
 )
+
+
+def session_with_plan(*, session_id: int) -> tuple[ChatSession, Plan | None, bool] | None:
+    """The session, its current plan (each with its owner's username) and whether one of its
+    tool calls is always allowed or waits for a person, in one query: every plan tool call and
+    agent step starts with them. None: no such session."""
+    return sql.session_with_plan(session_id)
+
+
+def agent_run(*, run_id: int) -> AgentRun | None:
+    """The run's row as it is now."""
+    return AgentRun.objects.filter(pk=run_id).first()
+
+
+def transcript_since(*, session_id: int, known: Collection[int]) -> tuple[list[int], list[Message]]:
+    """Every message id of the session (oldest first), and the messages among them not in
+    `known`, whole: what a step reads of a transcript it mostly holds already. Two queries
+    whatever its length (one when nothing is new); a message committed late, below ids
+    already known, comes too."""
+    ids = list(
+        Message.objects.filter(session_id=session_id).order_by("id").values_list("id", flat=True)
+    )
+    known_up_to = max(known, default=0)
+    late = [pk for pk in ids if pk <= known_up_to and pk not in known]
+    if not late and (not ids or ids[-1] <= known_up_to):
+        return ids, []
+    # Up to the newest id just read, so both reads see the same messages.
+    wanted = Q(pk__gt=known_up_to, pk__lte=ids[-1]) | Q(pk__in=late)
+    return ids, list(Message.objects.filter(wanted, session_id=session_id).order_by("id"))
 
 
 def latest_run(*, session_id: int) -> AgentRun | None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from planboard.models import SessionToolset, ToolCall, Toolset, ToolsetTool
-from planboard.selectors import rows
 from planboard.selectors.access import sees_toolset_configuration
 from planboard.snapshots import serialize_tool_call, serialize_toolset
 
@@ -57,11 +56,28 @@ def session_toolset_ids(*, session_id: int) -> list[int]:
     )
 
 
+# What a step uses of an offered tool and of its toolset. Never the toolset's cached listing
+# (it lists every tool of the toolset: one copy per offered tool made a step quadratic), its
+# secrets or how its server starts (read when a call is made: `services.tool_call_claim`).
+OFFERED_TOOL_FIELDS = (
+    "id", "toolset", "name", "description", "input_schema", "read_only", "policy",
+    "needs_review", "toolset__id", "toolset__name",
+)  # fmt: skip
+
+
 def session_tools(*, session_id: int) -> list[ToolsetTool]:
     """The external tools a session's agent is offered: tools its server still lists, of
     enabled toolsets the session enables, that staff have not set to `never`; by toolset and
-    tool name, each with its toolset (every agent step asks: planboard.selectors.rows)."""
-    return rows.session_tools(session_id)
+    tool name, each with its toolset (only `OFFERED_TOOL_FIELDS`; others load on first use)."""
+    return list(
+        ToolsetTool.objects.filter(
+            toolset__sessions__session_id=session_id, toolset__enabled=True, available=True
+        )
+        .exclude(policy=ToolsetTool.Policy.NEVER)
+        .select_related("toolset")
+        .only(*OFFERED_TOOL_FIELDS)
+        .order_by("toolset__name", "name")
+    )
 
 
 def tool_always_allowed(*, session_id: int, toolset_id: int, tool: str) -> bool:
@@ -81,24 +97,22 @@ def session_tool_calls(*, session_id: int, status: str | None = None) -> list[di
 
 
 def session_tools_and_call_flags(
-    *, session_id: int
+    *, session_id: int, flagged: bool = True
 ) -> tuple[list[ToolsetTool], set[tuple[int, str]], list[ToolCall]]:
-    """In one read, what an agent step needs of a session's external tools: `session_tools`,
-    the (toolset, tool) pairs someone chose to "always allow", and the calls waiting for a
-    person (oldest first)."""
-    tools, flagged = rows.session_tools_and_flagged_calls(session_id)
-    return (tools, *_flags(flagged))
-
-
-def _flags(flagged: list[ToolCall]) -> tuple[set[tuple[int, str]], list[ToolCall]]:
+    """What an agent step needs of a session's external tools: `session_tools`, the
+    (toolset, tool) pairs someone chose to "always allow", and the calls waiting for a person
+    (oldest first). `flagged=False`: the caller knows the session has neither (one query)."""
+    calls = ToolCall.objects.filter(
+        Q(always_allow=True) | Q(status=ToolCall.Status.PENDING), session_id=session_id
+    )
     allowed: set[tuple[int, str]] = set()
     pending: list[ToolCall] = []
-    for record in flagged:
+    for record in calls.order_by("id") if flagged else []:
         if record.always_allow and record.toolset_id is not None:
             allowed.add((record.toolset_id, record.tool))
         if record.status == ToolCall.Status.PENDING:
             pending.append(record)
-    return allowed, pending
+    return session_tools(session_id=session_id), allowed, pending
 
 
 def pending_tool_calls(*, session_id: int) -> list[ToolCall]:

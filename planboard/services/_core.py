@@ -5,7 +5,9 @@ then run rows. Every service takes its locks through `_lock_session` / `_lock_pl
 locks the plan's session first), so two services can never wait on each other in a circle,
 however they are combined in one transaction (tests/planboard/test_lock_order.py).
 Row locks are `FOR NO KEY UPDATE OF <the row itself>`: they never spread to joined rows (a
-user's whole account) and never block inserts that merely reference the locked row.
+user's whole account) and never block inserts that merely reference the locked row. The plan
+lock and the plan and subtask updates every plan tool call runs are `planboard.sql`'s
+statements; everything else is the ORM.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from planboard import broadcast, prepared, selectors
+from planboard import broadcast, selectors, sql
 from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import (
     NAME_MAX,
@@ -32,7 +34,6 @@ from planboard.models import (
     State,
     SubTask,
 )
-from planboard.services import _rows
 from planboard.shapes import PlanPatch
 from planboard.snapshots import (
     serialize_event,
@@ -66,8 +67,6 @@ class Actor:
 
 
 PLAN_TEXT_FIELDS = ("name", "description", "expected_outcome")
-# What services change on a plan row (its usage counters are added to elsewhere, atomically).
-PLAN_WRITTEN_FIELDS = (*PLAN_TEXT_FIELDS, "version", "state", "outcome", "finished_at", "session")
 SUBTASK_TEXT_FIELDS = ("name", "description", "expected_outcome")
 
 
@@ -167,15 +166,17 @@ def _describe(subtask: SubTask) -> str:
 
 
 def _lock_session(session_id: int) -> ChatSession:
-    session = _rows.lock_session(session_id)
-    if session is None:
-        raise PlanError(f"Session {session_id} does not exist.", code="not_found")
-    return session
+    try:
+        # The owner comes along (snapshots show their name); `of`: only the session is locked.
+        locking = ChatSession.objects.select_for_update(no_key=True, of=("self",))
+        return locking.select_related("owner").get(pk=session_id)
+    except ChatSession.DoesNotExist:
+        raise PlanError(f"Session {session_id} does not exist.", code="not_found") from None
 
 
 def _lock_plan(plan_id: int, *, expected_version: int | None = None) -> Plan:
     """Lock the plan's session (if it has one), then the plan: the one lock order."""
-    plan = _rows.lock_plan(plan_id)
+    plan = sql.lock_plan(plan_id)
     if plan is None:
         raise PlanError(f"Plan {plan_id} does not exist.", code="not_found")
     if expected_version is not None and expected_version != plan.version:
@@ -199,7 +200,7 @@ def _lock_open_plan(plan_id: int, *, expected_version: int | None = None) -> Pla
 
 
 def _ordered_subtasks(plan: Plan) -> list[SubTask]:
-    subtasks = selectors.rows.subtasks(plan.pk)
+    subtasks = sql.subtasks(plan.pk)
     for subtask in subtasks:  # spare `subtask.plan` a query
         SubTask._meta.get_field("plan").set_cached_value(subtask, plan)
     return subtasks
@@ -245,7 +246,7 @@ def _record(
         if subtasks is not None:
             _sync_plan_state(plan, subtasks)
         plan.version += 1
-        prepared.update(plan, PLAN_WRITTEN_FIELDS)
+        sql.plan_update(plan)
     patch: PlanPatch = {
         "plan": serialize_plan_header(plan),
         "upsert": [serialize_subtask(s) for s in upsert],
@@ -263,7 +264,7 @@ def _record(
         after=after,
         patch=patch,
     )
-    prepared.insert(event)
+    event.save(force_insert=True)
     payload = serialize_event(event)
     groups = [broadcast.plan_group(plan.pk)]
     if plan.session_id:
@@ -278,7 +279,7 @@ def _publish_session(session_id: int, payload: Mapping[str, Any]) -> None:
 
 def _set_current_plan(session: ChatSession, plan: Plan | None) -> None:
     session.current_plan = plan
-    prepared.update(session, ["current_plan"])
+    session.save(update_fields=["current_plan", "updated_at"])
     _publish_session(
         session.pk,
         {"type": "session.plan", "session_id": session.pk, "plan_id": plan.pk if plan else None},

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from planboard import broadcast, prepared
+from planboard import broadcast
 from planboard.exceptions import PlanError
 from planboard.models import Plan, PlanEvent, State, SubTask
 from planboard.services._core import (
@@ -109,7 +109,7 @@ def plan_create(
             expected_outcome=clean_expected,
             version=1,  # the creation event's version: the row needs no update after it
         )
-        prepared.insert(plan)
+        plan.save(force_insert=True)
         created = SubTask.objects.bulk_create(
             [SubTask(plan=plan, position=i, **spec) for i, spec in enumerate(specs)]
         )

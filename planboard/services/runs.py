@@ -8,11 +8,12 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from planboard import broadcast, prepared, selectors
+from planboard import broadcast, selectors, sql
 from planboard.exceptions import PlanError
 from planboard.models import (
     MESSAGE_MAX,
@@ -128,7 +129,7 @@ def message_record_agent(
     message = Message(**fields)
     # No savepoint of its own inside a caller's transaction: one insert cannot half-happen.
     with transaction.atomic(savepoint=False):
-        stored = _insert_message(message)
+        stored = sql.message_insert(message)  # every step stores one or two
         if stored:
             _publish_message(message)
     if not stored:
@@ -137,22 +138,6 @@ def message_record_agent(
             f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
         )
     return message
-
-
-def _insert_message(message: Message) -> bool:
-    """Store a new message (every step stores one or two: prepared statements); False when
-    its tool call already has a result."""
-    if not message.tool_call_id:
-        prepared.insert(message)  # no unique key it could collide on
-        return True
-    if prepared.can_insert_unless_duplicate():
-        return prepared.insert_unless_duplicate(message)  # one statement, no savepoint
-    try:
-        with transaction.atomic():  # a savepoint keeps the caller's transaction usable
-            prepared.insert(message)
-    except IntegrityError:
-        return False
-    return True
 
 
 def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:
@@ -349,29 +334,24 @@ def run_record_step(
     # Rows are updated in the one lock order: session, plan, subtask, run.
     if session_id is None:
         session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
-    # One prepared statement each (planboard/prepared.py): this runs on every step.
     used = prompt + completion
     if session_id is not None:
-        prepared.add(ChatSession, session_id, {"spent_usd": cost, "spent_tokens": used})
+        ChatSession.objects.filter(pk=session_id).update(
+            spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + used
+        )
     if plan_id is not None:
-        prepared.add(Plan, plan_id, {"cost_usd": cost, "tokens": used})
+        Plan.objects.filter(pk=plan_id).update(
+            cost_usd=F("cost_usd") + cost, tokens=F("tokens") + used
+        )
         if subtask_id is not None:
-            prepared.add(
-                SubTask, subtask_id, {"cost_usd": cost, "tokens": used}, where={"plan": plan_id}
+            SubTask.objects.filter(pk=subtask_id, plan_id=plan_id).update(
+                cost_usd=F("cost_usd") + cost, tokens=F("tokens") + used
             )
-    flags = prepared.add(
-        AgentRun,
-        run_id,
-        {
-            "step_count": 1,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "cost_usd": cost,
-        },
-        # What the loop must know before it keeps the answer, read in the same statement.
-        returning=["cancel_requested", "lease_owner"] if returning_flags else [],
+    # What the loop must know before it keeps the answer, read in the statement that counts.
+    flags = sql.run_count_step(
+        run_id, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost
     )
-    stop = RunStopFlags(bool(flags[0]), str(flags[1] or "")) if flags else None
+    stop = RunStopFlags(*flags) if flags is not None and returning_flags else None
     if profile_id is not None and user_id is not None:
         profile_usage_add(user_id=user_id, profile_id=profile_id, cost_usd=cost, tokens=used)
     if plan_id is None:

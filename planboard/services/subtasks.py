@@ -10,14 +10,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from planboard import prepared, selectors
+from planboard import sql
 from planboard.exceptions import PlanError
 from planboard.models import (
     FINISHED_STATES,
+    ChatSession,
     State,
     SubTask,
 )
-from planboard.services import _rows
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -66,8 +66,10 @@ def subtask_add(
                 f"so use 0 to {count} ({count} appends at the end).",
                 code="bad_index",
             )
-        # The session's own limit: its row is already locked (and read fast) by now.
-        limit = _subtask_limit(selectors.rows.session(plan.session_id) if plan.session_id else None)
+        # The session's own limit (its row is locked by now).
+        session_id = plan.session_id
+        sessions = ChatSession.objects.only("max_subtasks")
+        limit = _subtask_limit(sessions.filter(pk=session_id).first() if session_id else None)
         if count >= limit:
             raise PlanError(
                 f"The plan already has {count} subtasks, the most allowed is {limit}; "
@@ -80,10 +82,9 @@ def subtask_add(
             "expected_outcome": _clean_text(expected_outcome, field="expected_outcome"),
             "agent": _clean_agent(agent),
         }
-        # The agent's hot path: prepared statements (planboard/prepared.py).
-        _rows.shift_positions(plan.pk, start=index, by=1)
+        SubTask.objects.filter(plan=plan, position__gte=index).update(position=F("position") + 1)
         subtask = SubTask(plan=plan, position=index, **fields)
-        prepared.insert(subtask)
+        subtask.save(force_insert=True)
         subtasks.insert(index, subtask)
         for position, item in enumerate(subtasks):
             item.position = position
@@ -130,7 +131,7 @@ def subtask_update(
         subtask = _find_subtask(_ordered_subtasks(plan), subtask_id)
         changes = _apply_text_changes(subtask, given)
         if changes:
-            prepared.update(subtask, list(changes))
+            sql.subtask_update(subtask)
             before, after = _before_after(changes, index=subtask.position)
             _record(
                 plan,
@@ -245,7 +246,7 @@ def _apply_state(subtask: SubTask, state: str, outcome: str) -> None:
     else:
         subtask.finished_at = None
         subtask.outcome = ""
-    prepared.update(subtask, ["state", "finished_at", "outcome"])
+    sql.subtask_update(subtask)
 
 
 def subtask_set_state(

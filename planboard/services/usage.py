@@ -4,7 +4,8 @@ current period, so a change of period counts the right days).
 
 Recorded with each step's usage (`run_record_step`), in the same transaction, as increments the
 database applies (never a read-modify-write), and made safe against two steps of the same
-person creating the day's row at once.
+person creating the day's row at once (the row is made empty, unless it exists, then added to:
+no savepoint, nothing lost).
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from datetime import UTC, date
 from decimal import Decimal
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from planboard import prepared
 from planboard.models import ProfileUsage
 
 
@@ -36,10 +36,8 @@ def profile_usage_add(
     with transaction.atomic(savepoint=False):
         if _add(key, cost, used):
             return
-        row = ProfileUsage(**key, spent_usd=cost, spent_tokens=used)
-        if _insert(row):
-            return
-        # Another step made the day's row between our update and our insert: add to it.
+        # The day's first step: make its row, unless a concurrent step has just made it.
+        ProfileUsage.objects.bulk_create([ProfileUsage(**key)], ignore_conflicts=True)
         _add(key, cost, used)
 
 
@@ -49,15 +47,3 @@ def _add(key: dict[str, Any], cost: Decimal, used: int) -> bool:
             spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + used
         )
     )
-
-
-def _insert(row: ProfileUsage) -> bool:
-    """Insert the day's first row, or False when a concurrent step has just made it."""
-    if prepared.can_insert_unless_duplicate():
-        return prepared.insert_unless_duplicate(row)  # one statement, no savepoint
-    try:
-        with transaction.atomic():  # a savepoint keeps the caller's transaction usable
-            row.save(force_insert=True)
-    except IntegrityError:
-        return False
-    return True

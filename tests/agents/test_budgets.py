@@ -19,6 +19,7 @@ from agents.models import AgentStep
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import AgentProfile, AgentRun, ChatSession, ProfileUsage
+from tests.support import db
 from tests.support.openai_server import FakeOpenAI
 from tests.support.scripted import ScriptedModel, call
 
@@ -269,8 +270,6 @@ def test_prices_come_in_pairs_and_periods_are_known(db: Any) -> None:
 def test_usage_added_at_the_same_moment_is_never_lost(postgres: None, django_user_model: Any):
     import threading
 
-    from django.db import connection
-
     owner = django_user_model.objects.create_user("spender")
     profile = services.profile_create(name="shared")
     day = timezone.now().date()
@@ -292,7 +291,7 @@ def test_usage_added_at_the_same_moment_is_never_lost(postgres: None, django_use
         except BaseException as exc:  # surfaced to the test thread below
             errors.append(exc)
         finally:
-            connection.close()
+            db.close_thread_connections()
 
     threads = [threading.Thread(target=spend) for _ in range(workers)]
     for thread in threads:

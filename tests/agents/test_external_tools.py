@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from agents import external_tools, hints, mcp_client
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
+from tests.support import db
 from tests.support.mcp_servers import HttpServer, http_toolset, notes_written, stdio_toolset
 from tests.support.runs import drive, post, record, result_of
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
@@ -334,7 +334,7 @@ def test_no_transaction_is_open_while_a_server_works(
 
     def spy(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> Any:
         status = ToolCall.objects.get(tool_call_id="e").status
-        seen.append((connection.in_atomic_block, status))
+        seen.append((db.in_transaction(), status))
         return real(toolset, tool, arguments)
 
     mcp_client.call_tool = spy  # type: ignore[assignment]

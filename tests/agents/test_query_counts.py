@@ -1,7 +1,8 @@
 """SQL statements per plan tool call, pinned: a change that reads or writes more per call fails
 here instead of creeping into the benchmarks (docs/PERFORMANCE.md, benchmark 2).
 
-Counted as Django sees them, BEGIN and COMMIT included; the same on SQLite and PostgreSQL.
+Counted by tests/support/db.py, as Django sees them (BEGIN and COMMIT included; the same on
+SQLite and PostgreSQL).
 """
 
 from __future__ import annotations
@@ -9,14 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from agents import loop
 from agents.tools import execute_tool_call
 from planboard import services
 from planboard.models import AgentRun, ChatSession
 from planboard.services import Actor
+from tests.support import db
 from tests.support.scripted import ScriptedModel, call, say, scripted_model, tool_calls
 
 __all__ = ["scripted_model"]  # the fixture, imported for pytest
@@ -70,12 +70,12 @@ def test_statements_per_tool_call_are_pinned(user: Any) -> None:
     actor = Actor.agent(AgentRun.objects.create(session=session, status=AgentRun.Status.RUNNING))
     counted: list[tuple[str, int]] = []
     for name, arguments, _ in CALLS:
-        with CaptureQueriesContext(connection) as queries:
+        with db.statements() as run:
             result = execute_tool_call(
                 session_id=session.pk, actor=actor, name=name, arguments=arguments
             )
         assert not result.startswith("Error"), (name, result)
-        counted.append((name, len(queries.captured_queries)))
+        counted.append((name, len(run)))
     assert counted == [(name, expected) for name, _, expected in CALLS]
 
 
@@ -89,10 +89,10 @@ def _run_counting(session: ChatSession, user: Any, model: Any, steps: int) -> in
         [tool_calls(call("get_subtask_count")) for _ in range(steps)] + [say("Done.")]
     )
     _, run = services.message_post(session_id=session.pk, author=user, content="Count again.")
-    with CaptureQueriesContext(connection) as queries:
+    with db.statements() as run_statements:
         finished = loop.execute_run(run_id=run.pk)
     assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
-    return len(queries.captured_queries)
+    return len(run_statements)
 
 
 def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
@@ -118,14 +118,16 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
     return session
 
 
-# Per model call with one read-only plan tool: the run row with its session and current
-# plan's row, the transcript (every id, only new rows whole), the subtasks, the external tools
-# with the calls flagged "always allow" or waiting (people's changes are not asked for: the
-# plan's version has not moved since the previous step); the step record; storing the answer
-# (BEGIN, insert, 3 usage counters — the run's also reads its cancel flag and lease owner —,
-# the step, COMMIT) and the usage totals for clients; the tool (BEGIN, session and plan,
-# subtasks, result, the step's results, COMMIT). 57 before issue 14.
-STATEMENTS_PER_STEP = 19
+# Per model call with one read-only plan tool, 20 (19 before issue 22 folded the hot path into
+# planboard/sql.py and the ORM; 57 before issue 14). The step's context: the run (ORM), the
+# session with its current plan's row (and whether a tool call waits for a person), the
+# transcript's ids (the answer and results this worker stored are known already: nothing is
+# read whole), the subtasks; the external tools, each with whether someone always allows it
+# (people's changes are not asked for: the plan's version has not moved since the previous
+# step); the step record; storing the answer (BEGIN, insert, 3 usage counters — the run's also
+# reads its cancel flag and lease owner —, the step, COMMIT) and the usage totals for clients;
+# the tool (BEGIN, session and plan, subtasks, result, the step's results, COMMIT).
+STATEMENTS_PER_STEP = 20
 
 
 def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcript(
@@ -135,6 +137,28 @@ def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcrip
     long = _session_with_history(user, scripted_model, exchanges=25)
     one = _run_counting(short, user, scripted_model, steps=1)
     three = _run_counting(short, user, scripted_model, steps=3)
-    assert (three - one) / 2 == STATEMENTS_PER_STEP
+    assert db.per_extra_unit(one, three, extra_units=2) == STATEMENTS_PER_STEP
     # A transcript 25 exchanges longer costs not one statement more.
     assert _run_counting(long, user, scripted_model, steps=3) == three
+
+
+def test_a_step_reads_whole_only_the_messages_others_wrote(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    """The driving worker keeps the answers and results it stored: once the first step has
+    read the person's message, no step of the run reads a message row whole again (the
+    transcript's ids say nothing else is new)."""
+    session = _session_with_history(user, scripted_model, exchanges=1)
+    scripted_model.script.extend(
+        [tool_calls(call("get_subtask_count")) for _ in range(3)] + [say("Done.")]
+    )
+    _, run = services.message_post(session_id=session.pk, author=user, content="Count again.")
+    with db.statements() as run_statements:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    whole = [
+        sql
+        for sql in run_statements.selecting('"planboard_message"."content"')
+        if sql.startswith("SELECT")
+    ]
+    assert len(whole) == 1, whole

@@ -17,6 +17,7 @@ from agents import loop
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message
+from tests.support import db
 from tests.support.scripted import ScriptedModel, do, say
 
 
@@ -93,9 +94,7 @@ def test_two_workers_at_once_only_one_drives(
         try:
             results["a"] = loop.execute_run(run_id=run.pk, worker="worker-a")
         finally:
-            from django.db import connection
-
-            connection.close()
+            db.close_thread_connections()
 
     thread = threading.Thread(target=worker_a)
     thread.start()

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from agents import loop, tools
 from agents.models import AgentStep
@@ -17,6 +16,7 @@ from agents.plan_view import ShownPlan
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Plan
 from planboard.services import Actor
+from tests.support import db
 from tests.support.scripted import ScriptedModel, call, do, say, tool_calls
 
 
@@ -448,7 +448,7 @@ def _from_another_connection(work: Callable[[], None]) -> None:
         except BaseException as exc:
             failures.append(exc)
         finally:
-            connection.close()
+            db.close_thread_connections()
 
     thread = threading.Thread(target=run)
     thread.start()

@@ -9,12 +9,11 @@ import tracemalloc
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from agents import context, external_tools
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Toolset
+from tests.support import db
 
 pytestmark = pytest.mark.django_db
 
@@ -65,22 +64,22 @@ def run(user: Any, big_toolset: Toolset) -> AgentRun:
 
 
 def test_a_step_reads_no_listing_secrets_or_configuration(run: AgentRun) -> None:
-    with CaptureQueriesContext(connection) as queries:
+    with db.statements() as step:
         request = context.build_request(run=run)
     assert len([t for t in request.tools if t["function"]["name"].startswith("big__")]) == TOOLS
-    for query in queries.captured_queries:
+    for sql in step:
         for column in UNUSED_COLUMNS:
-            assert not _selects(query["sql"], column), (column, query["sql"][:300])
+            assert not _selects(sql, column), (column, sql[:300])
 
 
 def test_a_call_reads_no_listing(run: AgentRun) -> None:
     """Calling a tool needs how to reach its server (and its secrets), never the listing."""
     services.run_start(run_id=run.pk, worker="w")
     call = {"id": "c1", "function": {"name": "big__tool_0001", "arguments": '{"q": "x"}'}}
-    with CaptureQueriesContext(connection) as queries:
+    with db.statements() as claimed:
         outcome = external_tools.handle_call(run=run, call=call, held=False)
     assert outcome == external_tools.Outcome.ANSWERED
-    assert not any(_selects(q["sql"], "tools_cache") for q in queries.captured_queries)
+    assert not any(_selects(sql, "tools_cache") for sql in claimed)
     session = ChatSession.objects.get(pk=run.session_id)
     answer = session.messages.get(tool_call_id="c1").content
     assert answer.startswith("Error: toolset 'big'")  # nothing listens on port 9

@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -17,6 +15,7 @@ from planboard import selectors, services
 from planboard.models import NAME_MAX, TEXT_MAX, Plan, PlanEvent, Team, TeamMembership
 from planboard.services import Actor
 from planboard.snapshots import apply_event
+from tests.support import db
 
 pytestmark = pytest.mark.django_db
 
@@ -502,9 +501,9 @@ def test_an_owners_edit_costs_a_pinned_number_of_statements(api: APIClient, plan
     subtasks)."""
     target = subtask_ids(plan)[1]
     api.patch(url(plan, "subtasks", target), {"name": "Warm"}, "json")
-    with CaptureQueriesContext(connection) as queries:
+    with db.statements() as edit:
         response = api.patch(url(plan, "subtasks", target), {"name": "Book ryokan"}, "json")
     assert response.status_code == 200, response.content
-    statements = [q["sql"][:60] for q in queries.captured_queries]
+    statements = [sql[:60] for sql in edit]
     assert not any("SAVEPOINT" in sql for sql in statements), statements
     assert len(statements) == 10, statements

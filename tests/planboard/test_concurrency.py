@@ -5,13 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from django.db import connection
-
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import PlanEvent, SubTask
 from planboard.services import Actor
 from planboard.snapshots import apply_event
+from tests.support import db
 
 ROUNDS = 25
 
@@ -37,7 +36,7 @@ def _writer(plan_id: int, actor: Actor, tag: str, errors: list[BaseException]) -
     except BaseException as exc:  # surfaced to the test thread below
         errors.append(exc)
     finally:
-        connection.close()
+        db.close_thread_connections()
 
 
 def test_concurrent_writers_lose_nothing(postgres: None, django_user_model: Any) -> None:
@@ -86,7 +85,7 @@ def _together(*actions: Any) -> list[BaseException]:
         except BaseException as exc:
             errors.append(exc)
         finally:
-            connection.close()
+            db.close_thread_connections()
 
     threads = [threading.Thread(target=run, args=(action,)) for action in actions]
     for thread in threads:

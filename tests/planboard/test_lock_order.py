@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import OperationalError, connection, connections, transaction
+from django.db import OperationalError, transaction
 
 from agents import tools
 from planboard import selectors, services
@@ -18,6 +18,7 @@ from planboard.exceptions import PlanError
 from planboard.models import ChatSession, Plan, PlanEvent
 from planboard.services import Actor
 from planboard.snapshots import apply_event
+from tests.support import db
 
 THREADS = 4
 OPERATIONS = 40
@@ -144,7 +145,7 @@ def test_mixed_operations_never_deadlock(postgres: None) -> None:
         except BaseException as exc:
             failures.append(exc)
         finally:
-            connection.close()
+            db.close_thread_connections()
 
     threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(THREADS)]
     for thread in threads:
@@ -184,12 +185,12 @@ def test_a_plan_lock_does_not_lock_its_owner_row(postgres: None) -> None:
         except BaseException as exc:
             errors.append(exc)
         finally:
-            connection.close()
+            db.close_thread_connections()
 
     thread = threading.Thread(target=hold_the_plan_lock)
     thread.start()
     assert holding.wait(30)
-    other = connections.create_connection("default")
+    other = db.second_connection()
     try:
         with other.cursor() as cursor:
             cursor.execute("SET lock_timeout = '2s'")

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, SubTask
+from tests.support.db import settings_dict
 from tests.support.env import require_or_skip
 from tests.support.invariants import assert_session_invariants
 
@@ -105,7 +105,7 @@ def children() -> Iterator[list[Child]]:
 def database_url() -> str:
     """The URL of the test database, for processes started by a test: the same user (none
     named, as for the test process itself, when the settings name none)."""
-    info = connection.settings_dict
+    info = settings_dict()
     auth = info["USER"] or ""
     if info.get("PASSWORD"):
         auth += f":{info['PASSWORD']}"

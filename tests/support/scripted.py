@@ -26,9 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from django.db import connection
 
-from tests.support import local_models
+from tests.support import db, local_models
 
 if TYPE_CHECKING:
     from agents.llm import ErrorKind, ProviderReply
@@ -96,7 +95,7 @@ class ScriptedModel:
     ) -> ProviderReply:
         self.requests.append(copy.deepcopy(messages))
         self.tools.append(tools)
-        self.in_transaction.append(connection.in_atomic_block)
+        self.in_transaction.append(db.in_transaction())
         while True:
             if not self.script:
                 raise AssertionError("the scripted model ran out of answers")

@@ -2,13 +2,17 @@
 
 Ruff's banned-import rule (TID251, see pyproject.toml and planboard/ruff.toml) already fails
 `make test` on a wrong import; these tests check the same import rules independently of the
-linter's configuration, and the one rule a linter cannot: nothing but the services writes
-plan-domain rows.
+linter's configuration, and the rules a linter cannot: nothing but the services writes
+plan-domain rows (through the ORM or planboard/sql.py's statements), nothing but
+agents/steps.py writes step records, and `agents` uses only the public names of the selectors
+and services.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,10 +43,33 @@ QUERYSET_WRITES = {
 # not a plan-domain write.
 INSTANCE_WRITES_ALLOWED = {
     "agents/steps.py": "AgentStep rows: the agent's own step records",
-    "agents/loop.py": "AgentStep rows: the agent's own step records",
     "planboard/management/commands/ensure_demo_user.py": "the demo login's user row",
     "planboard/streams.py": "cache.delete(): the partial answer kept in the cache",
 }
+# The one module that touches a database connection, and the one that writes step records.
+CONNECTION_MODULE = "planboard/sql.py"
+STEP_RECORDS_MODULE = "agents/steps.py"
+
+
+def sql_writes() -> set[str]:
+    """planboard/sql.py's functions that lock or write: those whose statement (a module
+    constant) is an INSERT, UPDATE or DELETE or takes a row lock."""
+    from planboard import sql
+
+    statements = {
+        name
+        for name, value in vars(sql).items()
+        if isinstance(value, str)
+        and (re.match(r"\s*(INSERT|UPDATE|DELETE)\b", value) or "FOR NO KEY UPDATE" in value)
+    }
+    tree = ast.parse((ROOT / CONNECTION_MODULE).read_text(encoding="utf-8"))
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and not node.name.startswith("_")
+        and any(isinstance(n, ast.Name) and n.id in statements for n in ast.walk(node))
+    }
 
 
 def source_files() -> Iterator[tuple[str, ast.Module]]:
@@ -79,6 +106,46 @@ def test_import_rules() -> None:
     assert broken == []
 
 
+def connection_uses(path: str, tree: ast.Module) -> Iterator[str]:
+    """`django.db.connection(s)` imported or reached as an attribute."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "django.db":
+            for alias in node.names:
+                if alias.name in ("connection", "connections"):
+                    yield f"{path}:{node.lineno}: from django.db import {alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in ("django.db.connection", "django.db.connections"):
+                    yield f"{path}:{node.lineno}: import {alias.name}"
+        elif isinstance(node, ast.Attribute) and node.attr in ("connection", "connections"):
+            if ast.unparse(node.value) in ("django.db", "db"):
+                yield f"{path}:{node.lineno}: {ast.unparse(node)}"
+
+
+def test_only_planboard_sql_touches_a_database_connection() -> None:
+    found = [
+        use
+        for path, tree in source_files()
+        if path != CONNECTION_MODULE
+        for use in connection_uses(path, tree)
+    ]
+    assert found == []
+
+
+def test_the_connection_check_catches_a_use() -> None:
+    sample = ast.parse(
+        "from django.db import connection, transaction\n"
+        "import django.db.connections\n"
+        "from django import db\n"
+        "db.connections['default'].cursor()\n"
+    )
+    assert [use.split(": ", 1)[1] for use in connection_uses("agents/x.py", sample)] == [
+        "from django.db import connection",
+        "import django.db.connections",
+        "db.connections",
+    ]
+
+
 def chain_root(node: ast.expr) -> str | None:
     """`Plan` for `Plan.objects.filter(...).update`, following attributes and calls."""
     while True:
@@ -93,10 +160,26 @@ def chain_root(node: ast.expr) -> str | None:
 
 
 def plan_domain_writes(path: str, tree: ast.Module) -> Iterator[str]:
+    writes = sql_writes()
+    from_sql = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "planboard.sql"
+        for alias in node.names
+        if alias.name in writes
+    }
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in from_sql:  # `from planboard.sql import plan_update`
+                yield f"{path}:{node.lineno}: {node.func.id}()"
+            continue
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         method = node.func.attr
+        if ast.unparse(node.func.value) in ("sql", "planboard.sql"):
+            if method in writes:
+                yield f"{path}:{node.lineno}: {ast.unparse(node.func)}()"
+            continue
         through_manager = "objects" in ast.unparse(node.func.value).split(".")
         if method in QUERYSET_WRITES and through_manager:
             if chain_root(node.func.value) in PLAN_MODELS:
@@ -117,18 +200,119 @@ def test_only_the_services_write_plan_domain_rows() -> None:
 
 
 def test_the_write_check_catches_a_write() -> None:
-    """The check above would fail on the writes it is meant to catch."""
+    """The check above would fail on the writes it is meant to catch: the ORM's, and
+    planboard/sql.py's statements that write or lock (reads are anyone's)."""
     sample = ast.parse(
+        "from planboard.sql import message_insert, subtasks\n"
         "Plan.objects.filter(pk=1).update(name='x')\n"
         "SubTask.objects.create(plan=p)\n"
         "subtask.save()\n"
         "AgentStep.objects.filter(pk=1).update(status='x')\n"
+        "sql.plan_update(plan)\n"
+        "sql.lock_plan(1)\n"
+        "sql.plan(1)\n"
+        "message_insert(message)\n"
+        "subtasks(1)\n"
     )
     found = list(plan_domain_writes("planboard/api/views.py", sample))
-    assert [line.split(": ", 1)[1] for line in found] == [
+    assert sorted(line.split(": ", 1)[1] for line in found) == [
         "Plan.objects.filter(pk=1).update",
         "SubTask.objects.create",
+        "message_insert()",
+        "sql.lock_plan()",
+        "sql.plan_update()",
         "subtask.save()",
+    ]
+    assert sql_writes() == {
+        "lock_plan", "plan_update", "subtask_update", "message_insert", "run_count_step",
+    }  # fmt: skip
+
+
+def step_record_writes(path: str, tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in QUERYSET_WRITES and chain_root(node.func.value) == "AgentStep":
+                yield f"{path}:{node.lineno}: {ast.unparse(node.func)}"
+
+
+def test_only_agents_steps_writes_step_records() -> None:
+    """`AgentStep` rows are written in one module (their instances' `.save()` too: the
+    instance-write check above allows it there only)."""
+    found = [
+        write
+        for path, tree in source_files()
+        if path != STEP_RECORDS_MODULE
+        for write in step_record_writes(path, tree)
+    ]
+    assert found == []
+    sample = ast.parse("AgentStep.objects.filter(run=run).update(status='x')\n")
+    assert len(list(step_record_writes("agents/loop.py", sample))) == 1
+
+
+def layer_api(layer: str) -> set[str]:
+    """The public functions (and constants, classes) a layer package exports: its `__all__`
+    minus modules."""
+    package = importlib.import_module(f"planboard.{layer}")
+    return {name for name in package.__all__ if not inspect.ismodule(getattr(package, name, None))}
+
+
+def private_uses(path: str, tree: ast.Module) -> Iterator[str]:
+    """What `agents` must not use of planboard.selectors / planboard.services: a `_`-prefixed
+    module or name, or a name the package does not export as a function (e.g. a module of
+    helpers); and planboard.sql's statements."""
+    api = {layer: layer_api(layer) for layer in ("selectors", "services")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [alias.name for alias in node.names]
+            shown = f"{path}:{node.lineno}: from {node.module} import {', '.join(names)}"
+            parts = node.module.split(".")
+            if parts[:2] in (["planboard", "selectors"], ["planboard", "services"]):
+                if len(parts) == 2 and any(name not in api[parts[1]] for name in names):
+                    yield shown
+                elif any(part.startswith("_") for part in parts[2:] + names):
+                    yield shown
+            elif node.module == "planboard.sql" and names != ["close_thread_connection"]:
+                yield shown
+            elif node.module == "planboard" and "sql" in names:
+                yield f"{path}:{node.lineno}: from planboard import sql"
+        elif isinstance(node, ast.Attribute):
+            layer = ast.unparse(node.value).split(".")[-1]
+            if layer in api and node.attr not in api[layer]:
+                yield f"{path}:{node.lineno}: {ast.unparse(node)}"
+
+
+def test_agents_use_only_public_selectors_and_services() -> None:
+    """The agent runtime reaches plan data through the layers' public functions only (the
+    connection helper of planboard.sql excepted: the lease heartbeat's thread closes its own)."""
+    found = [
+        use
+        for path, tree in source_files()
+        if path.startswith("agents/")
+        for use in private_uses(path, tree)
+    ]
+    assert found == []
+
+
+def test_the_public_names_check_catches_a_private_use() -> None:
+    sample = ast.parse(
+        "from planboard.services._core import _lock_plan\n"
+        "from planboard.services import _core\n"
+        "from planboard.selectors.toolsets import _flags\n"
+        "from planboard.services.toolsets import repeatable\n"
+        "from planboard.services import Actor, message_post\n"
+        "from planboard import sql, selectors\n"
+        "from planboard.sql import close_thread_connection\n"
+        "services._record(plan)\n"
+        "planboard.selectors.plans.plan_snapshot(plan_id=1)\n"
+        "selectors.plan_snapshot(plan_id=1)\n"
+    )
+    assert [use.split(": ", 1)[1] for use in private_uses("agents/x.py", sample)] == [
+        "from planboard.services._core import _lock_plan",
+        "from planboard.services import _core",
+        "from planboard.selectors.toolsets import _flags",
+        "from planboard import sql",
+        "services._record",
+        "planboard.selectors.plans",
     ]
 
 

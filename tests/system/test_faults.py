@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
@@ -33,6 +33,7 @@ from agents.models import AgentStep
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, SubTask
 from planboard.services import Actor
+from tests.support import db
 from tests.support.invariants import assert_session_invariants, fingerprint
 from tests.support.processes import (
     RUN_FINISH,
@@ -369,7 +370,7 @@ def test_a_database_failure_mid_service_leaves_no_partial_change(
     failing = FailingDatabase("planboard_planevent")
     with (
         django_capture_on_commit_callbacks() as callbacks,
-        connection.execute_wrapper(failing),
+        db.execute_wrapper(failing),
         pytest.raises(OperationalError),
     ):
         services.subtask_add(plan_id=plan.pk, actor=actor, name="Half written", index=0)
@@ -413,7 +414,7 @@ def test_the_api_answers_a_database_failure_with_a_server_error_and_changes_noth
     url = path.format(plan=plan.pk, subtask=first.pk, session=plan.session_id)
     before = fingerprint(user.pk), Message.objects.count(), AgentRun.objects.count()
     failing = FailingDatabase(table)
-    with connection.execute_wrapper(failing):
+    with db.execute_wrapper(failing):
         response = getattr(client, method)(url, body, content_type="application/json")
     assert failing.failed == 1
     assert response.status_code >= 500
@@ -429,7 +430,7 @@ def test_the_api_reports_a_database_failure_as_json(plan: Plan, user: Any) -> No
     client = Client(raise_request_exception=False)
     client.force_login(user)
     first = plan.subtasks.order_by("position").first()
-    with connection.execute_wrapper(FailingDatabase("planboard_planevent")):
+    with db.execute_wrapper(FailingDatabase("planboard_planevent")):
         response = client.patch(
             f"/api/plans/{plan.pk}/subtasks/{first.pk}/",
             {"name": "Renamed"},

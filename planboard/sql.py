@@ -1,0 +1,250 @@
+"""The plan tool call's hot path, written out: its reviewed statements, and the only module that
+touches a database connection (ruff's TID251 bans `django.db.connection(s)` elsewhere).
+Django compiles a queryset anew on every call, at more than a local round trip's cost; every plan
+tool call and agent step runs these (docs/PERFORMANCE.md); the rest of the code uses the ORM.
+tests/planboard/test_sql.py compares each with the ORM on SQLite and PostgreSQL. An id outside
+1..2**63-1 is "not found", never an OverflowError. Only `planboard.services` locks and writes."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from django.contrib.auth.models import User
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Model
+from django.utils import timezone
+
+from planboard.models import ChatSession, Message, Plan, SubTask
+
+M = TypeVar("M", bound=Model)
+Owned = TypeVar("Owned", ChatSession, Plan)
+ID_MAX = 2**63 - 1  # the largest 64-bit primary key
+
+SESSION_COLUMNS = (
+    "s.id, s.owner_id, s.title, s.need_user_confirm, s.max_subtasks, s.language, "
+    "s.current_plan_id, s.profile_id, s.plan_mode, s.budget_usd, s.budget_tokens, "
+    "s.spent_usd, s.spent_tokens, s.created_at, s.updated_at"
+)
+PLAN_COLUMNS = (
+    "p.id, p.owner_id, p.session_id, p.name, p.description, p.expected_outcome, p.state, "
+    "p.outcome, p.version, p.cost_usd, p.tokens, p.created_at, p.updated_at, p.finished_at"
+)
+SUBTASK_COLUMNS = (
+    "id, plan_id, position, name, description, expected_outcome, outcome, state, agent, "
+    "cost_usd, tokens, created_at, finished_at"
+)
+
+SESSION_WITH_PLAN = f"""
+SELECT {SESSION_COLUMNS}, so.username, {PLAN_COLUMNS}, po.username, EXISTS (SELECT 1 FROM
+    planboard_toolcall c WHERE c.session_id = s.id AND (c.always_allow OR c.status = 'pending'))
+FROM planboard_chatsession s JOIN auth_user so ON so.id = s.owner_id
+LEFT JOIN planboard_plan p ON p.id = s.current_plan_id
+LEFT JOIN auth_user po ON po.id = p.owner_id
+WHERE s.id = %s"""
+
+
+def session_with_plan(session_id: int) -> tuple[ChatSession, Plan | None, bool] | None:
+    """The session, its current plan (owners' names attached) and whether a tool call of it is
+    always allowed or waits for a person; every tool call and agent step starts with them."""
+    found = _rows(SESSION_WITH_PLAN, [session_id]) if _is_id(session_id) else []
+    if not found:
+        return None
+    *row, flagged = found[0]
+    width = SESSION_COLUMNS.count(",") + 1
+    session = _owned(_load(ChatSession, SESSION_COLUMNS, row[:width]), row[width])
+    if row[width + 1] is None:
+        return session, None, bool(flagged)
+    plan = _owned(_load(Plan, PLAN_COLUMNS, row[width + 1 : -1]), row[-1])
+    ChatSession._meta.get_field("current_plan").set_cached_value(session, plan)
+    return session, plan, bool(flagged)
+
+
+PLAN = f"""
+SELECT {PLAN_COLUMNS}, po.username FROM planboard_plan p JOIN auth_user po ON po.id = p.owner_id
+WHERE p.id = %s"""
+
+
+def plan(plan_id: int) -> Plan | None:
+    """The plan with its owner's username, or None."""
+    return _plan(PLAN, plan_id)
+
+
+SUBTASKS = f"""
+SELECT {SUBTASK_COLUMNS} FROM planboard_subtask WHERE plan_id = %s ORDER BY position"""
+
+
+def subtasks(plan_id: int) -> list[SubTask]:
+    """The plan's subtasks in board order."""
+    found = _rows(SUBTASKS, [plan_id]) if _is_id(plan_id) else []
+    return [_load(SubTask, SUBTASK_COLUMNS, row) for row in found]
+
+
+# A snapshot's columns (`snapshots.SUBTASK_FIELDS`), times as text (`snapshots.iso`): instances
+# and parsing the times made a 1000-subtask snapshot take 15-30 ms instead of 3.
+SUBTASK_VALUES = """
+SELECT id, position, name, description, expected_outcome, outcome, state, agent,
+    CAST(created_at AS TEXT), CAST(finished_at AS TEXT)
+FROM planboard_subtask WHERE plan_id = %s ORDER BY position"""
+
+
+def subtask_values(plan_id: int) -> list[tuple[Any, ...]]:
+    """The plan's subtasks in board order, as a snapshot shows them."""
+    return _rows(SUBTASK_VALUES, [plan_id]) if _is_id(plan_id) else []
+
+
+# The sub-select locks the session before the statement locks the plan (`OF p`: not the user):
+# the one lock order, one round trip. SQLite has no row locks (writers queue): it runs `PLAN`.
+LOCK_PLAN = f"""{PLAN} AND (p.session_id IS NULL OR EXISTS (
+    SELECT 1 FROM planboard_chatsession s WHERE s.id = p.session_id FOR NO KEY UPDATE))
+FOR NO KEY UPDATE OF p"""
+
+
+def lock_plan(plan_id: int) -> Plan | None:
+    """Lock the plan's session, then the plan (in the caller's transaction); None: no plan."""
+    return _plan(LOCK_PLAN if _db().vendor == "postgresql" else PLAN, plan_id)
+
+
+# Never the usage counters: steps add to them without the plan's lock (`run_record_step`).
+PLAN_UPDATE = """
+UPDATE planboard_plan SET name = %s, description = %s, expected_outcome = %s, version = %s,
+    state = %s, outcome = %s, finished_at = %s, session_id = %s, updated_at = %s
+WHERE id = %s"""
+
+
+def plan_update(plan: Plan) -> None:
+    """Store what a change sets on the locked plan row (as `save()` would, `updated_at` now)."""
+    plan.updated_at = timezone.now()
+    _rows(PLAN_UPDATE, [plan.name, plan.description, plan.expected_outcome, plan.version,
+        plan.state, plan.outcome, _time(plan.finished_at), plan.session_id,
+        _time(plan.updated_at), plan.pk])  # fmt: skip
+
+
+# Never its position (moved with its neighbours' by the ORM) nor its usage counters (as above).
+SUBTASK_UPDATE = """
+UPDATE planboard_subtask SET name = %s, description = %s, expected_outcome = %s, outcome = %s,
+    agent = %s, state = %s, finished_at = %s
+WHERE id = %s"""
+
+
+def subtask_update(subtask: SubTask) -> None:
+    """Store a subtask's text, profile and state (the caller holds its plan's lock)."""
+    _rows(SUBTASK_UPDATE, [subtask.name, subtask.description, subtask.expected_outcome,
+        subtask.outcome, subtask.agent, subtask.state, _time(subtask.finished_at),
+        subtask.pk])  # fmt: skip
+
+
+# Unlike a caught IntegrityError, ON CONFLICT needs no savepoint to keep the caller's transaction
+# usable; the one unique key it can meet is a tool call's stored result.
+MESSAGE_INSERT = """
+INSERT INTO planboard_message (session_id, run_id, author_id, role, content, tool_calls,
+    tool_call_id, tool_name, answer_id, created_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT DO NOTHING"""
+
+
+def message_insert(message: Message) -> bool:
+    """Insert a new message; False (nothing stored) when its tool call has a result already."""
+    db, calls, message.created_at = _db(), message.tool_calls, timezone.now()
+    values = [
+        message.session_id, message.run_id, message.author_id, message.role, message.content,
+        None if calls is None else db.ops.adapt_json_value(calls, None), message.tool_call_id,
+        message.tool_name, message.answer_id, _time(message.created_at),
+    ]  # fmt: skip
+    returning = db.features.can_return_columns_from_insert  # PostgreSQL, SQLite 3.35+
+    found = _rows(MESSAGE_INSERT + (" RETURNING id" if returning else ""), values)
+    if not returning:  # older SQLite: the new row's id, when there is one
+        found = _rows("SELECT last_insert_rowid() WHERE changes() = 1", [])
+    if not found:
+        return False
+    message.pk = found[0][0]
+    message._state.adding, message._state.db = False, DEFAULT_DB_ALIAS
+    return True
+
+
+# Counts a model call and reads, under the row lock it takes, whether its answer still counts.
+RUN_COUNT_STEP = """
+UPDATE planboard_agentrun SET step_count = step_count + 1,
+    prompt_tokens = prompt_tokens + %s, completion_tokens = completion_tokens + %s,
+    cost_usd = cost_usd + %s
+WHERE id = %s"""
+RUN_FLAGS = "cancel_requested, lease_owner"
+
+
+def run_count_step(
+    run_id: int, *, prompt_tokens: int, completion_tokens: int, cost_usd: Decimal
+) -> tuple[bool, str] | None:
+    """Count a model call and its usage; the run's (cancel_requested, lease_owner), or None."""
+    if not _is_id(run_id):
+        return None
+    db = _db()
+    params = [prompt_tokens, completion_tokens, db.ops.adapt_decimalfield_value(cost_usd), run_id]
+    returning = db.features.can_return_columns_from_insert  # PostgreSQL, SQLite 3.35+
+    found = _rows(RUN_COUNT_STEP + (f" RETURNING {RUN_FLAGS}" if returning else ""), params)
+    if not returning:  # older SQLite: read under the row lock the update took
+        found = _rows(f"SELECT {RUN_FLAGS} FROM planboard_agentrun WHERE id = %s", [run_id])
+    return (bool(found[0][0]), str(found[0][1])) if found else None
+
+
+def close_thread_connection() -> None:
+    """As a thread that used the database ends (Django opens a connection per thread)."""
+    _db().close()
+
+
+def _db() -> BaseDatabaseWrapper:
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= ID_MAX
+
+
+def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    with _db().cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _plan(sql: str, plan_id: int) -> Plan | None:
+    found = _rows(sql, [plan_id]) if _is_id(plan_id) else []
+    return _owned(_load(Plan, PLAN_COLUMNS, found[0][:-1]), found[0][-1]) if found else None
+
+
+@functools.cache
+def _converters(model: type[Model], columns: str, vendor: str) -> list[tuple[str, list[Any]]]:
+    """Per column ("[alias.]name, ..."): its field's name and the ORM's value converters."""
+    db = _db()
+    fields = {field.attname: field for field in model._meta.concrete_fields}
+    found = []
+    for name in (column.split(".")[-1] for column in columns.split(", ")):
+        col = fields[name].get_col(model._meta.db_table)
+        steps = db.ops.get_db_converters(col) + col.get_db_converters(db)
+        found.append((name, [(step, col) for step in steps]))
+    return found
+
+
+def _load(model: type[M], columns: str, values: Sequence[Any]) -> M:
+    """`model` from one row's values, as `raw()` gives it (minus its 0.1 ms resolving columns)."""
+    db = _db()
+    shape = _converters(model, columns, db.vendor)
+    converted = list(values)
+    for index, (_, steps) in enumerate(shape):
+        for convert, col in steps:
+            converted[index] = convert(converted[index], col, db)
+    return model.from_db(DEFAULT_DB_ALIAS, [name for name, _ in shape], converted)
+
+
+def _owned(obj: Owned, username: str) -> Owned:
+    """`obj.owner` becomes a user with id and username (all a snapshot shows): no query."""
+    owner = User.from_db(DEFAULT_DB_ALIAS, ["id", "username"], [obj.owner_id, username])
+    type(obj).owner.field.set_cached_value(obj, owner)
+    return obj
+
+
+def _time(value: datetime | None) -> Any:
+    """A datetime as the database takes it (SQLite stores naive UTC text)."""
+    return _db().ops.adapt_datetimefield_value(value)

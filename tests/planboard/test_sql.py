@@ -1,0 +1,352 @@
+"""planboard/sql.py: each statement gives (reads) or stores (writes) what the ORM does, on SQLite
+and PostgreSQL; ids out of range are "not found"; the PostgreSQL lock takes the session before
+the plan; and every column list names every field of its model."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.db.models import F, Model
+
+from planboard import services, sql
+from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask, ToolCall
+from planboard.services import Actor
+from tests.support import db
+
+OUT_OF_RANGE = [0, -1, 2**63, -(2**63) - 1, 10**30, True]
+
+
+def fields_of(obj: Model) -> dict[str, Any]:
+    return {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields}
+
+
+@pytest.fixture
+def costly_plan(plan: Plan) -> Plan:
+    """Values the database hands back converted: decimals, datetimes, unicode, NULLs."""
+    Plan.objects.filter(pk=plan.pk).update(
+        cost_usd=Decimal("1.234567"), tokens=42, finished_at=dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
+    )
+    SubTask.objects.filter(plan=plan, position=0).update(
+        cost_usd=Decimal("0.000001"), name="京都 — <b>&</b>", outcome="x\ny", agent="scout"
+    )
+    SubTask.objects.filter(plan=plan, position=1).update(
+        state="done", finished_at=dt.datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+    )
+    # A whole second given in another zone; a fraction PostgreSQL writes shortened (".5").
+    SubTask.objects.filter(plan=plan, position=2).update(
+        state="done",
+        created_at=dt.datetime(2026, 2, 3, 4, 5, 6, 500000, tzinfo=dt.UTC),
+        finished_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=9))),
+    )
+    ChatSession.objects.filter(pk=plan.session_id).update(
+        budget_usd=Decimal("2.5"), spent_usd=Decimal("0.000123"), max_subtasks=7
+    )
+    return plan
+
+
+@pytest.mark.parametrize(
+    ("model", "columns"),
+    [
+        (ChatSession, sql.SESSION_COLUMNS),
+        (Plan, sql.PLAN_COLUMNS),
+        (SubTask, sql.SUBTASK_COLUMNS),
+    ],
+)
+def test_every_column_list_names_every_field(model: type[Model], columns: str) -> None:
+    """A field added to the model and not here would load lazily, one query per instance."""
+    listed = [column.split(".")[-1] for column in columns.split(", ")]
+    assert listed == [f.column for f in model._meta.concrete_fields]
+
+
+def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any) -> None:
+    with db.statements() as run:
+        found = sql.session_with_plan(costly_plan.session_id)
+        assert found is not None
+        session, current, flagged = found
+        names = (session.owner.get_username(), current.owner.get_username() if current else None)
+        assert session.current_plan is current
+    assert len(run) == 1
+    assert fields_of(session) == fields_of(ChatSession.objects.get(pk=costly_plan.session_id))
+    assert current is not None and fields_of(current) == fields_of(
+        Plan.objects.get(pk=costly_plan.pk)
+    )
+    assert session.budget_usd == Decimal("2.5") and current.cost_usd == Decimal("1.234567")
+    assert names == (user.get_username(), user.get_username())
+    assert not flagged
+    ChatSession.objects.filter(pk=costly_plan.session_id).update(current_plan=None)
+    again = sql.session_with_plan(costly_plan.session_id)
+    assert again is not None and again[1] is None
+
+
+def test_the_session_read_says_whether_a_tool_call_is_flagged(chat_session: ChatSession) -> None:
+    """Always allowed, or waiting for a person: only then does a step read the calls."""
+
+    def flagged() -> bool:
+        found = sql.session_with_plan(chat_session.pk)
+        assert found is not None
+        return found[2]
+
+    def call(number: int, **fields: Any) -> ToolCall:
+        return ToolCall.objects.create(
+            session=chat_session, tool_call_id=f"c{number}", tool_name="t__x", tool="x", **fields
+        )
+
+    done = call(1, status=ToolCall.Status.SUCCEEDED)
+    assert not flagged()
+    waiting = call(2)  # pending
+    assert flagged()
+    waiting.delete()
+    ToolCall.objects.filter(pk=done.pk).update(always_allow=True)
+    assert flagged()
+
+
+def test_the_plan_and_its_lock_equal_the_orms(costly_plan: Plan) -> None:
+    expected = fields_of(Plan.objects.get(pk=costly_plan.pk))
+    plain = sql.plan(costly_plan.pk)
+    with transaction.atomic():
+        locked = sql.lock_plan(costly_plan.pk)
+    assert plain is not None and locked is not None
+    assert fields_of(plain) == fields_of(locked) == expected
+    with db.statements() as run:
+        assert plain.owner.get_username() == locked.owner.get_username() == "alice"
+    assert len(run) == 0  # the owner came with the plan
+
+
+def test_a_plan_without_a_session_is_read_and_locked(costly_plan: Plan) -> None:
+    Plan.objects.filter(pk=costly_plan.pk).update(session=None)
+    with transaction.atomic():
+        locked = sql.lock_plan(costly_plan.pk)
+    assert locked is not None and locked.session_id is None
+
+
+def test_the_subtasks_equal_the_orms(costly_plan: Plan) -> None:
+    found = sql.subtasks(costly_plan.pk)
+    expected = list(SubTask.objects.filter(plan=costly_plan).order_by("position"))
+    assert [fields_of(s) for s in found] == [fields_of(s) for s in expected]
+    assert found[0].name == "京都 — <b>&</b>" and found[0].cost_usd == Decimal("0.000001")
+    assert found[1].finished_at == dt.datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize("wrong", OUT_OF_RANGE)
+def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -> None:
+    """The driver would refuse them (SQLite: OverflowError); they simply exist nowhere."""
+    assert sql.session_with_plan(wrong) is None
+    assert sql.plan(wrong) is None
+    assert sql.subtasks(wrong) == []
+    with transaction.atomic():
+        assert sql.lock_plan(wrong) is None
+    cost = Decimal("0.1")
+    assert sql.run_count_step(wrong, prompt_tokens=1, completion_tokens=1, cost_usd=cost) is None
+
+
+def test_unknown_ids_are_not_found(chat_session: ChatSession) -> None:
+    assert sql.session_with_plan(10**9) is None and sql.plan(10**9) is None
+    assert sql.subtasks(10**9) == []
+
+
+def test_the_plan_update_stores_what_save_would(costly_plan: Plan) -> None:
+    """The fields a change sets, `updated_at` touched; never the usage counters, which steps
+    add to without the plan's lock."""
+    by_sql = sql.plan(costly_plan.pk)
+    by_orm = Plan.objects.get(pk=costly_plan.pk)
+    assert by_sql is not None
+    before = by_orm.updated_at
+    Plan.objects.filter(pk=costly_plan.pk).update(tokens=F("tokens") + 5)  # a step meanwhile
+    for plan in (by_sql, by_orm):
+        plan.name, plan.outcome, plan.state = "Renamed ✓", "It's done", "done"
+        plan.version += 1
+        plan.finished_at = dt.datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=dt.UTC)
+    sql.plan_update(by_sql)
+    stored_by_sql = fields_of(Plan.objects.get(pk=costly_plan.pk))
+    by_orm.save(
+        update_fields=[
+            "name", "description", "expected_outcome", "version", "state", "outcome",
+            "finished_at", "session", "updated_at",
+        ]
+    )  # fmt: skip
+    stored_by_orm = fields_of(Plan.objects.get(pk=costly_plan.pk))
+    assert stored_by_sql["updated_at"] > before
+    assert stored_by_sql.pop("updated_at") <= stored_by_orm.pop("updated_at")
+    assert stored_by_sql == stored_by_orm
+    assert stored_by_sql["tokens"] == 47  # the step's tokens survived both
+
+
+def test_the_subtask_update_stores_what_save_would(costly_plan: Plan) -> None:
+    first = sql.subtasks(costly_plan.pk)[0]
+    SubTask.objects.filter(pk=first.pk).update(tokens=F("tokens") + 3)  # a step meanwhile
+    first.name, first.agent, first.state = "Renamed", "", "done"
+    first.finished_at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=9)))
+    first.outcome = "Booked 'both' ways"
+    first.position = 99  # not the subtask update's to write
+    sql.subtask_update(first)
+    stored = SubTask.objects.get(pk=first.pk)
+    assert (stored.name, stored.agent, stored.state, stored.outcome) == (
+        "Renamed", "", "done", "Booked 'both' ways",
+    )  # fmt: skip
+    assert stored.finished_at == dt.datetime(2025, 12, 31, 15, tzinfo=dt.UTC)
+    assert (stored.position, stored.tokens) == (0, 3)
+
+
+def test_a_message_insert_stores_what_create_would(chat_session: ChatSession, user: Any) -> None:
+    calls = [{"id": "c1", "function": {"name": "x", "arguments": '{"q": "二"}'}, "n": None}]
+    run = AgentRun.objects.create(session=chat_session)
+    fields = {
+        "session_id": chat_session.pk,
+        "run_id": run.pk,
+        "author_id": user.pk,
+        "role": Message.Role.ASSISTANT,
+        "content": "'\"; DROP TABLE x; -- 京都",
+        "tool_calls": calls,
+        "answer_id": "r1s1",
+    }
+    inserted = Message(**fields)
+    assert sql.message_insert(inserted)
+    created = Message.objects.create(**fields)
+    assert inserted.pk is not None and not inserted._state.adding
+    stored, expected = fields_of(Message.objects.get(pk=inserted.pk)), fields_of(created)
+    assert stored.pop("id") != expected.pop("id")
+    assert stored.pop("created_at") <= expected.pop("created_at")
+    assert stored == expected and stored["tool_calls"] == calls
+    no_calls = Message(session_id=chat_session.pk, role=Message.Role.USER, content="hi")
+    assert sql.message_insert(no_calls)
+    assert Message.objects.get(pk=no_calls.pk).tool_calls is None
+
+
+def test_a_second_result_for_a_tool_call_is_not_stored(chat_session: ChatSession) -> None:
+    """No savepoint: the caller's transaction goes on, and nothing of the second is kept."""
+
+    def result(content: str) -> Message:
+        return Message(
+            session_id=chat_session.pk, role=Message.Role.TOOL, tool_call_id="c1", content=content
+        )
+
+    with transaction.atomic(), db.statements() as run:
+        assert sql.message_insert(result("first"))
+        second = result("second")
+        assert not sql.message_insert(second)
+        assert second.pk is None
+        assert Message.objects.filter(tool_call_id="c1").count() == 1  # still usable
+    assert not any("SAVEPOINT" in statement for statement in run)
+    assert Message.objects.get(tool_call_id="c1").content == "first"
+
+
+def test_counting_a_step_adds_what_f_expressions_would(
+    chat_session: ChatSession, user: Any
+) -> None:
+    other = services.session_create(owner=user)  # one active run per session
+    by_sql = AgentRun.objects.create(session=other, lease_owner="w1")
+    by_orm = AgentRun.objects.create(session=chat_session, lease_owner="w1")
+    for _ in range(2):
+        flags = sql.run_count_step(
+            by_sql.pk, prompt_tokens=10, completion_tokens=3, cost_usd=Decimal("0.000125")
+        )
+        AgentRun.objects.filter(pk=by_orm.pk).update(
+            step_count=F("step_count") + 1,
+            prompt_tokens=F("prompt_tokens") + 10,
+            completion_tokens=F("completion_tokens") + 3,
+            cost_usd=F("cost_usd") + Decimal("0.000125"),
+        )
+    assert flags == (False, "w1")
+    counted, expected = AgentRun.objects.get(pk=by_sql.pk), AgentRun.objects.get(pk=by_orm.pk)
+    keys = ("step_count", "prompt_tokens", "completion_tokens", "cost_usd")
+    assert [getattr(counted, k) for k in keys] == [getattr(expected, k) for k in keys]
+    assert counted.cost_usd == Decimal("0.00025")
+    services.run_cancel(session_id=chat_session.pk)
+    flags = sql.run_count_step(by_orm.pk, prompt_tokens=0, completion_tokens=0, cost_usd=Decimal(0))
+    assert flags == (True, "")  # cancelled: the flags as the update left the row
+    assert (
+        sql.run_count_step(10**9, prompt_tokens=1, completion_tokens=1, cost_usd=Decimal(1)) is None
+    )
+
+
+def test_a_snapshot_through_the_statements_equals_the_orms(costly_plan: Plan) -> None:
+    from planboard import selectors
+    from planboard.snapshots import build_plan_snapshot
+
+    expected = build_plan_snapshot(
+        Plan.objects.select_related("owner").get(pk=costly_plan.pk),
+        list(SubTask.objects.filter(plan=costly_plan).order_by("position")),
+    )
+    with db.statements() as run:
+        assert selectors.plan_snapshot(plan_id=costly_plan.pk) == expected
+    assert len(run) == 2  # the plan, its subtasks' values
+    assert expected["subtasks"][1]["finished_at"] == "2026-05-06T07:08:09.123456+00:00"
+    assert expected["subtasks"][2]["created_at"] == "2026-02-03T04:05:06.500000+00:00"
+    assert expected["subtasks"][2]["finished_at"] == "2025-12-31T15:00:00+00:00"
+    assert sql.subtask_values(10**9) == [] and sql.subtask_values(2**64) == []
+
+
+def test_times_read_as_text_become_what_isoformat_writes() -> None:
+    from planboard.snapshots import iso
+
+    assert iso("2026-05-06 07:08:09.5+00") == "2026-05-06T07:08:09.500000+00:00"  # PostgreSQL
+    assert iso("2026-05-06 07:08:09+00") == "2026-05-06T07:08:09+00:00"
+    assert iso("2026-05-06 07:08:09.123456") == "2026-05-06T07:08:09.123456+00:00"  # SQLite
+    assert iso("2026-05-06 07:08:09") == "2026-05-06T07:08:09+00:00"
+    assert iso(dt.datetime(2026, 5, 6, 7, 8, 9, 500000, tzinfo=dt.UTC)) == (
+        "2026-05-06T07:08:09.500000+00:00"
+    )
+    assert iso(None) is None
+
+
+def test_without_returning_the_writes_read_what_they_need(
+    chat_session: ChatSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite before 3.35 has no RETURNING: the insert's id and the run's flags are read after
+    (the SQLite-only path)."""
+    if db.vendor() != "sqlite":
+        pytest.skip("the path of SQLite before 3.35")
+    monkeypatch.setattr(db.features(), "can_return_columns_from_insert", False)
+    first = Message(session_id=chat_session.pk, role=Message.Role.TOOL, tool_call_id="c1")
+    assert sql.message_insert(first) and first.pk is not None
+    assert not sql.message_insert(
+        Message(session_id=chat_session.pk, role=Message.Role.TOOL, tool_call_id="c1")
+    )
+    run = AgentRun.objects.create(session=chat_session, lease_owner="w")
+    cost = Decimal("0.5")
+    assert sql.run_count_step(run.pk, prompt_tokens=1, completion_tokens=2, cost_usd=cost) == (
+        False, "w",
+    )  # fmt: skip
+    assert AgentRun.objects.get(pk=run.pk).step_count == 1
+    assert sql.run_count_step(10**9, prompt_tokens=1, completion_tokens=1, cost_usd=cost) is None
+
+
+@pytest.mark.postgres
+def test_the_lock_holds_the_session_then_the_plan(postgres: None, plan: Plan, actor: Actor) -> None:
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                assert sql.lock_plan(plan.pk) is not None
+                held.set()
+                release.wait(10)
+        finally:
+            db.close_thread_connections()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10)
+        probe = db.second_connection()
+        try:
+            for table, pk in (
+                ("planboard_chatsession", plan.session_id),
+                ("planboard_plan", plan.pk),
+            ):
+                with pytest.raises(Exception, match="could not obtain lock"):
+                    with probe.cursor() as cursor:
+                        cursor.execute(
+                            f"SELECT 1 FROM {table} WHERE id = %s FOR NO KEY UPDATE NOWAIT", [pk]
+                        )
+        finally:
+            probe.close()
+    finally:
+        release.set()
+        thread.join()

@@ -133,11 +133,13 @@ def _listed(tool: Any) -> dict[str, Any]:
     if weight > tool_schema_max_bytes():
         return {"name": tool.name, "too_large": True}
     annotations = tool.annotations
+    execution = tool.execution
     return {
         "name": tool.name,
         "description": description,
         "input_schema": schema,
         "read_only": bool(annotations and annotations.read_only_hint),
+        "task_support": (execution.task_support if execution else None) or "forbidden",
         "weight": weight,
     }
 

@@ -416,6 +416,9 @@ class Toolset(models.Model):
     # What the server answered to tools/list at the last refresh, as received.
     tools_cache = models.JSONField(default=list, blank=True)
     refreshed_at = models.DateTimeField(null=True, blank=True)
+    # Why the last attempt to list its tools failed (the server unreachable, over a limit);
+    # empty once a listing succeeds. Shown to staff where the toolset is configured.
+    refresh_error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -454,6 +457,9 @@ class ToolsetTool(models.Model):
     needs_review = models.BooleanField(default=False)
     # False once the server stopped listing it (kept so a staff override survives).
     available = models.BooleanField(default=True)
+    # Why Planboard does not offer the tool although the server lists it (e.g. it runs only
+    # as an MCP task); empty: offered.
+    unsupported = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["toolset_id", "name"]

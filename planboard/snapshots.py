@@ -305,6 +305,7 @@ def serialize_toolset_tool(tool: ToolsetTool) -> dict[str, Any]:
         "policy_overridden": tool.policy_overridden,
         "needs_review": tool.needs_review,
         "available": tool.available,
+        "unsupported": tool.unsupported,
     }
 
 
@@ -326,6 +327,8 @@ def serialize_toolset(
         data.update(
             {
                 "command": toolset.command,
+                # Why its tools could not be listed: it may name hosts and paths.
+                "refresh_error": toolset.refresh_error,
                 "args": list(toolset.args or []),
                 "env_names": sorted(toolset.env or {}),
                 "url": redact_url(toolset.url),  # credentials in it are secrets too

@@ -110,11 +110,19 @@ class ToolsetToolInline(admin.TabularInline):
         "description",
         "read_only",
         "available",
+        "unsupported",
         "policy",
         "policy_overridden",
         "needs_review",
     )
-    readonly_fields = ("name", "description", "read_only", "available", "policy_overridden")
+    readonly_fields = (
+        "name",
+        "description",
+        "read_only",
+        "available",
+        "unsupported",
+        "policy_overridden",
+    )
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -185,14 +193,14 @@ class ToolsetAdmin(admin.ModelAdmin):
                 fields = tuple(f for f in fields if f not in _PROGRAM_FIELDS)
             else:
                 fields = tuple("env_names" if f == "env" else f for f in fields)
-        return (*fields, "refreshed_at") if obj is not None else fields
+        return (*fields, "refreshed_at", "refresh_error") if obj is not None else fields
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         readonly: tuple[str, ...] = ("env_names", "header_names")
         if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
             return (*readonly, "name", "kind", "refreshed_at")
         if obj is not None:
-            readonly = (*readonly, "name", "refreshed_at")
+            readonly = (*readonly, "name", "refreshed_at", "refresh_error")
         if (
             obj is not None
             and obj.kind == Toolset.Kind.STDIO
@@ -252,6 +260,7 @@ class ToolsetAdmin(admin.ModelAdmin):
                     toolset_id=obj.pk, user=signed_in(request), **values
                 )
                 self._tell_dropped(request, data, updated)
+                self._discover(request, obj.pk, changed=form.changed_data)
             else:
                 for key in ("env", "headers"):
                     if key in shown:
@@ -260,10 +269,29 @@ class ToolsetAdmin(admin.ModelAdmin):
                     user=signed_in(request), name=data["name"], **values
                 )
                 obj.pk = created.pk
+                self._discover(request, obj.pk, changed=None)
         except PlanError as error:
             self.message_user(request, f"Toolset not saved: {error.message}", messages.ERROR)
         if obj.pk:
             obj.refresh_from_db()
+
+    def _discover(self, request: HttpRequest, toolset_id: int, changed: list[str] | None) -> None:
+        """A new toolset, or one now reached differently, lists its tools at once."""
+        result = services.toolset_discover(toolset_id=toolset_id, changed=changed)
+        error = Toolset.objects.values_list("refresh_error", flat=True).get(pk=toolset_id)
+        if result is not None:
+            self.message_user(
+                request,
+                f"Tools listed by its server: {len(result.added)} new, {len(result.removed)} gone.",
+                messages.INFO,
+            )
+        elif error:
+            self.message_user(
+                request,
+                f"Saved, but its tools could not be listed: {error} Fix it, then use "
+                '"Refresh tools from the server".',
+                messages.WARNING,
+            )
 
     def _tell_dropped(self, request: HttpRequest, data: dict[str, Any], saved: Toolset) -> None:
         """Masked values the toolset no longer has: its destination changed, they stayed."""

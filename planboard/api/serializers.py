@@ -608,6 +608,10 @@ class ToolsetToolSerializer(serializers.Serializer):
         "staff set its policy again."
     )
     available = serializers.BooleanField(help_text="False once the server stopped listing it.")
+    unsupported = serializers.CharField(
+        help_text="Why Planboard does not offer the tool although the server lists it (e.g. "
+        "it runs only as an MCP task); empty: offered."
+    )
 
 
 class ToolsetSerializer(serializers.Serializer):
@@ -617,6 +621,11 @@ class ToolsetSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=Toolset.Kind.choices)
     enabled = serializers.BooleanField()
     refreshed_at = serializers.DateTimeField(allow_null=True)
+    refresh_error = serializers.CharField(
+        required=False,
+        help_text="Staff only: why the last listing of its tools failed (the server could not "
+        "be reached, or lists more than the limits allow); empty once one succeeds.",
+    )
     tools = ToolsetToolSerializer(many=True)
     # Staff allowed to view toolsets only: how the server is reached. Secret values are never
     # returned, only names.

@@ -66,12 +66,16 @@ OFFERED_TOOL_FIELDS = (
 
 
 def session_tools(*, session_id: int) -> list[ToolsetTool]:
-    """The external tools a session's agent is offered: tools its server still lists, of
-    enabled toolsets the session enables, that staff have not set to `never`; by toolset and
+    """The external tools a session's agent is offered: tools its server still lists (and
+    Planboard can call), of enabled toolsets the session enables, that staff have not set to
+    `never`; by toolset and
     tool name, each with its toolset (only `OFFERED_TOOL_FIELDS`; others load on first use)."""
     return list(
         ToolsetTool.objects.filter(
-            toolset__sessions__session_id=session_id, toolset__enabled=True, available=True
+            toolset__sessions__session_id=session_id,
+            toolset__enabled=True,
+            available=True,
+            unsupported="",
         )
         .exclude(policy=ToolsetTool.Policy.NEVER)
         .select_related("toolset")

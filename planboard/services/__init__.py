@@ -78,6 +78,7 @@ from planboard.services.toolsets import (
     session_set_toolsets,
     toolset_create,
     toolset_delete,
+    toolset_discover,
     toolset_refresh_tools,
     toolset_update,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "tool_call_open",
     "toolset_create",
     "toolset_delete",
+    "toolset_discover",
     "toolset_ensure_workspace",
     "toolset_refresh_tools",
     "toolset_update",

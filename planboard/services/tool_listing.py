@@ -125,7 +125,16 @@ def _clean_discovered(item: Mapping[str, Any]) -> dict[str, Any] | None:
         "description": without_nul(description if isinstance(description, str) else "")[:TEXT_MAX],
         "input_schema": without_nul(schema),
         "read_only": item.get("read_only") is True,
+        "unsupported": TASK_ONLY if item.get("task_support") == "required" else "",
     }
+
+
+# The MCP SDK's client has no task support yet (create, poll, cancel): a tool the server runs
+# only as a task would fail on every call, so it is listed for staff but never offered.
+TASK_ONLY = (
+    "The server runs this tool only as an MCP task (execution.taskSupport: required), which "
+    "Planboard does not support yet; it is not offered to the agent."
+)
 
 
 # --- what a listing may change ---------------------------------------------------------------

@@ -345,10 +345,15 @@ def toolset_refresh_tools(
         raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
     if tools is None and toolset.kind == Toolset.Kind.BUILTIN:
         tools = workspace.TOOLS
-    if tools is None:
-        discover = import_string(settings.PLANBOARD_TOOL_DISCOVERER)
-        tools = discover(toolset)  # outside any transaction: a server may be slow
-    listing = clean_listing(toolset, tools)
+    try:
+        if tools is None:
+            discover = import_string(settings.PLANBOARD_TOOL_DISCOVERER)
+            tools = discover(toolset)  # outside any transaction: a server may be slow
+        listing = clean_listing(toolset, tools)
+    except PlanError as failure:
+        # Kept for staff to see where the toolset is configured; the tools stay as they were.
+        Toolset.objects.filter(pk=toolset_id).update(refresh_error=str(failure)[:TEXT_MAX])
+        raise
     result = Refreshed(toolset=toolset, skipped=listing.skipped, too_large=listing.too_large)
     found = listing.tools
     with transaction.atomic():
@@ -375,8 +380,30 @@ def toolset_refresh_tools(
         # The tools taken, as cleaned: within the limits, whatever the server sent.
         toolset.tools_cache = list(found.values())
         toolset.refreshed_at = timezone.now()
-        toolset.save(update_fields=["tools_cache", "refreshed_at", "updated_at"])
+        toolset.refresh_error = ""
+        toolset.save(update_fields=["tools_cache", "refreshed_at", "refresh_error", "updated_at"])
     return result
+
+
+# What changes where a toolset's server is, or how it is reached: its tools are asked again.
+_DISCOVERY_FIELDS = frozenset({"kind", "command", "args", "env", "url", "headers", "enabled"})
+
+
+def toolset_discover(*, toolset_id: int, changed: Iterable[str] | None = None) -> Refreshed | None:
+    """List a toolset's tools right after it was created (`changed` None) or changed in one of
+    `_DISCOVERY_FIELDS`, so it has tools without anyone pressing refresh. A server that cannot
+    be reached, or lists too much, is not an error of the save: its reason is kept in
+    `refresh_error` (shown with the toolset) and None returned. Disabled and built-in toolsets
+    are not asked (a built-in one lists what ships with Planboard)."""
+    if changed is not None and not _DISCOVERY_FIELDS.intersection(changed):
+        return None
+    toolset = Toolset.objects.only("kind", "enabled").filter(pk=toolset_id).first()
+    if toolset is None or not toolset.enabled or toolset.kind == Toolset.Kind.BUILTIN:
+        return None
+    try:
+        return toolset_refresh_tools(toolset_id=toolset_id)
+    except PlanError:
+        return None
 
 
 # --- sessions ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ The fixtures come with this module, a pytest plugin listed in tests/conftest.py.
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
@@ -25,10 +26,21 @@ import uvicorn
 
 from planboard import services
 from planboard.models import Toolset
+from tests.support.env import ROOT, require_or_skip
 from tests.support.processes import free_port
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_test_server.py")
 API_KEY = "test-key-5f2c9e"
+# The reference "everything" server, pinned in package.json (`npm ci` installs it).
+EVERYTHING_SERVER = ROOT / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
+def everything_server_argv() -> list[str]:
+    """`node <the everything server> stdio`, or a skip (a failure in CI) without it."""
+    node = shutil.which("node")
+    if node is None or not EVERYTHING_SERVER.exists():
+        require_or_skip("the reference MCP server needs Node.js and `npm ci`")
+    return [str(node), str(EVERYTHING_SERVER), "stdio"]
 
 
 def stdio_toolset(

@@ -67,12 +67,15 @@ class ToolsetListView(ApiView):
         request=s.ToolsetWriteSerializer,
         responses={201: s.ToolsetSerializer, **ERRORS},
         summary="Add a toolset (needs planboard.add_toolset; stdio also run_stdio_toolset).",
-        description="Secret values (env, headers) are written, never read back.",
+        description="Secret values (env, headers) are written, never read back. Its tools are "
+        "listed at once; when the server cannot be reached the toolset is still created, with "
+        "the reason in `refresh_error` (refresh once it is fixed).",
     )
     def post(self, request: Request) -> Response:
         require_model_permission(signed_in(request), "add", Toolset)
         data = parse(s.ToolsetWriteSerializer, request.data)
         toolset = services.toolset_create(user=signed_in(request), **data)
+        services.toolset_discover(toolset_id=toolset.pk)
         return Response(_toolset_body(request, toolset.pk), status=status.HTTP_201_CREATED)
 
 
@@ -93,13 +96,16 @@ class ToolsetDetailView(ApiView):
         responses={200: s.ToolsetSerializer, **ERRORS},
         summary="Change a toolset (needs planboard.change_toolset; see the description).",
         description="env/headers merge; tool_policies override. Turning a toolset into stdio "
-        "or changing command, args or env also needs planboard.run_stdio_toolset.",
+        "or changing command, args or env also needs planboard.run_stdio_toolset. A change of "
+        "how the server is reached (kind, command, args, env, url, headers, enabled) lists its "
+        "tools again; a failure is kept in `refresh_error`.",
     )
     def patch(self, request: Request, toolset_id: int) -> Response:
         _toolset_for(request, toolset_id)
         require_model_permission(signed_in(request), "change", Toolset)
         data = parse(s.ToolsetWriteSerializer, request.data)
         services.toolset_update(toolset_id=toolset_id, user=signed_in(request), **data)
+        services.toolset_discover(toolset_id=toolset_id, changed=data)
         return Response(_toolset_body(request, toolset_id))
 
     @extend_schema(

@@ -378,7 +378,7 @@ def write_report(
         f"per step halved — {'met' if halved else 'NOT met'}: "
         f"{profile['statements_per_step']:.1f} over these runs (run start and end included; "
         "BEGIN, COMMIT and savepoints counted), 57 before issue 14 counted the same way. A step "
-        "with one read-only plan tool takes 19, pinned by tests/agents/test_query_counts.py.",
+        "with one read-only plan tool takes 20, pinned by tests/agents/test_query_counts.py.",
         "",
         f"Where a step's time goes: {profile['runs']} runs ({profile['steps']} steps) in one "
         f"process without Celery, each part of agents/loop.py's step timed: "

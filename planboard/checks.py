@@ -31,3 +31,20 @@ def broadcast_single_redis_host(app_configs: Any = None, **kwargs: Any) -> list[
             id="planboard.W001",
         )
     ]
+
+
+@register(Tags.security, deploy=True)
+def secrets_key_configured(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Toolset secrets are encrypted under PLANBOARD_SECRETS_KEYS; without it, under a key
+    derived from DJANGO_SECRET_KEY, which then can never change without losing them."""
+    if getattr(settings, "PLANBOARD_SECRETS_KEYS", ""):
+        return []
+    return [
+        CheckWarning(
+            "PLANBOARD_SECRETS_KEYS is not set: toolset secrets are encrypted with a key "
+            "derived from DJANGO_SECRET_KEY, so changing that key makes them unreadable.",
+            hint="Set PLANBOARD_SECRETS_KEYS to a Fernet key of its own, then run "
+            "`manage.py rotate_secrets` (docs/DEPLOYMENT.md).",
+            id="planboard.W002",
+        )
+    ]

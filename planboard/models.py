@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from planboard.secret_fields import EncryptedJSONField, EncryptedTextField
+
 # Length limits shared by the services, the API serializers and the tool schemas.
 NAME_MAX = 200
 TEXT_MAX = 4000
@@ -409,9 +411,11 @@ class Toolset(models.Model):
     kind = models.CharField(max_length=10, choices=Kind.choices)
     command = models.CharField(max_length=500, blank=True, default="")
     args = models.JSONField(default=list, blank=True)
-    env = models.JSONField(default=dict, blank=True)
-    url = models.CharField(max_length=500, blank=True, default="")
-    headers = models.JSONField(default=dict, blank=True)
+    # Encrypted at rest (planboard/secret_fields.py): secret values, and a URL that may carry
+    # credentials.
+    env = EncryptedJSONField(default=dict, blank=True)
+    url = EncryptedTextField(max_length=500, blank=True, default="")
+    headers = EncryptedJSONField(default=dict, blank=True)
     enabled = models.BooleanField(default=True)
     # What the server answered to tools/list at the last refresh, as received.
     tools_cache = models.JSONField(default=list, blank=True)

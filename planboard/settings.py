@@ -402,3 +402,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
     "loggers": {"LiteLLM": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
+
+# Keys that encrypt toolset secrets at rest (planboard/secret_fields.py): comma-separated
+# Fernet keys, the first encrypts, all decrypt (rotation: docs/DEPLOYMENT.md). Unset: a key
+# derived from DJANGO_SECRET_KEY (check planboard.W002 warns in production).
+PLANBOARD_SECRETS_KEYS = os.environ.get("PLANBOARD_SECRETS_KEYS", "")

@@ -80,6 +80,7 @@ from planboard.services.toolsets import (
     toolset_delete,
     toolset_discover,
     toolset_refresh_tools,
+    toolset_rotate_secrets,
     toolset_update,
 )
 from planboard.services.usage import profile_usage_add
@@ -139,6 +140,7 @@ __all__ = [
     "toolset_discover",
     "toolset_ensure_workspace",
     "toolset_refresh_tools",
+    "toolset_rotate_secrets",
     "toolset_update",
     "workspace_file_delete",
     "workspace_file_write",

@@ -406,6 +406,24 @@ def toolset_discover(*, toolset_id: int, changed: Iterable[str] | None = None) -
         return None
 
 
+def toolset_rotate_secrets() -> int:
+    """Store every toolset's secrets again, so they are encrypted under the first of
+    PLANBOARD_SECRETS_KEYS (planboard/secret_fields.py); returns how many toolsets."""
+    count = 0
+    for toolset_id in Toolset.objects.order_by("pk").values_list("pk", flat=True):
+        with transaction.atomic():
+            toolset = (
+                Toolset.objects.select_for_update().only(*_SECRET_FIELDS).filter(pk=toolset_id)
+            ).first()
+            if toolset is not None:
+                toolset.save(update_fields=list(_SECRET_FIELDS))
+                count += 1
+    return count
+
+
+_SECRET_FIELDS = ("env", "headers", "url")
+
+
 # --- sessions ---------------------------------------------------------------------------------
 
 

@@ -87,3 +87,12 @@ def execute_wrapper(wrapper: Callable[..., Any]) -> Any:
 def second_connection() -> BaseDatabaseWrapper:
     """A new connection to the default database, apart from this thread's (close it after)."""
     return connections.create_connection(DEFAULT_DB_ALIAS)
+
+
+def fetch_one(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """One row of `sql` on this thread's connection, as the database holds it (no field
+    converts it: e.g. encrypted columns stay ciphertext)."""
+    with _default().cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return tuple(row) if row is not None else None

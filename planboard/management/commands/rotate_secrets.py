@@ -1,0 +1,18 @@
+"""Re-encrypt every stored secret under the first of PLANBOARD_SECRETS_KEYS (after a new key
+was put first; the old one can be dropped once this has run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from planboard.services import toolset_rotate_secrets
+
+
+class Command(BaseCommand):
+    help = __doc__
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        count = toolset_rotate_secrets()
+        self.stdout.write(f"Re-encrypted the secrets of {count} toolsets under the first key.")

@@ -1,0 +1,113 @@
+"""Toolset secrets are ciphertext in the database, read back as written, survive a key
+rotation, and fail clearly when no configured key opens them."""
+
+from __future__ import annotations
+
+import importlib
+from io import StringIO
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from django.apps import apps as installed_apps
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
+from django.db.models import Value
+from django.test import override_settings
+
+from planboard import secret_fields, services
+from planboard.checks import secrets_key_configured
+from planboard.models import Toolset
+from tests.support import db
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "ghp_secret_value_123"
+URL = "https://bot:hunter2@tools.example.com/mcp?token=abc"
+
+
+def stored(toolset_id: int) -> dict[str, str]:
+    """The three columns as the database holds them."""
+    row = db.fetch_one(
+        "SELECT env, headers, url FROM planboard_toolset WHERE id = %s", [toolset_id]
+    )
+    assert row is not None
+    env, headers, url = row
+    return {"env": env, "headers": headers, "url": url}
+
+
+@pytest.fixture
+def toolset(staff_admin: Any) -> Toolset:
+    return services.toolset_create(
+        user=staff_admin,
+        name="remote",
+        kind="http",
+        url=URL,
+        headers={"Authorization": f"Bearer {SECRET}"},
+    )
+
+
+def test_secrets_are_ciphertext_in_the_database_and_read_back_as_written(
+    toolset: Toolset,
+) -> None:
+    raw = stored(toolset.pk)
+    for column in raw.values():
+        assert column.startswith(secret_fields.PREFIX)
+    assert SECRET not in str(raw) and "hunter2" not in str(raw)
+    again = Toolset.objects.get(pk=toolset.pk)
+    assert again.headers == {"Authorization": f"Bearer {SECRET}"}
+    assert again.url == URL and again.env == {}
+
+
+def test_a_rotation_moves_every_secret_to_the_new_key(toolset: Toolset) -> None:
+    # Every toolset so far (the built-in one too) is under the key derived from SECRET_KEY:
+    # the first rotation lists it after the new key, as docs/DEPLOYMENT.md says.
+    derived = secret_fields.derived_key(settings.SECRET_KEY)
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    with override_settings(PLANBOARD_SECRETS_KEYS=f"{old},{derived}"):
+        call_command("rotate_secrets", stdout=StringIO())
+    with override_settings(PLANBOARD_SECRETS_KEYS=f"{new},{old}"):
+        assert Toolset.objects.get(pk=toolset.pk).url == URL  # either key opens it
+        out = StringIO()
+        call_command("rotate_secrets", stdout=out)
+        assert f"of {Toolset.objects.count()} toolsets" in out.getvalue()
+    with override_settings(PLANBOARD_SECRETS_KEYS=new):
+        assert all(t.headers is not None for t in Toolset.objects.all())  # each one opens
+        again = Toolset.objects.get(pk=toolset.pk)
+        assert again.url == URL and again.headers["Authorization"].endswith(SECRET)
+
+
+def test_a_secret_no_key_opens_is_a_clear_error(toolset: Toolset) -> None:
+    with override_settings(PLANBOARD_SECRETS_KEYS=Fernet.generate_key().decode()):
+        with pytest.raises(ImproperlyConfigured, match="PLANBOARD_SECRETS_KEYS"):
+            Toolset.objects.get(pk=toolset.pk)
+
+
+def test_a_malformed_key_is_named() -> None:
+    with override_settings(PLANBOARD_SECRETS_KEYS="not-a-key"):
+        with pytest.raises(ImproperlyConfigured, match="Fernet keys"):
+            secret_fields.encrypt("x")
+
+
+def test_rows_stored_before_encryption_are_read_and_then_encrypted(toolset: Toolset) -> None:
+    # As the columns held them before migration 0011: plain JSON text and a plain URL.
+    Toolset.objects.filter(pk=toolset.pk).update(
+        headers=Value('{"Authorization": "Bearer plain"}'), url=Value(URL), env=Value("{}")
+    )
+    legacy = Toolset.objects.get(pk=toolset.pk)
+    assert legacy.headers == {"Authorization": "Bearer plain"} and legacy.url == URL
+    migration = importlib.import_module("planboard.migrations.0011_encrypt_toolset_secrets")
+    migration.encrypt_stored(installed_apps, None)
+    assert all(v.startswith(secret_fields.PREFIX) for v in stored(toolset.pk).values())
+    assert Toolset.objects.get(pk=toolset.pk).headers == {"Authorization": "Bearer plain"}
+    # And back, for a migration run in reverse.
+    migration.decrypt_stored(installed_apps, None)
+    assert stored(toolset.pk)["headers"] == '{"Authorization": "Bearer plain"}'
+
+
+def test_production_is_warned_when_no_key_of_its_own_is_set() -> None:
+    with override_settings(PLANBOARD_SECRETS_KEYS=""):
+        assert [m.id for m in secrets_key_configured()] == ["planboard.W002"]
+    with override_settings(PLANBOARD_SECRETS_KEYS=Fernet.generate_key().decode()):
+        assert secrets_key_configured() == []

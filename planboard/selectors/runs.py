@@ -8,11 +8,10 @@ when one of its owner's runs stops."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Min, Q, Subquery
 
 from planboard.models import AgentRun, ChatSession
+from planboard.shapes import RunSnapshot
 from planboard.snapshots import serialize_run
 
 # Queued, not dispatched yet: waiting for a free place among its owner's runs in flight.
@@ -51,7 +50,7 @@ def run_queue_position(*, run: AgentRun) -> int | None:
     return earlier + 1
 
 
-def run_shown(run: AgentRun | None) -> dict[str, Any] | None:
+def run_shown(run: AgentRun | None) -> RunSnapshot | None:
     """The run as clients see it (REST, socket, snapshot), its queue position included."""
     if run is None:
         return None

@@ -138,6 +138,14 @@ def database_url() -> str:
     return f"postgres://{host}:{info['PORT'] or 5432}/{info['NAME']}"
 
 
+def secrets_keys() -> list[str]:
+    from django.conf import settings
+
+    from planboard.secret_fields import configured_keys, derived_key
+
+    return configured_keys() or [derived_key(settings.SECRET_KEY)]
+
+
 def process_env(redis_url: str, **extra: str) -> dict[str, str]:
     env = {
         key: value
@@ -151,6 +159,9 @@ def process_env(redis_url: str, **extra: str) -> dict[str, str]:
             "DJANGO_SETTINGS_MODULE": "planboard.settings",
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": "fault-test-secret-key-used-nowhere-else",
+            # The keys this test process encrypts stored secrets with (toolset env and
+            # headers), so that the processes it starts can read them.
+            "PLANBOARD_SECRETS_KEYS": ",".join(secrets_keys()),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "DJANGO_LOG_LEVEL": "WARNING",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",

@@ -1,14 +1,13 @@
 """The Celery side of agent runs: a thin task and the dispatcher `planboard` calls on commit.
 
-Runs are durable. The task acknowledges its message only when it returns (`acks_late`), and a
-worker that dies mid-run leaves the message unacknowledged (`reject_on_worker_lost`), so the
-broker hands it to another worker; `agents.loop.execute_run` then resumes from the stored
-transcript without repeating any tool call that already has a result.
-
-With the Redis broker, a message is re-delivered once `PLANBOARD_VISIBILITY_TIMEOUT` passes
-without an acknowledgement; keep that timeout longer than the longest run you expect, or a
-slow but healthy run is handed to a second worker too (tool effects still happen once, but the
-model may be asked twice).
+Runs are durable through their lease, not through the broker. A worker driving a run renews
+its lease (`agents.lease`); every worker process runs a sweep (`agents.sweeper`, started
+below) that dispatches again any run whose lease expired because its worker died, however it
+died. `agents.loop.execute_run` then resumes from the stored transcript without repeating any
+tool call that already has a result. The task still acknowledges late (`acks_late`,
+`reject_on_worker_lost`), so a pool process that dies hands its message back at once; a whole
+host that dies leaves its messages to the broker's visibility timeout, which no longer matters
+(the sweep is faster, and a late redelivery finds the run leased or finished).
 """
 
 from __future__ import annotations
@@ -16,12 +15,12 @@ from __future__ import annotations
 import logging
 import os
 
-from celery import Task, shared_task
+from celery import shared_task
 from celery.signals import worker_init, worker_process_init
-from django.utils import timezone
 
 from agents import llm, loop
 from agents.lease import new_worker_id
+from agents.sweeper import start_process_sweeper
 from planboard import services
 from planboard.gc_tuning import freeze_startup_objects
 from planboard.models import AgentRun
@@ -41,24 +40,24 @@ def warm_up_worker(**_: object) -> None:
     freeze_startup_objects()
 
 
-@shared_task(name="agents.tasks.run_agent", bind=True, acks_late=True, reject_on_worker_lost=True)
-def run_agent(self: Task, run_id: int) -> str:
+@worker_process_init.connect
+def start_sweeper(**_: object) -> None:
+    """Every process that executes runs sweeps for runs of dead workers (a prefork child, or
+    the solo pool's one process; not the prefork parent, which forks after its own start)."""
+    start_process_sweeper()
+
+
+@shared_task(name="agents.tasks.run_agent", acks_late=True, reject_on_worker_lost=True)
+def run_agent(run_id: int) -> str:
     """Drive one agent run to its next stop; returns the run's status.
 
-    When another worker holds a live lease on the run (this is a redelivery while that worker
-    still works), leave the run alone but look again once the lease would have expired: if
-    that worker died meanwhile, nobody else would resume the run.
+    When another worker holds a live lease on the run (a duplicate or late message), the run
+    is left alone: should that worker die, the sweep dispatches the run again once its lease
+    has expired.
     """
     worker = new_worker_id()
     run = loop.execute_run(run_id=run_id, worker=worker)
     if run.status == AgentRun.Status.RUNNING and run.lease_owner != worker:
-        remaining = (
-            (run.lease_expires_at - timezone.now()).total_seconds()
-            if (run.lease_expires_at)
-            else 0.0
-        )
-        queue = (self.request.delivery_info or {}).get("routing_key")
-        self.apply_async(args=[run_id], countdown=max(1.0, remaining + 1.0), queue=queue)
         return "leased elsewhere"
     return run.status
 

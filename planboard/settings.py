@@ -309,6 +309,14 @@ PLANBOARD_AGENT_MAX_STEPS = int(os.environ.get("PLANBOARD_AGENT_MAX_STEPS", "40"
 # A worker driving a run renews its lease every third of this; another worker handed the same
 # run takes over only once the lease has expired (the first worker died).
 PLANBOARD_RUN_LEASE_SECONDS = float(os.environ.get("PLANBOARD_RUN_LEASE_SECONDS", "60"))
+# Every worker process sweeps for runs whose lease expired (their worker died) and dispatches
+# them again, every this many seconds (jittered); 0 turns the sweep off. Default: a quarter lease.
+PLANBOARD_SWEEP_SECONDS = float(
+    os.environ.get("PLANBOARD_SWEEP_SECONDS", "") or PLANBOARD_RUN_LEASE_SECONDS / 4
+)
+# Runs of one user that may be in flight (dispatched or running) at once; the rest wait,
+# queued in creation order. 0 = no limit.
+PLANBOARD_USER_RUNS_IN_FLIGHT = int(os.environ.get("PLANBOARD_USER_RUNS_IN_FLIGHT", "4"))
 # The demo model's made-up price, so costs show on the board (US dollars per 1000 tokens).
 PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
     os.environ.get("PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", "0.002")

@@ -51,6 +51,12 @@ from planboard.selectors.plans import (
     plans_matching,
     plans_of_team,
 )
+from planboard.selectors.runs import (
+    run_queue_position,
+    run_shown,
+    runs_in_flight,
+    users_with_waiting_runs,
+)
 from planboard.selectors.sessions import (
     agent_run,
     latest_run,
@@ -111,6 +117,9 @@ __all__ = [
     "plans_matching",
     "plans_of_team",
     "plans_visible_to",
+    "run_queue_position",
+    "run_shown",
+    "runs_in_flight",
     "sees_all_teams",
     "sees_profile_configuration",
     "sees_toolset_configuration",
@@ -134,6 +143,7 @@ __all__ = [
     "toolsets_usable_by",
     "toolsets_visible_to",
     "transcript_since",
+    "users_with_waiting_runs",
     "workspace_file",
     "workspace_file_bytes",
     "workspace_file_open",

@@ -13,11 +13,11 @@ from planboard import sql, streams
 from planboard.models import AgentRun, ChatSession, Message, Plan, State
 from planboard.selectors.access import sessions_visible_to
 from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
+from planboard.selectors.runs import run_shown
 from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
 from planboard.selectors.workspace import session_files
 from planboard.snapshots import (
     serialize_message,
-    serialize_run,
     serialize_session,
     serialize_tool_call,
 )
@@ -63,7 +63,7 @@ def session_snapshot(*, session_id: int) -> dict[str, Any]:
     data["current_plan"] = (
         plan_snapshot(plan_id=session.current_plan_id) if session.current_plan_id else None
     )
-    data["latest_run"] = serialize_run(latest_run(session_id=session_id))
+    data["latest_run"] = run_shown(latest_run(session_id=session_id))
     # The answer a model is writing right now (streamed), so a late joiner sees it too.
     data["streaming"] = streams.partial_answer(session_id=session_id)
     data["usage"] = plan_usage(plan_id=session.current_plan_id) if session.current_plan_id else None

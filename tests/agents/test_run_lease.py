@@ -132,20 +132,3 @@ def test_the_heartbeat_renews_the_lease_during_a_long_call(
     assert result.status == AgentRun.Status.SUCCEEDED
     assert len(set(seen)) > 3, "the lease was not renewed while the model answered"
     assert all(later >= earlier for earlier, later in itertools.pairwise(seen))
-
-
-def test_the_task_looks_again_when_the_lease_would_have_expired(
-    session: ChatSession, user: Any, scripted_model: ScriptedModel, monkeypatch: Any
-) -> None:
-    """A redelivery that finds a live lease must not simply drop the run: if the leasing
-    worker died, nobody else would ever resume it."""
-    from agents import tasks
-
-    run = queued_run(session, user)
-    hold_lease(run, "worker-a", seconds=30)
-    scheduled: list[dict[str, Any]] = []
-    monkeypatch.setattr(tasks.run_agent, "apply_async", lambda **kwargs: scheduled.append(kwargs))
-    assert tasks.run_agent.run(run.pk) == "leased elsewhere"
-    assert scheduled and scheduled[0]["args"] == [run.pk]
-    assert 29 <= scheduled[0]["countdown"] <= 32  # once the lease would have lapsed
-    assert scripted_model.requests == []

@@ -24,6 +24,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents.sweeper import start_process_sweeper
 from agents.tasks import resume_orphaned_runs
 
 # A warm stop waits this long for runs in progress before the process exits anyway.
@@ -66,6 +67,8 @@ class EmbeddedWorker:
         self.thread.start()
         if not self.started.wait(timeout):
             raise CommandError("The embedded worker did not start.")
+        # The threads pool sends no worker_process_init: start this process's sweep here.
+        start_process_sweeper()
 
     def stop(self) -> bool:
         """Stop consuming; True when no run was left in progress."""

@@ -25,7 +25,7 @@ from planboard.api.views.base import (
     query_dict,
 )
 from planboard.models import AgentRun, ToolCall, Toolset
-from planboard.snapshots import serialize_run, serialize_tool_call
+from planboard.snapshots import serialize_tool_call
 from planboard.users import signed_in
 
 TOOLSET_ID = path_id("toolset_id", "Toolset")
@@ -208,4 +208,4 @@ class ToolCallDecisionView(ApiView):
             session_id=session_id, tool_call_id=call_id, user=signed_in(request), **data
         )
         run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
-        return Response({"tool_call": serialize_tool_call(record), "run": serialize_run(run)})
+        return Response({"tool_call": serialize_tool_call(record), "run": selectors.run_shown(run)})

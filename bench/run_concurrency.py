@@ -1,0 +1,285 @@
+"""Benchmark 5: many runs at once on one worker host, waiting on a slow model (issue 23).
+
+N people each post a message to a session of their own at the same moment; each message
+queues an agent run on Redis that one worker host — `celery -A planboard worker`, pinned to
+two CPUs with `taskset -c 0,1` — drives against PostgreSQL. The model is an OpenAI-compatible
+server (tests/support/paced_model.py) that answers every request after `--delay` seconds;
+each run takes `--answers` answers (a mutating plan tool, read-only plan tools, a final text).
+
+The ideal wall time is answers x delay: every run waits on the model at the same time and
+costs nothing else. Reported: wall vs ideal, the wait from each message to its run's first
+model request (p50/p95), the most model requests in flight at once, the worker host's RSS
+(every process of it, peak), its PostgreSQL connections (`pg_stat_activity` by
+application_name, peak) and how many runs completed.
+
+    .venv/bin/python bench/run_concurrency.py --runs 200 [--delay 2] [--answers 4]
+        [--concurrency N] [--label TEXT] [--timeout 300]
+
+Each invocation keeps its row (by label) in bench/results/run_concurrency.json and rewrites
+the section of docs/PERFORMANCE.md from all rows, so the floor stays beside later figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as common
+
+RESULTS = common.ROOT / "bench" / "results" / "run_concurrency.json"
+APP_NAME = "planboard-bench-worker"
+
+
+def start_worker(db_url: str, model_url: str, concurrency: int | None) -> common.Process:
+    argv = [
+        str(common.ROOT / ".venv" / "bin" / "celery"),
+        "-A",
+        "planboard",
+        "worker",
+        "--loglevel=WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+    if concurrency:
+        argv.append(f"--concurrency={concurrency}")
+    if shutil.which("taskset"):
+        argv = ["taskset", "-c", "0,1", *argv]
+    env = common.server_env(
+        db_url,
+        PLANBOARD_LLM_MODEL="openai/paced-model",
+        PLANBOARD_LLM_API_BASE=model_url,
+        PLANBOARD_LLM_API_KEY="sk-bench",
+        PLANBOARD_LLM_RETRY_DELAY="0.5",
+        # libpq's own variable: every connection of the worker host carries this name.
+        PGAPPNAME=APP_NAME,
+    )
+    return common.Process("celery", argv, env)
+
+
+def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
+    from planboard.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if worker.popen.poll() is not None:
+            raise SystemExit(f"the worker exited:\n{worker.tail()}")
+        if app.control.ping(timeout=1.0):
+            return
+    raise SystemExit(f"the worker did not answer pings:\n{worker.tail()}")
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants, in MiB."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total_kb, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
+class Sampler(threading.Thread):
+    """Peak RSS and PostgreSQL connections of the worker host while the runs go."""
+
+    def __init__(self, pid: int, db_url: str) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.db_url = pid, db_url
+        self.rss_mb = 0.0
+        self.connections = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            while not self.done.wait(0.25):
+                self.rss_mb = max(self.rss_mb, tree_rss_mb(self.pid))
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                    [APP_NAME],
+                ).fetchone()
+                self.connections = max(self.connections, int(row[0]) if row else 0)
+
+
+def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: int) -> dict:
+    from django.contrib.auth import get_user_model
+
+    from planboard import services
+    from planboard.models import AgentRun, Message
+
+    server = PACED
+    users = get_user_model().objects
+    targets = []
+    for number in range(runs):
+        user = users.create_user(f"concurrency-{number}-{time.monotonic_ns()}")
+        targets.append((user, services.session_create(owner=user, need_user_confirm=False)))
+    sampler = Sampler(worker_pid, common.postgres_url())
+    sampler.start()
+    started = time.time()
+    posted: dict[str, tuple[int, int]] = {}
+    for number, (user, session) in enumerate(targets):
+        tag = f"b{number}"
+        message, run = services.message_post(
+            session_id=session.pk, author=user, content=f"Plan something small [run:{tag}]"
+        )
+        posted[tag] = (message.pk, run.pk)
+    run_ids = [r for _, r in posted.values()]
+    active = AgentRun.objects.filter(pk__in=run_ids, status__in=AgentRun.ACTIVE_STATUSES)
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    while active.exists():
+        if time.monotonic() > deadline:
+            timed_out = True
+            break
+        time.sleep(0.05)
+    wall = time.time() - started
+    sampler.done.set()
+    sampler.join(5)
+
+    sent = {
+        m.pk: m.created_at.timestamp()
+        for m in Message.objects.filter(pk__in=[m for m, _ in posted.values()])
+    }
+    waits = [
+        server.first_seen[tag] - sent[message_id]
+        for tag, (message_id, _) in posted.items()
+        if tag in server.first_seen
+    ]
+    statuses: dict[str, int] = {}
+    for status in AgentRun.objects.filter(pk__in=run_ids).values_list("status", flat=True):
+        statuses[status] = statuses.get(status, 0) + 1
+    ideal = answers * delay
+    return {
+        "runs": runs,
+        "delay": delay,
+        "answers": answers,
+        "wall": round(wall, 1),
+        "timed_out": timed_out,
+        "ideal": ideal,
+        "ratio": round(wall / ideal, 1),
+        "completed": statuses.get("succeeded", 0),
+        "statuses": statuses,
+        "first_request_p50": round(common.percentile(waits, 0.5), 2) if waits else None,
+        "first_request_p95": round(common.percentile(waits, 0.95), 2) if waits else None,
+        "first_requests_seen": len(waits),
+        "max_in_flight": server.max_in_flight,
+        "rss_mb": round(sampler.rss_mb),
+        "pg_connections": sampler.connections,
+    }
+
+
+PACED: Any = None
+
+
+def main() -> None:
+    global PACED
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=2.0)
+    parser.add_argument("--answers", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=None, help="default: the app's")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--label", default="", help="the row's name in the report")
+    parser.add_argument("--no-report", action="store_true")
+    args = parser.parse_args()
+
+    db_url = common.recreate_postgres()
+    common.flush_redis()
+    # Runs name the model they were created with: the paced server.
+    common.setup_django(
+        db_url, REDIS_URL=common.REDIS_BENCH_URL, PLANBOARD_LLM_MODEL="openai/paced-model"
+    )
+    from tests.support.paced_model import PacedOpenAI
+
+    PACED = PacedOpenAI(delay=args.delay, answers=args.answers).start()
+    worker = start_worker(db_url, PACED.base_url, args.concurrency)
+    try:
+        wait_for_worker(worker)
+        time.sleep(2)  # every pool process is up and warm
+        result = measure(args.runs, args.delay, args.answers, args.timeout, worker.popen.pid)
+    finally:
+        worker.stop(timeout=30)
+        PACED.stop()
+    result["label"] = args.label or f"runs={args.runs} concurrency={args.concurrency or 'default'}"
+    result["command"] = common.command_line()
+    result["git"] = os.popen(f"git -C {common.ROOT} rev-parse --short HEAD").read().strip()
+    print(json.dumps(result))
+    if not args.no_report:
+        write_report(result)
+
+
+def write_report(result: dict[str, Any]) -> None:
+    RESULTS.parent.mkdir(exist_ok=True)
+    rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    rows = [r for r in rows if r["label"] != result["label"]] + [result]
+    RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+    lines = [
+        *common.machine_lines(common.service_versions()),
+        "",
+        "One worker host (`taskset -c 0,1 celery -A planboard worker`), N runs started at once, "
+        "a model answering each request after the delay, 4 answers per run (issue 23). "
+        "Targets at N=200, delay 2 s: wall at most 1.5x ideal, first request p95 at most 1 s, "
+        "RSS at most 1.5 GB, at most 30 PostgreSQL connections, all runs complete.",
+        "",
+        *common.table(
+            [
+                "row",
+                "runs",
+                "wall s (ideal)",
+                "ratio",
+                "done",
+                "first request p50 / p95 s",
+                "max in flight",
+                "RSS MiB",
+                "PG conns",
+                "commit",
+            ],
+            [
+                [
+                    r["label"],
+                    r["runs"],
+                    f"{r['wall']}{' timeout' if r['timed_out'] else ''} ({r['ideal']:g})",
+                    f"{r['ratio']}x",
+                    f"{r['completed']}/{r['runs']}",
+                    f"{r['first_request_p50']} / {r['first_request_p95']}"
+                    f" ({r['first_requests_seen']} seen)",
+                    r["max_in_flight"],
+                    r["rss_mb"],
+                    r["pg_connections"],
+                    r["git"],
+                ]
+                for r in rows
+            ],
+        ),
+        "",
+        "Commands: " + "; ".join(f"`{r['command']}`" for r in rows),
+    ]
+    common.write_section("run_concurrency", "5. Runs at once on one worker host", lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,14 +1,16 @@
 """The Celery side of agent runs: a thin task and the dispatcher `planboard` calls on commit.
 
-Runs are durable. The task acknowledges its message only when it returns (`acks_late`), and a
-worker that dies mid-run leaves the message unacknowledged (`reject_on_worker_lost`), so the
-broker hands it to another worker; `agents.loop.execute_run` then resumes from the stored
-transcript without repeating any tool call that already has a result.
+In a worker, `run_agent` adopts: it takes the run's lease in a short transaction and hands the
+run to the process's run host (`agents.runtime.host`), which drives hundreds of runs at once
+on an event loop; the task returns at once and its message is acknowledged. Durability then
+rests on the lease: the host renews it while it drives the run, hands the run back when the
+worker stops (SIGTERM), and a run whose host died is taken up again once its lease expires
+(redelivered, or re-dispatched by the sweep, `PLANBOARD_RUN_SWEEP`);
+`agents.loop.drive` resumes from the stored transcript without repeating any tool call that
+already has a result.
 
-With the Redis broker, a message is re-delivered once `PLANBOARD_VISIBILITY_TIMEOUT` passes
-without an acknowledgement; keep that timeout longer than the longest run you expect, or a
-slow but healthy run is handed to a second worker too (tool effects still happen once, but the
-model may be asked twice).
+Where no host runs (a process that is not a worker: tests calling the task directly), the
+task drives the run itself to its next stop, as before the runtime.
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ import logging
 import os
 
 from celery import Task, shared_task
-from celery.signals import worker_init, worker_process_init
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_shutting_down,
+)
 from django.utils import timezone
 
 from agents import llm, loop
 from agents.lease import new_worker_id
+from agents.runtime import host as run_host
 from planboard import services
 from planboard.gc_tuning import freeze_startup_objects
 from planboard.models import AgentRun
@@ -41,16 +49,52 @@ def warm_up_worker(**_: object) -> None:
     freeze_startup_objects()
 
 
+@worker_init.connect
+def host_runs_in_this_worker(**_: object) -> None:
+    """Runs are hosted in worker processes (the host itself starts on first use, so a
+    prefork parent, which never runs a task, never starts one)."""
+    run_host.enable()
+
+
+@worker_process_init.connect
+def start_run_host(**_: object) -> None:
+    run_host.enable()
+    run_host.current()
+
+
+@worker_shutting_down.connect
+@worker_process_shutdown.connect
+def hand_runs_off(**_: object) -> None:
+    """The worker stops: its runs go back to the queue at their next safe point."""
+    run_host.shutdown()
+
+
 @shared_task(name="agents.tasks.run_agent", bind=True, acks_late=True, reject_on_worker_lost=True)
 def run_agent(self: Task, run_id: int) -> str:
-    """Drive one agent run to its next stop; returns the run's status.
+    """Take a run up: adopt it into this process's run host (a worker), or, where no host
+    runs, drive it to its next stop here. Returns what happened (or the run's status).
 
-    When another worker holds a live lease on the run (this is a redelivery while that worker
-    still works), leave the run alone but look again once the lease would have expired: if
-    that worker died meanwhile, nobody else would resume the run.
+    When another worker holds a live lease on the run (a redelivery while that worker still
+    works), leave the run alone but look again once the lease would have expired: if that
+    worker died meanwhile, nobody else would resume the run.
     """
-    worker = new_worker_id()
-    run = loop.execute_run(run_id=run_id, worker=worker)
+    host = run_host.current()
+    if host is None:
+        worker = new_worker_id()
+        run = loop.execute_run(run_id=run_id, worker=worker)
+    else:
+        worker = host.worker
+        if not host.accepting:
+            dispatch_run(run_id)  # this worker is stopping: another one takes it
+            return "handed on"
+        run = services.run_start(run_id=run_id, worker=worker)
+        if run.status == AgentRun.Status.RUNNING and run.lease_owner == worker:
+            if host.adopt(run):
+                return "adopted"
+            if not host.accepting:  # stopped between the check and the adoption
+                services.run_hand_off(run_id=run_id, worker=worker)
+                return "handed on"
+            return "driven here already"
     if run.status == AgentRun.Status.RUNNING and run.lease_owner != worker:
         remaining = (
             (run.lease_expires_at - timezone.now()).total_seconds()

@@ -209,10 +209,10 @@ def current() -> RunHost | None:
 
 
 def shutdown() -> None:
-    """Hand this process's runs off and stop its host (worker shutdown)."""
-    global _host
+    """Hand this process's runs off and stop its host (worker shutdown). The stopped host
+    stays this process's: a run that still arrives is sent on, not adopted."""
     with _lock:
-        host, _host = _host, None
-    if host is not None and host.pid == os.getpid():
+        host = _host
+    if host is not None and host.pid == os.getpid() and host.accepting:
         left = host.stop()
         logger.info("run host stopped; %d run(s) not handed off in time", left)

@@ -78,6 +78,23 @@ def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
     raise SystemExit(f"the worker did not answer pings:\n{worker.tail()}")
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its descendants so far (children that
+    exited are not counted: pool processes live as long as the worker)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and all its descendants, in MiB."""
     children: dict[int, list[int]] = {}
@@ -139,6 +156,7 @@ def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: i
         targets.append((user, services.session_create(owner=user, need_user_confirm=False)))
     sampler = Sampler(worker_pid, common.postgres_url())
     sampler.start()
+    cpu_before = tree_cpu_seconds(worker_pid)
     started = time.time()
     posted: dict[str, tuple[int, int]] = {}
     for number, (user, session) in enumerate(targets):
@@ -157,6 +175,7 @@ def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: i
             break
         time.sleep(0.05)
     wall = time.time() - started
+    cpu = tree_cpu_seconds(worker_pid) - cpu_before
     sampler.done.set()
     sampler.join(5)
 
@@ -169,6 +188,7 @@ def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: i
         for tag, (message_id, _) in posted.items()
         if tag in server.first_seen
     ]
+    steps = sum(AgentRun.objects.filter(pk__in=run_ids).values_list("step_count", flat=True))
     statuses: dict[str, int] = {}
     for status in AgentRun.objects.filter(pk__in=run_ids).values_list("status", flat=True):
         statuses[status] = statuses.get(status, 0) + 1
@@ -188,11 +208,100 @@ def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: i
         "first_requests_seen": len(waits),
         "max_in_flight": server.max_in_flight,
         "rss_mb": round(sampler.rss_mb),
+        "steps": steps,
+        # The worker host's CPU per model call, everything included (adopting, the database
+        # work, litellm, streaming, broadcasts): what bounds the runs one host can drive.
+        "cpu_ms_per_step": round(cpu * 1000 / max(1, steps), 1),
         "pg_connections": sampler.connections,
     }
 
 
 PACED: Any = None
+
+# Where a sampled frame's time is counted: the first of these (leaf upwards) its file matches.
+AREAS = [
+    ("litellm", "litellm (request building, response parsing, streaming wrapper)"),
+    ("openai/", "the OpenAI SDK"),
+    ("httpx", "httpx (HTTP client)"),
+    ("aiohttp", "aiohttp (HTTP client)"),
+    ("psycopg", "psycopg (PostgreSQL driver)"),
+    ("django/db/", "Django ORM"),
+    ("redis/", "redis-py (broadcasts)"),
+    ("channels", "channels"),
+    ("tiktoken", "tiktoken (token counting)"),
+    ("pydantic", "pydantic"),
+    ("agents/hints", "the hint"),
+    ("agents/", "agents (loop, context, tools)"),
+    ("planboard/", "planboard (services, selectors)"),
+    ("asyncio/", "asyncio"),
+    ("celery/", "celery"),
+    ("kombu/", "kombu"),
+    ("json/", "json"),
+]
+
+
+def _pool_pids(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent:
+                found.append(int(entry.name))
+    return found or [parent]
+
+
+def start_py_spy(parent: int) -> list[tuple[Any, Path]]:
+    import subprocess
+    import tempfile
+
+    spy = shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
+    spies = []
+    for pid in _pool_pids(parent):
+        out = Path(tempfile.mkstemp(prefix=f"run-concurrency-{pid}-", suffix=".txt")[1])
+        argv = [spy, "record", "--gil", "-p", str(pid), "-r", "100", "-f", "raw", "-o", str(out)]
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spies.append((process, out))
+    return spies
+
+
+def py_spy_summary(spies: list[tuple[Any, Path]]) -> dict[str, Any]:
+    """Samples on CPU per area, over all pool processes (py-spy skips idle threads)."""
+    import signal
+
+    for process, _ in spies:
+        process.send_signal(signal.SIGINT)
+    for process, _ in spies:
+        process.wait(60)
+    areas: dict[str, int] = {}
+    leaves: dict[str, int] = {}
+    total = 0
+    for _, out in spies:
+        for line in out.read_text(errors="replace").splitlines():
+            stack, _, count = line.rpartition(" ")
+            if not count.isdigit():
+                continue
+            samples = int(count)
+            frames = stack.split(";")
+            total += samples
+            leaves[frames[-1]] = leaves.get(frames[-1], 0) + samples
+            area = "other"
+            for frame in reversed(frames):
+                match = next((label for key, label in AREAS if key in frame), None)
+                if match:
+                    area = match
+                    break
+            areas[area] = areas.get(area, 0) + samples
+    top = sorted(areas.items(), key=lambda item: -item[1])
+    return {
+        "samples": total,
+        "areas": [(name, round(100 * n / max(1, total), 1)) for name, n in top],
+        "leaves": sorted(leaves.items(), key=lambda item: -item[1])[:15],
+    }
 
 
 def main() -> None:
@@ -205,6 +314,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--label", default="", help="the row's name in the report")
     parser.add_argument("--no-report", action="store_true")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the worker's processes with py-spy (on PATH) and say where CPU goes",
+    )
     args = parser.parse_args()
 
     db_url = common.recreate_postgres()
@@ -220,7 +334,10 @@ def main() -> None:
     try:
         wait_for_worker(worker)
         time.sleep(2)  # every pool process is up and warm
+        spies = start_py_spy(worker.popen.pid) if args.profile else []
         result = measure(args.runs, args.delay, args.answers, args.timeout, worker.popen.pid)
+        if spies:
+            result["profile"] = py_spy_summary(spies)
     finally:
         worker.stop(timeout=30)
         PACED.stop()
@@ -256,6 +373,7 @@ def write_report(result: dict[str, Any]) -> None:
                 "max in flight",
                 "RSS MiB",
                 "PG conns",
+                "worker CPU ms/step",
                 "commit",
             ],
             [
@@ -270,6 +388,7 @@ def write_report(result: dict[str, Any]) -> None:
                     r["max_in_flight"],
                     r["rss_mb"],
                     r["pg_connections"],
+                    r.get("cpu_ms_per_step", "n/a"),
                     r["git"],
                 ]
                 for r in rows

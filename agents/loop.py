@@ -76,7 +76,7 @@ from agents.steps import (
 from agents.streaming import AnswerStream
 from planboard import broadcast, selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import AgentRun, ChatSession, Message
+from planboard.models import AgentRun, ChatSession, Message, ToolCall
 from planboard.services import Actor
 
 logger = logging.getLogger(__name__)
@@ -145,6 +145,9 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
         ready = await lane.run(_prepare_step, run, worker, actor, memory, budget_factor)
         if ready is _AGAIN:
             continue
+        if isinstance(ready, ToolCall):
+            await _call_server(ready, lane=lane)
+            continue
         if isinstance(ready, AgentRun):
             return ready
         assert isinstance(ready, _Step)
@@ -170,9 +173,19 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
             )
         await lane.drain()  # the streamed text has left before the stored message
         stopped = await lane.run(_store_and_act, ready, result, answer, worker, actor, memory)
-        if stopped is not None:
+        if isinstance(stopped, ToolCall):
+            await _call_server(stopped, lane=lane)
+        elif stopped is not None:
             return stopped
         # The next iteration settles a final answer or takes the next step.
+
+
+async def _call_server(record: ToolCall, *, lane: Lane) -> None:
+    """An external tool call claimed by a unit: ask its server on the loop (a tool call is
+    never cut short, not even by a hand-off: its effect could not be undone), store the
+    answer in another unit."""
+    output = await external_tools.aserver_output(record)
+    await lane.run(external_tools.finish_call, record=record, output=output)
 
 
 def _prepare_step(
@@ -192,7 +205,7 @@ def _prepare_step(
     if run.cancel_requested:
         return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
     settled = _settle_stored_answer(context, actor, memory)
-    if settled is _AGAIN or isinstance(settled, AgentRun):
+    if settled is _AGAIN or isinstance(settled, AgentRun | ToolCall):
         return settled
     # Settling wrote nothing the request reads (else it said _AGAIN): the context serves it.
     request = build_request(run=run, budget_factor=budget_factor, memory=memory, read=context)
@@ -264,7 +277,7 @@ def _store_and_act(
     worker: str,
     actor: Actor,
     memory: RunMemory,
-) -> AgentRun | None:
+) -> AgentRun | ToolCall | None:
     """One unit after the model answered: store the answer with its step, then run its tool
     calls. Returns the stopped (or paused) run, or None to take the next step."""
     run, step, request = ready.run, ready.step, ready.request
@@ -388,11 +401,14 @@ def _execute_and_settle(
     message: Message,
     memory: RunMemory,
     step: AgentStep | None = None,
-) -> AgentRun | None:
+) -> AgentRun | ToolCall | None:
     """Run the answer's calls; when some wait for a person, pause the run and return it (None:
     go on). A decision made meanwhile keeps the run going instead. `step` is given for an
     answer just stored (none of its calls can have a result yet)."""
-    if not _execute_tool_calls(run=run, actor=actor, message=message, memory=memory, step=step):
+    outcome = _execute_tool_calls(run=run, actor=actor, message=message, memory=memory, step=step)
+    if isinstance(outcome, ToolCall):
+        return outcome
+    if not outcome:
         memory.calls_answered(message)
         return None
     paused = services.run_pause_for_approval(run_id=run.pk)
@@ -406,9 +422,10 @@ def _execute_tool_calls(
     message: Message,
     memory: RunMemory,
     step: AgentStep | None = None,
-) -> bool:
+) -> bool | ToolCall:
     """Run each unanswered call; its effect and its stored result commit together. Returns
-    whether some call waits for a person's approval.
+    whether some call waits for a person's approval, or the claimed external call whose
+    server the caller asks next (the calls after it are taken up again afterwards).
 
     Indices in the calls are resolved through the plan as the model saw it (the step's
     `shown_plan`), which each result updates; the update commits with the result. External
@@ -430,7 +447,11 @@ def _execute_tool_calls(
         name = str(function.get("name", ""))
         if external_tools.is_external(name):
             all_here = False
-            outcome = external_tools.handle_call(run=run, call=call, held=waiting)
+            outcome = external_tools.advance_call(run=run, call=call, held=waiting)
+            if isinstance(outcome, ToolCall):
+                # Claimed: its server is asked with no unit of database work open (`drive`
+                # awaits it), then the answer's remaining calls are taken up again.
+                return outcome
             waiting = waiting or outcome is external_tools.Outcome.WAITING
             continue
         if waiting:

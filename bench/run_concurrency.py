@@ -349,6 +349,26 @@ def main() -> None:
         write_report(result)
 
 
+def profile_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Where the worker's CPU went, from the newest row measured with `--profile`."""
+    profiled = [r for r in rows if r.get("profile")]
+    if not profiled:
+        return []
+    row = profiled[-1]
+    profile = row["profile"]
+    return [
+        "",
+        f"Where the worker host's CPU goes (row `{row['label']}`, {row['cpu_ms_per_step']} ms "
+        f"per step; py-spy samples of threads holding the GIL, {profile['samples']} samples, "
+        "each counted in the first area its stack reaches from the leaf upwards):",
+        "",
+        *common.table(
+            ["area", "share of CPU samples"],
+            [[name, f"{share}%"] for name, share in profile["areas"] if share >= 0.5],
+        ),
+    ]
+
+
 def write_report(result: dict[str, Any]) -> None:
     RESULTS.parent.mkdir(exist_ok=True)
     rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
@@ -396,6 +416,7 @@ def write_report(result: dict[str, Any]) -> None:
         ),
         "",
         "Commands: " + "; ".join(f"`{r['command']}`" for r in rows),
+        *profile_lines(rows),
     ]
     common.write_section("run_concurrency", "5. Runs at once on one worker host", lines)
 

@@ -392,6 +392,10 @@ def context_budget(model: str | None = None) -> int:
     return budget
 
 
+# Models litellm could not price once: asking again fails the same way, slowly.
+_unpriced: set[str] = set()
+
+
 def _cost(response: Any, model: str) -> float:
     if local_models.is_local_model(model):
         # An in-process model may name a price (the demo does, so costs show); else free.
@@ -401,9 +405,12 @@ def _cost(response: Any, model: str) -> float:
             getattr(usage, "completion_tokens", 0) or 0
         )
         return tokens * price
+    if model in _unpriced:
+        return 0.0
     try:
         return float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # prices are unknown for many self-hosted models
+        _unpriced.add(model)
         return 0.0
 
 
@@ -509,13 +516,18 @@ def _streamed_inline(kwargs: dict[str, Any], listener: StreamListener) -> Any:
             # callbacks we do not use (a third of its time per call here).
             _close_quietly(stream)
             break
-    joined = local_models.join_chunks(chunks)
-    if joined is None:
-        return _assembled(chunks, kwargs)
-    return _model_response(str(kwargs["model"]), joined.reply, finish_reason=joined.finish_reason)
+    return _assembled(chunks, kwargs)
 
 
 def _assembled(chunks: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The whole answer from its chunks. Plain OpenAI-shaped chunks ending with usage (every
+    in-process model; OpenAI-compatible servers asked for `include_usage`) are joined by hand,
+    a tenth of litellm's builder's time (agents/local_models.py); anything else by litellm."""
+    joined = local_models.join_chunks(chunks)
+    if joined is not None:
+        return _model_response(
+            str(kwargs["model"]), joined.reply, finish_reason=joined.finish_reason
+        )
     built = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]) if chunks else None
     if built is None:
         raise litellm.APIConnectionError(

@@ -349,6 +349,36 @@ def main() -> None:
         write_report(result)
 
 
+def verdict_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The newest unprofiled N=200 row of the current code against issue 23's targets."""
+    candidates = [
+        r
+        for r in rows
+        if r["runs"] == 200 and not r.get("profile") and not r["label"].startswith("floor")
+    ]
+    if not candidates:
+        return []
+    row = candidates[-1]
+    checks = [
+        ("wall at most 1.5x ideal", f"{row['ratio']}x", row["ratio"] <= 1.5),
+        (
+            "first request p95 at most 1 s",
+            f"{row['first_request_p95']} s",
+            (row["first_request_p95"] or 99) <= 1.0,
+        ),
+        ("RSS at most 1.5 GB", f"{row['rss_mb']} MiB", row["rss_mb"] <= 1536),
+        ("at most 30 connections", str(row["pg_connections"]), row["pg_connections"] <= 30),
+        ("all runs complete", f"{row['completed']}/{row['runs']}", row["completed"] == 200),
+    ]
+    return [
+        f"Targets (row `{row['label']}`): "
+        + "; ".join(f"{name}: {value} {'met' if ok else 'NOT met'}" for name, value, ok in checks)
+        + ". On this shared VM (other work at the load average above) the same command's wall "
+        "time moves by a third between runs; CPU per step moves less.",
+        "",
+    ]
+
+
 def profile_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Where the worker's CPU went, from the newest row measured with `--profile`."""
     profiled = [r for r in rows if r.get("profile")]
@@ -415,6 +445,7 @@ def write_report(result: dict[str, Any]) -> None:
             ],
         ),
         "",
+        *verdict_lines(rows),
         "Commands: " + "; ".join(f"`{r['command']}`" for r in rows),
         *profile_lines(rows),
     ]

@@ -91,10 +91,9 @@ def run_agent(self: Task, run_id: int) -> str:
         if run.status == AgentRun.Status.RUNNING and run.lease_owner == worker:
             if host.adopt(run):
                 return "adopted"
-            if not host.accepting:  # stopped between the check and the adoption
-                services.run_hand_off(run_id=run_id, worker=worker)
-                return "handed on"
-            return "driven here already"
+            # Stopped between the check and the adoption.
+            services.run_hand_off(run_id=run_id, worker=worker)
+            return "handed on"
     if run.status == AgentRun.Status.RUNNING and run.lease_owner != worker:
         remaining = (
             (run.lease_expires_at - timezone.now()).total_seconds()

@@ -97,7 +97,9 @@ class RunHost:
     async def _heartbeat(self) -> None:
         if self.runs:
             ids = list(self.runs)
-            held = await self.lane.run(services.run_renew_leases, run_ids=ids, worker=self.worker)
+            held = await self.lane.control(
+                services.run_renew_leases, run_ids=ids, worker=self.worker
+            )
             for lost in set(ids) - held:
                 # Taken over or stopped: the run sees it at its next step; its model wait
                 # need not go on meanwhile.
@@ -106,7 +108,7 @@ class RunHost:
     async def _check_cancels(self) -> None:
         if self.runs:
             ids = list(self.runs)
-            for run_id in await self.lane.run(selectors.runs_cancel_requested, run_ids=ids):
+            for run_id in await self.lane.control(selectors.runs_cancel_requested, run_ids=ids):
                 entry = self.runs.get(run_id)
                 if entry is not None:
                     entry[1].cancel()
@@ -122,20 +124,25 @@ class RunHost:
     # --- from other threads -----------------------------------------------------------------
 
     def adopt(self, run: AgentRun) -> bool:
-        """Drive `run` (its lease taken by `self.worker`); False when this host is stopping
-        or already drives it."""
+        """Drive `run` (its lease taken by `self.worker`); False when this host is stopping.
+        The run is handed to the loop without waiting for it: the task's thread goes back to
+        the broker at once, however busy the loop is."""
         if not self.accepting:
             return False
-        future = asyncio.run_coroutine_threadsafe(self._adopt(run), self.loop)
-        return future.result(timeout=10)
+        self.loop.call_soon_threadsafe(self._adopt, run)
+        return True
 
-    async def _adopt(self, run: AgentRun) -> bool:
-        if not self.accepting or run.pk in self.runs:
-            return False
-        # Registered before the first await, so a second adopt of the same run sees it.
+    def _adopt(self, run: AgentRun) -> None:
+        if run.pk in self.runs:
+            return  # delivered twice while driven here: the lease is ours already
+        if not self.accepting:
+            # Stopped between the task's check and now: give the run back.
+            self.loop.create_task(
+                self.lane.run(services.run_hand_off, run_id=run.pk, worker=self.worker)
+            )
+            return
         control = RunControl(run_id=run.pk, slots=self.slots)
         self.runs[run.pk] = (self.loop.create_task(self._host(run, control)), control)
-        return True
 
     def in_flight(self) -> int:
         return len(self.runs)

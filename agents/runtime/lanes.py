@@ -5,8 +5,9 @@ plan tools): the driver hands each unit to a lane with `await lane.run(fn, ...)`
 holds a connection or a transaction across an await of its own.
 
 - `PoolLane` (the worker's run host): a bounded thread pool (`PLANBOARD_RUN_DB_THREADS`,
-  default 4) whose threads keep their Django connection between units, so a worker process
-  holds at most that many connections however many runs it drives. Streamed text goes to
+  default 4) whose threads keep their Django connection between units, plus one thread for
+  the host's own statements, so a worker process holds at most that many connections plus
+  one however many runs it drives. Streamed text goes to
   one more thread, in order (`post`), so publishing never waits behind the database.
 - `CallerLane` (`agents.loop.execute_run`, the tests): every unit runs on the thread that
   called, in order, while the event loop runs on a helper thread. A test's transaction (and
@@ -68,10 +69,18 @@ class PoolLane:
         self.threads = max(1, threads)
         self._db = ThreadPoolExecutor(self.threads, thread_name_prefix="run-db")
         self._io = ThreadPoolExecutor(1, thread_name_prefix="run-io")
+        # The host's own statements (heartbeat, cancel check) never queue behind runs' work:
+        # a busy host still renews its leases and hears a cancel within a second.
+        self._control = ThreadPoolExecutor(1, thread_name_prefix="run-control")
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._db, _unit, fn, args, kwargs)
+
+    async def control(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`run` on the host's own thread (and connection)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._control, _unit, fn, args, kwargs)
 
     def post(self, fn: Callable[..., Any], /, *args: Any) -> None:
         self._io.submit(_quietly, fn, args)
@@ -83,8 +92,10 @@ class PoolLane:
         """Let the threads finish their units and close their connections."""
         for _ in range(self.threads):
             self._db.submit(close_thread_connection)
+        self._control.submit(close_thread_connection)
         self._db.shutdown(wait=True)
         self._io.shutdown(wait=True)
+        self._control.shutdown(wait=True)
 
 
 _DONE = object()

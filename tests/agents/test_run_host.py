@@ -118,7 +118,8 @@ def test_one_worker_process_drives_thirty_runs_at_once_on_few_connections(
     assert paced.max_in_flight > 1
     assert len(paced.first_seen) == 30
     # The runs' database work goes through PLANBOARD_RUN_DB_THREADS (4) threads, plus the
-    # task's own connection that takes each lease: bounded whatever the number of runs.
+    # host's own thread (heartbeat, cancel check) and the task's connection that takes each
+    # lease: bounded whatever the number of runs.
     assert 0 < counter.most <= 6
     for session, run in runs:
         answers = Message.objects.filter(session=session, role=Message.Role.ASSISTANT)

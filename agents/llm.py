@@ -803,6 +803,7 @@ async def acomplete(
 
 async def _astreamed(kwargs: dict[str, Any], listener: StreamListener) -> Any:
     chunks: list[Any] = []
+    finished = False
     stream = await litellm.acompletion(
         **kwargs, stream=True, stream_options={"include_usage": True}
     )
@@ -814,6 +815,13 @@ async def _astreamed(kwargs: dict[str, Any], listener: StreamListener) -> Any:
             text = _delta_text(chunk)
             if text:
                 listener.on_text(text)
+            finished = finished or any(c.finish_reason for c in chunk.choices or [])
+            if finished and getattr(chunk, "usage", None) is not None:
+                # The answer is whole: it said why it ended and its usage came (some providers
+                # send usage early too, hence both). Not reading to the end of the stream
+                # spares litellm's success handlers (pricing the answer again, a few ms of CPU
+                # per call; we price it ourselves).
+                break
     finally:
         await _aclose_quietly(stream)
     return _assembled(chunks, kwargs)

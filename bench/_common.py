@@ -41,7 +41,7 @@ From a fresh clone (what the numbers below come from):
     git clone <repo> planboard && cd planboard
     make deps-dev                      # the locked environment
     bash bench/setup_bench_venv.sh     # AgentScope for benchmark 2, in .venv-bench
-    .venv/bin/python bench/<name>.py   # one of the four below
+    .venv/bin/python bench/<name>.py   # one of the five below
 
 | benchmark | command |
 |---|---|

@@ -1,13 +1,18 @@
 """The Celery side of agent runs: a thin task and the dispatcher `planboard` calls on commit.
 
-Runs are durable through their lease, not through the broker. A worker driving a run renews
-its lease (`agents.lease`); every worker process runs a sweep (`agents.sweeper`, started
-below) that dispatches again any run whose lease expired because its worker died, however it
-died. `agents.loop.execute_run` then resumes from the stored transcript without repeating any
-tool call that already has a result. The task still acknowledges late (`acks_late`,
-`reject_on_worker_lost`), so a pool process that dies hands its message back at once; a whole
-host that dies leaves its messages to the broker's visibility timeout, which no longer matters
-(the sweep is faster, and a late redelivery finds the run leased or finished).
+In a worker, `run_agent` adopts: it takes the run's lease in a short transaction and hands the
+run to the process's run host (`agents.runtime.host`), which drives hundreds of runs at once
+on an event loop; the task returns at once and its message is acknowledged. Durability rests
+on the lease, not on the broker: the host renews it while it drives the run and hands the run
+back when the worker stops (SIGTERM); every worker process runs a sweep (`agents.sweeper`,
+started below) that dispatches again any run whose lease expired because its host died,
+however it died. `agents.loop.drive` resumes from the stored transcript without repeating
+any tool call that already has a result. A whole host that dies leaves its messages to the
+broker's visibility timeout, which no longer matters (the sweep is faster, and a late
+redelivery finds the run leased or finished).
+
+Where no host runs (a process that is not a worker: tests calling the task directly), the
+task drives the run itself to its next stop, as before the runtime.
 """
 
 from __future__ import annotations
@@ -16,10 +21,16 @@ import logging
 import os
 
 from celery import shared_task
-from celery.signals import worker_init, worker_process_init
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_shutting_down,
+)
 
 from agents import llm, loop
 from agents.lease import new_worker_id
+from agents.runtime import host as run_host
 from agents.sweeper import start_process_sweeper
 from planboard import services
 from planboard.gc_tuning import freeze_startup_objects
@@ -40,23 +51,54 @@ def warm_up_worker(**_: object) -> None:
     freeze_startup_objects()
 
 
+@worker_init.connect
+def host_runs_in_this_worker(**_: object) -> None:
+    """Runs are hosted in worker processes (the host itself starts on first use, so a
+    prefork parent, which never runs a task, never starts one)."""
+    run_host.enable()
+
+
 @worker_process_init.connect
-def start_sweeper(**_: object) -> None:
-    """Every process that executes runs sweeps for runs of dead workers (a prefork child, or
-    the solo pool's one process; not the prefork parent, which forks after its own start)."""
+def start_run_host(**_: object) -> None:
+    """Every process that executes runs hosts them, and sweeps for runs of dead workers (a
+    prefork child, or the solo pool's one process; not the prefork parent)."""
+    run_host.enable()
+    run_host.current()
     start_process_sweeper()
+
+
+@worker_shutting_down.connect
+@worker_process_shutdown.connect
+def hand_runs_off(**_: object) -> None:
+    """The worker stops: its runs go back to the queue at their next safe point."""
+    run_host.shutdown()
 
 
 @shared_task(name="agents.tasks.run_agent", acks_late=True, reject_on_worker_lost=True)
 def run_agent(run_id: int) -> str:
-    """Drive one agent run to its next stop; returns the run's status.
+    """Take a run up: adopt it into this process's run host (a worker), or, where no host
+    runs, drive it to its next stop here. Returns what happened (or the run's status).
 
     When another worker holds a live lease on the run (a duplicate or late message), the run
     is left alone: should that worker die, the sweep dispatches the run again once its lease
     has expired.
     """
-    worker = new_worker_id()
-    run = loop.execute_run(run_id=run_id, worker=worker)
+    host = run_host.current()
+    if host is None:
+        worker = new_worker_id()
+        run = loop.execute_run(run_id=run_id, worker=worker)
+    else:
+        worker = host.worker
+        if not host.accepting:
+            dispatch_run(run_id)  # this worker is stopping: another one takes it
+            return "handed on"
+        run = services.run_start(run_id=run_id, worker=worker)
+        if run.status == AgentRun.Status.RUNNING and run.lease_owner == worker:
+            if host.adopt(run):
+                return "adopted"
+            # Stopped between the check and the adoption.
+            services.run_hand_off(run_id=run_id, worker=worker)
+            return "handed on"
     if run.status == AgentRun.Status.RUNNING and run.lease_owner != worker:
         return "leased elsewhere"
     return run.status

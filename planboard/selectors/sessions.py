@@ -35,6 +35,17 @@ def agent_run(*, run_id: int) -> AgentRun | None:
     return AgentRun.objects.filter(pk=run_id).first()
 
 
+def runs_cancel_requested(*, run_ids: Collection[int]) -> list[int]:
+    """Which of these runs someone asked to stop (a run host asks about all its runs at once)."""
+    if not run_ids:
+        return []
+    return list(
+        AgentRun.objects.filter(pk__in=list(run_ids), cancel_requested=True).values_list(
+            "pk", flat=True
+        )
+    )
+
+
 def transcript_since(*, session_id: int, known: Collection[int]) -> tuple[list[int], list[Message]]:
     """Every message id of the session (oldest first), and the messages among them not in
     `known`, whole: what a step reads of a transcript it mostly holds already. Two queries

@@ -48,8 +48,10 @@ from planboard.services.runs import (
     message_record_agent,
     run_cancel,
     run_finish,
+    run_hand_off,
     run_record_step,
     run_renew_lease,
+    run_renew_leases,
     run_start,
 )
 from planboard.services.sessions import session_create, session_update
@@ -118,10 +120,12 @@ __all__ = [
     "run_admit_waiting",
     "run_cancel",
     "run_finish",
+    "run_hand_off",
     "run_pause_for_approval",
     "run_reclaim_expired_leases",
     "run_record_step",
     "run_renew_lease",
+    "run_renew_leases",
     "run_start",
     "session_create",
     "session_set_toolsets",

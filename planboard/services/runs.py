@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -33,6 +34,7 @@ from planboard.services._core import (
 )
 from planboard.services.run_queue import (
     _admit_or_wait,
+    _dispatch_on_commit,
     _lease_until,
     _lock_user,
     _publish_run,
@@ -396,3 +398,31 @@ def run_cancel(*, session_id: int) -> AgentRun | None:
         run.cancel_requested = True
         run.save(update_fields=["cancel_requested"])
         return _run_set_status(run, AgentRun.Status.CANCELLED, "")
+
+
+# --- the run host (agents/runtime): many runs per worker process ------------------------------
+
+
+def run_renew_leases(*, run_ids: Collection[int], worker: str) -> set[int]:
+    """The run host's heartbeat: extend `worker`'s lease on all these runs in one statement.
+    Returns the ids it still holds (a run missing from it was taken over or stopped)."""
+    ids = list(run_ids)
+    if not ids:
+        return set()
+    held = AgentRun.objects.filter(pk__in=ids, status=AgentRun.Status.RUNNING, lease_owner=worker)
+    if held.update(lease_expires_at=_lease_until()) == len(ids):
+        return set(ids)
+    return set(held.values_list("pk", flat=True))
+
+
+def run_hand_off(*, run_id: int, worker: str) -> bool:
+    """A worker that stops (SIGTERM) gives a running run back: its lease ends now and the run
+    is dispatched again, to be taken up from its stored state by another worker. False when
+    `worker` did not hold it (nothing changes then)."""
+    with transaction.atomic():
+        released = AgentRun.objects.filter(
+            pk=run_id, status=AgentRun.Status.RUNNING, lease_owner=worker
+        ).update(lease_owner="", lease_expires_at=timezone.now())
+        if released:
+            _dispatch_on_commit(run_id)
+    return bool(released)

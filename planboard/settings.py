@@ -216,6 +216,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_CONCURRENCY = int(
     os.environ.get("PLANBOARD_WORKER_PROCESSES", "0") or len(os.sched_getaffinity(0))
 )
+# The queue runs are sent to and workers read (`-Q` picks others): several deployments may
+# share one Redis by giving each its own name. Workers dispatch to it too (the lease sweep, a
+# SIGTERM hand-off), so it must match the queue the workers consume.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("PLANBOARD_TASK_QUEUE", "") or "celery"
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # Redelivery of unacked tasks after a worker dies (Redis transport).

@@ -72,6 +72,8 @@ class Workers:
             "PLANBOARD_RUN_LEASE_SECONDS": "3",
             "REDIS_URL": self.target["url"],
             "CELERY_BROKER_URL": self.target["url"],
+            # The worker's own dispatches (the lease sweep, a hand-off) go to this test's queue.
+            "PLANBOARD_TASK_QUEUE": self.target["queue"],
             "PLANBOARD_VISIBILITY_TIMEOUT": str(visibility_timeout),
             "PLANBOARD_DEMO_STEP_DELAY": str(step_delay),
             "PLANBOARD_LLM_MODEL": "",
@@ -157,8 +159,9 @@ def test_a_worker_runs_the_agent_pauses_for_confirmation_and_resumes(user, worke
 
 @needs_sweep
 def test_a_run_survives_its_worker_being_killed(user, workers: Workers):
-    """SIGKILL the worker mid-run; a new worker gets the message again and finishes the run
-    with every tool call executed exactly once and no message lost."""
+    """SIGKILL the worker mid-run; once its lease expires the new worker's sweep dispatches the
+    run again (the dead worker had acknowledged the message when it adopted the run), and the
+    run finishes with every tool call executed exactly once and no message lost."""
     visibility = 3
     first = workers.start(step_delay=1.0, visibility_timeout=visibility)
     session = services.session_create(owner=user, need_user_confirm=False)
@@ -184,13 +187,13 @@ def test_a_run_survives_its_worker_being_killed(user, workers: Workers):
         "status": run_status(run.pk),
     }
     assert killed_at["status"] == AgentRun.Status.RUNNING  # the dead worker never finished it
-    time.sleep(visibility + 1)  # past the visibility timeout, Redis hands the task out again
+    time.sleep(visibility + 1)  # past the lease (and the visibility timeout)
 
     workers.start(step_delay=0.2, visibility_timeout=visibility)
     wait_for(
         lambda: run_status(run.pk) == AgentRun.Status.SUCCEEDED,
         timeout=240,
-        what="the redelivered run to finish",
+        what="the swept run to finish",
         details=workers.logs,
     )
 

@@ -287,6 +287,8 @@ SPECTACULAR_SETTINGS = {
         "ToolsetKindEnum": "planboard.models.Toolset.Kind",
         "ToolCallStatusEnum": "planboard.models.ToolCall.Status",
         "ToolPolicyEnum": "planboard.models.ToolsetTool.Policy",
+        "DecisionChannelEnum": "planboard.models.Channel",
+        "InboxKindEnum": "planboard.models.Decision.Kind",
     },
 }
 
@@ -320,6 +322,10 @@ PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0
 # offline demo model.
 PLANBOARD_LOCAL_MODELS = {"planboard-demo": "agents.demo_model.DemoModel"}
 PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.tasks.dispatch_run")
+# How a queued notification is handed to a worker (docs/INBOX.md): (notification id, delay).
+PLANBOARD_NOTIFICATION_DISPATCHER = os.environ.get(
+    "PLANBOARD_NOTIFICATION_DISPATCHER", "planboard.tasks.dispatch_notification"
+)
 # External tools (MCP servers): how long one call may take (seconds, server start included),
 # how much of its output the model gets (characters), and the function `planboard` calls to
 # ask a toolset's server for its tools (planboard never imports `agents`).

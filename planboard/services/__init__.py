@@ -22,9 +22,15 @@ nothing.
 |             | `session_set_toolsets`                                              |
 | `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
+| `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, `session_set_answerers`     |
 """
 
 from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
+from planboard.services.inbox import (
+    inbox_snooze,
+    session_set_answerers,
+    tool_calls_approve_same,
+)
 from planboard.services.plans import (
     plan_change,
     plan_create,
@@ -98,6 +104,7 @@ __all__ = [
     "Actor",
     "RunStopFlags",
     "TextChanges",
+    "inbox_snooze",
     "message_post",
     "message_record_agent",
     "plan_change",
@@ -117,6 +124,7 @@ __all__ = [
     "run_renew_lease",
     "run_start",
     "session_create",
+    "session_set_answerers",
     "session_set_toolsets",
     "session_update",
     "subtask_add",
@@ -135,6 +143,7 @@ __all__ = [
     "tool_call_claim",
     "tool_call_decide",
     "tool_call_open",
+    "tool_calls_approve_same",
     "toolset_create",
     "toolset_delete",
     "toolset_discover",

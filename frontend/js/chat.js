@@ -2,7 +2,7 @@
 // with a Stop button, the "Start this plan?" prompt, and the message box.
 
 import { h, icon, replaceChildren } from "./dom.js";
-import { formatTime, t } from "./i18n.js";
+import { formatTime, formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
 const ACTIVE_RUN = new Set(["queued", "running"]);
@@ -204,6 +204,8 @@ export class ChatView {
   setRun(run) {
     this.run = run;
     if (this.options.transcriptOnly) return;
+    // The inbox links to a waiting run as `#run-<id>`.
+    this.runBar.id = run ? `run-${run.id}` : "";
     const status = run ? run.status : "idle";
     this.runBar.dataset.status = status;
     const stopping = Boolean(run && run.cancel_requested && ACTIVE_RUN.has(status));
@@ -325,7 +327,13 @@ export class ChatView {
     const args = JSON.stringify(record.arguments ?? {}, null, 2);
     const card = h(
       "div",
-      { class: "approval", role: "group", dataset: { callId: record.tool_call_id } },
+      {
+        class: "approval",
+        role: "group",
+        // The inbox links here (`#tool-call-<id>`).
+        id: `tool-call-${record.tool_call_id}`,
+        dataset: { callId: record.tool_call_id },
+      },
       h("p", { class: "approval-title", text: t("approval_title") }),
       h("code", { class: "approval-tool", text: record.tool_name }),
       h("pre", { class: "tool-pre approval-args", text: args }),
@@ -489,7 +497,11 @@ export class ChatView {
         "div",
         { class: "msg-meta" },
         h("span", { class: "msg-author", text: who }),
-        h("time", { datetime: message.created_at || "", text: formatTime(message.created_at) }),
+        h("time", {
+          datetime: message.created_at || "",
+          title: formatWhen(message.created_at, { absolute: true }),
+          text: formatTime(message.created_at),
+        }),
       ),
     );
     if (message.content) {

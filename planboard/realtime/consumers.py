@@ -285,6 +285,35 @@ class PlanConsumer(_SnapshotConsumer):
         }
 
 
+class InboxConsumer(AsyncJsonWebsocketConsumer):
+    """`/ws/inbox/`: one person's inbox changed (`{type: "inbox.changed", session_id}`). The
+    events only say that something changed; the page (or the header's count) refetches
+    `GET /api/inbox/`, which also heals any event missed while the socket was away. Every
+    page has one, so it reads nothing from the database: it says `{type: "hello"}` first."""
+
+    async def connect(self) -> None:
+        broadcast.remember_server_loop()
+        user = self.scope.get("user")
+        await self.accept()
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.inbox = broadcast.inbox_group(user.pk)
+        await self.channel_layer.group_add(self.inbox, self.channel_name)
+        self.groups.append(self.inbox)
+        await self.send_json({"type": "hello"})
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] == "broadcast":  # as _SnapshotConsumer: relays skip the database
+            await self.send(text_data=message["text"])
+        else:
+            await super().dispatch(message)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+
 class NotFoundConsumer(AsyncJsonWebsocketConsumer):
     """Any other websocket path: accepted and closed with 4404."""
 

@@ -30,11 +30,6 @@ from planboard.models import (
 CHANNELS = frozenset(Channel.values)
 
 
-def inbox_group(user_id: int) -> str:
-    """The group of a person's inbox sockets (the header's count, the inbox page)."""
-    return f"inbox.{user_id}"
-
-
 def _record_decision(
     *,
     session: ChatSession,
@@ -71,7 +66,7 @@ def _inbox_changed(session_id: int, *, user_ids: list[int] | None = None) -> Non
             user_ids if user_ids is not None else selectors.inbox_recipients(session_id=session_id)
         )
         event = {"type": "inbox.changed", "session_id": session_id}
-        broadcast.publish([inbox_group(uid) for uid in people], event)
+        broadcast.publish([broadcast.inbox_group(uid) for uid in people], event)
 
     transaction.on_commit(tell)
 

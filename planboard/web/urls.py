@@ -12,6 +12,7 @@ urlpatterns = [
         views.session_file,
         name="session_file",
     ),
+    path("inbox/", views.inbox_page, name="inbox"),
     path("history/", views.history_list, name="history"),
     path("history/plans/<int:plan_id>/", views.history_plan, name="history_plan"),
 ]

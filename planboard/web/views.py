@@ -205,6 +205,7 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
         "events": events,
         "events_base": base,
         "usage": selectors.plan_usage(plan_id=plan.pk),
+        "decisions": selectors.decisions(plan_id=plan.pk),
         "earlier_events": earlier_events,
         "messages": messages,
         "earlier_messages": earlier_messages,
@@ -222,4 +223,18 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
             "strings": js_strings(),
             "nav": "history",
         },
+    )
+
+
+@login_required
+@ensure_csrf_cookie
+def inbox_page(request: HttpRequest) -> HttpResponse:
+    """Everything waiting on the signed-in person; the page fetches `GET /api/inbox/` and acts
+    through the endpoints that own each decision."""
+    me = signed_in(request)
+    page = {"me": _me(me), "items": selectors.inbox_items(user=me, include_snoozed=True)}
+    return render(
+        request,
+        "planboard/inbox.html",
+        {"page": page, "strings": js_strings(), "nav": "inbox"},
     )

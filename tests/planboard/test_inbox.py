@@ -12,14 +12,13 @@ from rest_framework.test import APIClient
 
 from planboard import broadcast, selectors, services
 from planboard.models import AgentRun, ChatSession, Decision, ToolCall
-from planboard.services._inbox import inbox_group
 from tests.support.inbox import (
     waiting_approval,
     waiting_budget,
     waiting_confirmation,
     waiting_question,
 )
-from tests.support.web import XSS, api_client_for, client_for
+from tests.support.web import XSS, api_client_for, client_for, page_data
 
 pytestmark = pytest.mark.django_db
 
@@ -254,7 +253,7 @@ def test_inbox_changes_reach_the_people_concerned(
     with django_capture_on_commit_callbacks(execute=True):
         call = waiting_approval(session, user)
     groups = {g for g, e in events.items if e["type"] == "inbox.changed"}
-    assert groups == {inbox_group(user.pk), inbox_group(bob.pk)}
+    assert groups == {broadcast.inbox_group(user.pk), broadcast.inbox_group(bob.pk)}
     assert broadcast.user_group(user.pk) not in groups
     events.items.clear()
     with django_capture_on_commit_callbacks(execute=True):
@@ -278,3 +277,35 @@ def test_selector_marks_the_subtask_in_progress(user: Any) -> None:
     item = selectors.inbox_item(user=user, key=f"run:{confirm.pk}")
     assert item is not None and item["kind"] == "question"
     assert item["subtask"] == {"id": first, "name": "Book flights"}
+
+
+def test_inbox_page_embeds_the_items_and_the_header_links_it(user: Any) -> None:
+    call = waiting_approval(session_of(user, XSS), user, arguments={"text": XSS})
+    response = client_for(user).get("/inbox/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'class="inbox-link"' in html and 'href="/inbox/"' in html
+    # The session title and arguments travel as JSON data, never as markup.
+    assert "<script>alert" not in html
+    items = page_data(response)["items"]
+    assert [i["key"] for i in items] == [f"tool_call:{call.pk}"]
+    assert items[0]["session"]["title"] == XSS
+
+
+def test_inbox_page_needs_a_login(client: Any) -> None:
+    response = client.get("/inbox/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_review_page_shows_who_decided(user: Any, lead: Any) -> None:
+    session = session_of(user)
+    confirm = waiting_confirmation(session, user)
+    services.message_post(
+        session_id=session.pk, author=user, content="Yes, go ahead.", intent="confirm"
+    )
+    plan_id = ChatSession.objects.get(pk=session.pk).current_plan_id
+    response = client_for(lead).get(f"/history/plans/{plan_id}/")
+    decided = page_data(response)["decisions"]
+    assert [(d["decision"], d["user"], d["channel"], d["run_id"]) for d in decided] == [
+        ("confirm", "alice", "browser", confirm.pk)
+    ]

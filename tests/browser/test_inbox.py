@@ -1,0 +1,74 @@
+"""The inbox (issue 25): two of one person's sessions wait on her, a tool call to approve and
+a plan to confirm; the inbox lists both with a live count in the header, and answering from
+the inbox resumes the runs while the count drops without a reload."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import Browsing
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RUN_TIMEOUT_MS = 120_000
+
+
+def test_inbox_lists_both_and_answers_resume_the_runs(browsing: Browsing, screenshot: Any) -> None:
+    if not browsing.server.embedded:
+        pytest.skip("needs `manage.py runembedded` (web + in-process worker)")
+    sessions = browsing.server.data["inbox_sessions"]
+    page = browsing.new_page("ivy")
+    count = page.locator(".topbar .inbox-count")
+    # The header counts on every page, here the session list.
+    expect(count).to_have_text("2")
+    page.locator(".topbar .inbox-link").click()
+    expect(page).to_have_url(re.compile(r"/inbox/$"))
+    items = page.locator(".inbox-item")
+    expect(items).to_have_count(2)
+    approval = items.filter(has=page.locator(".inbox-kind", has_text="Tool approval"))
+    confirm = items.filter(has=page.locator(".inbox-kind", has_text="Plan to confirm"))
+    expect(approval.locator(".inbox-tool")).to_have_text("notes__write_note")
+    # The arguments are shown as text: the markup in them stays inert.
+    expect(approval.locator(".inbox-args")).to_contain_text("<img src=x onerror=")
+    assert page.evaluate("window.__xss") is None
+    expect(approval.locator(".inbox-session")).to_have_attribute(
+        "href", f"/sessions/{sessions['approval']}/#tool-call-call_inbox_note"
+    )
+    expect(confirm).to_contain_text("Nara weekend")
+    expect(confirm.locator(".inbox-since")).to_have_attribute("title", re.compile(r"\d{4}"))
+    screenshot(page, "inbox-two-waiting")
+
+    approval.locator('[data-action="approve"]').click()
+    # Live: the list and the header's count follow without a reload.
+    expect(items).to_have_count(1)
+    expect(count).to_have_text("1")
+    run = page.request.get(f"{browsing.server.url}/api/sessions/{sessions['approval']}/").json()
+    assert run["latest_run"]["status"] in ("queued", "running", "succeeded")
+    # The resumed run calls the tool: its call succeeds.
+    page.wait_for_function(
+        """async (url) => {
+            const r = await fetch(url, {credentials: "same-origin"});
+            const body = await r.json();
+            return body.results.some((c) => c.status === "succeeded");
+        }""",
+        arg=f"/api/sessions/{sessions['approval']}/tool-calls/",
+        timeout=RUN_TIMEOUT_MS,
+        polling=500,
+    )
+    screenshot(page, "inbox-one-left")
+
+    confirm.locator('[data-action="confirm"]').click()
+    expect(items).to_have_count(0)
+    expect(count).to_be_hidden()
+    expect(page.locator(".inbox-empty")).to_be_visible()
+    decisions = page.request.get(
+        f"{browsing.server.url}/api/sessions/{sessions['confirm']}/decisions/"
+    ).json()["results"]
+    assert [(d["decision"], d["user"], d["channel"]) for d in decisions] == [
+        ("confirm", "ivy", "browser")
+    ]
+    screenshot(page, "inbox-empty")

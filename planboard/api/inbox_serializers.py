@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from planboard.api.serializers import (
     InputSerializer,
+    StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictIntegerField,
@@ -128,3 +129,38 @@ class DecisionSerializer(serializers.Serializer):
 
 class DecisionListSerializer(serializers.Serializer):
     results = DecisionSerializer(many=True)
+
+
+class NotificationSettingsInSerializer(InputSerializer):
+    kinds = serializers.ListField(
+        child=StrictChoiceField(choices=Decision.Kind.choices),
+        required=False,
+        max_length=len(Decision.Kind.choices),
+        help_text="Which waiting items notify you.",
+    )
+    email = StrictBooleanField(required=False, help_text="Email your account's address.")
+    webhook_url = StrictCharField(
+        max_length=500, required=False, allow_blank=True, help_text="Empty: no webhook."
+    )
+    delay_seconds = StrictIntegerField(
+        min_value=0,
+        max_value=7 * 24 * 3600,
+        required=False,
+        help_text="Nothing is sent if you answer within this many seconds.",
+    )
+    rotate_secret = StrictBooleanField(
+        required=False, default=False, help_text="Make a new webhook signing secret."
+    )
+
+
+class NotificationSettingsSerializer(serializers.Serializer):
+    kinds = serializers.ListField(child=serializers.CharField())
+    email = serializers.BooleanField()
+    email_address = serializers.CharField(help_text="Where email goes (your account's).")
+    webhook_url = serializers.CharField()
+    webhook_secret_set = serializers.BooleanField()
+    webhook_secret = serializers.CharField(
+        allow_null=True,
+        help_text="The HMAC-SHA256 key of the signature header: shown once, when it is made.",
+    )
+    delay_seconds = serializers.IntegerField()

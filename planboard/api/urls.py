@@ -73,6 +73,11 @@ urlpatterns = [
         name="api-session-decisions",
     ),
     path("inbox/", inbox.InboxView.as_view(), name="api-inbox"),
+    path(
+        "inbox/notifications/",
+        inbox.NotificationSettingsView.as_view(),
+        name="api-inbox-notifications",
+    ),
     path("inbox/snooze/", inbox.InboxSnoozeView.as_view(), name="api-inbox-snooze"),
     path(
         "inbox/bulk-approve/", inbox.InboxBulkApproveView.as_view(), name="api-inbox-bulk-approve"

@@ -263,6 +263,52 @@ def tool_call_decide(
     return record
 
 
+DENIED_BY_EXPIRY = "Nobody decided before the approval link expired; counted as a denial."
+
+
+def tool_call_expire(*, record_id: int) -> bool:
+    """An action link for this call expired unused: a call still waiting counts as denied,
+    by nobody, through `expiry` (recorded like any decision). False when it no longer
+    waited (someone decided elsewhere)."""
+    with transaction.atomic():
+        found = ToolCall.objects.filter(pk=record_id).values_list("session_id", "run_id").first()
+        if found is None:
+            return False
+        session = _lock_session(found[0])
+        run = (
+            AgentRun.objects.select_for_update(no_key=True).filter(pk=found[1]).first()
+            if found[1]
+            else None
+        )
+        record = ToolCall.objects.select_for_update(no_key=True).get(pk=record_id)
+        if record.status != ToolCall.Status.PENDING:
+            return False
+        record.status = ToolCall.Status.DENIED
+        record.note = DENIED_BY_EXPIRY
+        record.decided_at = timezone.now()
+        record.decided_via = Channel.EXPIRY
+        record.save(update_fields=["status", "note", "decided_at", "decided_via"])
+        _publish_tool_call(record)
+        _record_decision(
+            session=session,
+            kind=Decision.Kind.APPROVAL,
+            decision=Decision.Choice.DENY,
+            user=None,
+            channel=Channel.EXPIRY,
+            run_id=record.run_id,
+            tool_call=record,
+            summary=record.tool_name,
+        )
+        _inbox_changed(session.pk)
+        if (
+            run is not None
+            and run.status == AgentRun.Status.WAITING_FOR_APPROVAL
+            and not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists()
+        ):
+            _requeue(run)
+    return True
+
+
 def run_pause_for_approval(*, run_id: int) -> AgentRun:
     """Pause a running run until people decide its pending calls. Under the same locks as
     `tool_call_decide`, so a decision made meanwhile is never missed: with nothing left

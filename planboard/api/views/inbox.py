@@ -5,6 +5,7 @@ that own each decision (tool-call decision, messages, session settings)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -23,6 +24,7 @@ from planboard.api.views.base import (
     query_dict,
     request_channel,
 )
+from planboard.models import NotificationSettings
 from planboard.snapshots import iso, serialize_tool_call
 from planboard.users import signed_in
 
@@ -109,3 +111,39 @@ class SessionDecisionsView(ApiView):
     def get(self, request: Request, session_id: int) -> Response:
         visible_session(signed_in(request), session_id)
         return Response({"results": selectors.decisions(session_id=session_id)})
+
+
+def _settings_data(user: Any, secret: str | None = None) -> dict[str, Any]:
+    prefs = NotificationSettings.objects.filter(user=user).first() or NotificationSettings(
+        user=user
+    )
+    return {
+        "kinds": prefs.kinds,
+        "email": prefs.email,
+        "email_address": user.email,
+        "webhook_url": prefs.webhook_url,
+        "webhook_secret_set": bool(prefs.webhook_secret),
+        "webhook_secret": secret,
+        "delay_seconds": prefs.delay_seconds,
+    }
+
+
+class NotificationSettingsView(ApiView):
+    @extend_schema(
+        tags=["inbox"],
+        responses={200: s.NotificationSettingsSerializer, 401: ERRORS[401]},
+        summary="What you are notified about, where, and after what delay.",
+    )
+    def get(self, request: Request) -> Response:
+        return Response(_settings_data(signed_in(request)))
+
+    @extend_schema(
+        tags=["inbox"],
+        request=s.NotificationSettingsInSerializer,
+        responses={200: s.NotificationSettingsSerializer, 400: ERRORS[400], 401: ERRORS[401]},
+        summary="Change your notification settings (the webhook secret shows once).",
+    )
+    def put(self, request: Request) -> Response:
+        data = parse(s.NotificationSettingsInSerializer, request.data)
+        _, secret = services.notification_settings_update(user=signed_in(request), **data)
+        return Response(_settings_data(signed_in(request), secret))

@@ -315,7 +315,9 @@ PLANBOARD_RUN_LEASE_SECONDS = float(os.environ.get("PLANBOARD_RUN_LEASE_SECONDS"
 PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
     os.environ.get("PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", "0.002")
 )
-PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0.8"))
+# Seconds the offline demo model waits before each answer: slow enough to follow the board
+# and edit it mid-run, as the README invites (tests set 0).
+PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "2.5"))
 # Dotted path of the callable that starts an agent run once its row is committed.
 # In-process models (litellm custom providers): provider name -> dotted path of a model object
 # or class with `respond(model=, messages=, tools=)`. `planboard-demo/<anything>` is the

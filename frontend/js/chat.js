@@ -2,6 +2,7 @@
 // with a Stop button, the "Start this plan?" prompt, and the message box.
 
 import { h, icon, replaceChildren } from "./dom.js";
+import { formatCost } from "./board.js";
 import { formatTime, formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
@@ -46,6 +47,8 @@ export class ChatView {
     if (!this.options.transcriptOnly) {
       this.runStatus = h("span", { class: "run-status", role: "status" });
       this.runDetail = h("span", { class: "run-detail" });
+      // What the run spent, once it stopped (the board shows the plan's share while it runs).
+      this.runUsage = h("span", { class: "run-usage" });
       this.stopButton = h(
         "button",
         { type: "button", class: "btn btn-danger btn-small", dataset: { action: "stop" } },
@@ -65,6 +68,7 @@ export class ChatView {
         { class: "run-bar" },
         this.runStatus,
         this.runDetail,
+        this.runUsage,
         h("span", { class: "spacer" }),
         this.startButton,
         this.stopButton,
@@ -225,6 +229,11 @@ export class ChatView {
     }
     this.runDetail.textContent = detail;
     this.runDetail.title = detail;
+    const stopped = Boolean(run) && !ACTIVE_RUN.has(status);
+    const tokens = run ? Number(run.prompt_tokens || 0) + Number(run.completion_tokens || 0) : 0;
+    const usage = stopped ? formatCost(Number(run.cost_usd || 0), tokens) : "";
+    this.runUsage.textContent = usage ? t("run_usage", { usage }) : "";
+    this.runUsage.hidden = !usage;
     const canAct = this.editable && Boolean(run);
     this.stopButton.hidden = !(canAct && STOPPABLE_RUN.has(status));
     this.stopButton.disabled = stopping;

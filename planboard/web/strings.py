@@ -147,6 +147,7 @@ STRINGS: dict[str, str | Promise] = {
     "load_earlier_messages": _("Load earlier messages"),
     "agent_writing": _("writing…"),
     "cost": _("{cost} · {tokens} tokens"),
+    "run_usage": _("This run: {usage}"),
     "agent_profile": _("Agent profile"),
     "agent_profile_default": _("the session's default"),
     "agent_profile_chip": _("Done by the agent profile {name}"),

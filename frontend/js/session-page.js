@@ -5,6 +5,7 @@
 import { ApiError, api, listOf, messagesBefore } from "./api.js";
 import { VersionGap, applyEvent, emptyPlan, isFinished, isPlanSnapshot } from "./board-state.js";
 import { BoardView } from "./board.js";
+import { setUpAnswerers } from "./answerers.js";
 import { ChatView } from "./chat.js";
 import { FilesView } from "./files.js";
 import { askText } from "./dialog.js";
@@ -493,3 +494,4 @@ loadStrings();
 const page = JSON.parse(document.getElementById("pb-page").textContent);
 // Exposed for debugging in the console and for the browser tests.
 window.planboard = new SessionPage(page);
+setUpAnswerers(page.session.id, page.answerers || []);

@@ -148,6 +148,13 @@ STRINGS: dict[str, str | Promise] = {
     "agent_writing": _("writing…"),
     "cost": _("{cost} · {tokens} tokens"),
     "run_usage": _("This run: {usage}"),
+    "answerers_only_owner": _("only you"),
+    "answerers_title": _("Who may answer"),
+    "answerers_help": _(
+        "These people see this session and may approve its tool calls, confirm its plans and "
+        "answer its questions. Separate usernames with commas."
+    ),
+    "answerers_label": _("Usernames"),
     "agent_profile": _("Agent profile"),
     "agent_profile_default": _("the session's default"),
     "agent_profile_chip": _("Done by the agent profile {name}"),

@@ -124,6 +124,7 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "me": _me(signed_in(request)),
         "can_edit": selectors.can_edit_board(signed_in(request), session.owner_id),
         "history_url": reverse("web:history"),
+        "answerers": [p["username"] for p in selectors.session_answerers(session_id=session.pk)],
     }
     return render(
         request,

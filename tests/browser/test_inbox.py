@@ -72,3 +72,16 @@ def test_inbox_lists_both_and_answers_resume_the_runs(browsing: Browsing, screen
         ("confirm", "ivy", "browser")
     ]
     screenshot(page, "inbox-empty")
+
+    # The confirmed run works through its plan; once it stops, the session page says what it
+    # spent. The owner names someone else who may answer the session.
+    page.goto(f"{browsing.server.url}/sessions/{sessions['confirm']}/")
+    expect(page.locator(".run-usage")).to_contain_text("tokens", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#answerers .answerers-names")).to_have_text("only you")
+    page.locator("#answerers").click()
+    page.locator("dialog textarea").fill("lena")
+    page.locator("dialog button[value=ok]").click()
+    expect(page.locator("#answerers .answerers-names")).to_have_text("lena")
+    # One date format, the full time on hover.
+    expect(page.locator(".msg time").first).to_have_attribute("title", re.compile(r"\d{4}"))
+    screenshot(page, "inbox-session-usage")

@@ -50,15 +50,31 @@ def send_notification(self: Task, notification_id: int) -> str:
     return "sent"
 
 
+SWEEP_SECONDS = 60.0
+
+
 @shared_task(name="planboard.tasks.send_due_notifications")
-def send_due_notifications() -> int:
-    """Hand out rows whose hand-off was lost (due, or claimed by a worker that died)."""
+def send_due_notifications(repeat: bool = False) -> int:
+    """Hand out rows whose hand-off was lost (due, or claimed by a worker that died).
+    `repeat`: queue itself again (the embedded mode has no beat process)."""
     due = services.notifications_due()
     for notification_id in due:
         send_notification.delay(notification_id)
+    if repeat:
+        send_due_notifications.apply_async((True,), countdown=SWEEP_SECONDS)
     return len(due)
 
 
 @shared_task(name="planboard.tasks.expire_action_links")
-def expire_action_links() -> int:
-    return services.action_links_expire()
+def expire_action_links(repeat: bool = False) -> int:
+    """Close action links that expired unused; approvals they were for count as denied."""
+    closed = services.action_links_expire()
+    if repeat:
+        expire_action_links.apply_async((True,), countdown=SWEEP_SECONDS)
+    return closed
+
+
+def start_inbox_sweeps() -> None:
+    """The embedded mode's stand-in for beat: both sweeps now, then every minute."""
+    send_due_notifications.delay(True)
+    expire_action_links.delay(True)

@@ -309,3 +309,18 @@ def test_review_page_shows_who_decided(user: Any, lead: Any) -> None:
     assert [(d["decision"], d["user"], d["channel"], d["run_id"]) for d in decided] == [
         ("confirm", "alice", "browser", confirm.pk)
     ]
+
+
+def test_admin_lists_decisions_to_staff_with_the_view_permission(
+    user: Any, staff: Any, staff_admin: Any
+) -> None:
+    call = waiting_approval(session_of(user), user)
+    services.tool_call_decide(
+        session_id=call.session_id, tool_call_id=call.tool_call_id, user=user, decision="deny"
+    )
+    assert client_for(staff).get("/admin/planboard/decision/").status_code == 403
+    page = client_for(staff_admin).get("/admin/planboard/decision/")
+    assert page.status_code == 200 and b"notes__write_note" in page.content
+    decision = Decision.objects.get()
+    change = client_for(staff_admin).get(f"/admin/planboard/decision/{decision.pk}/change/")
+    assert change.status_code == 200 and b'name="_save"' not in change.content

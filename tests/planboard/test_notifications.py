@@ -348,3 +348,20 @@ def test_a_confirmation_link_gives_the_go_ahead(
         "confirm",
         "email",
     )
+
+
+def test_embedded_sweeps_queue_themselves_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    again: list[tuple[str, float]] = []
+    for task in (tasks.send_due_notifications, tasks.expire_action_links):
+        monkeypatch.setattr(
+            task,
+            "apply_async",
+            lambda args, countdown=0.0, task=task, **_: again.append((task.name, countdown)),
+        )
+    assert tasks.send_due_notifications.run(True) == 0
+    assert tasks.expire_action_links.run(True) == 0
+    assert tasks.expire_action_links.run() == 0
+    assert again == [
+        ("planboard.tasks.send_due_notifications", tasks.SWEEP_SECONDS),
+        ("planboard.tasks.expire_action_links", tasks.SWEEP_SECONDS),
+    ]

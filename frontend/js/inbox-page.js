@@ -8,6 +8,7 @@ import { askText } from "./dialog.js";
 import { h, replaceChildren } from "./dom.js";
 import { formatWhen, loadStrings, t } from "./i18n.js";
 import { refreshInbox } from "./inbox-feed.js";
+import { setUpNotifySettings } from "./notify-settings.js";
 import { toast } from "./toast.js";
 
 const SNOOZE_MINUTES = 60;
@@ -214,3 +215,4 @@ class InboxPage {
 loadStrings();
 const page = JSON.parse(document.getElementById("pb-page").textContent);
 new InboxPage(document.getElementById("inbox"), page.items);
+setUpNotifySettings(document.getElementById("notify-settings"));

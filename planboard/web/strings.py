@@ -148,6 +148,10 @@ STRINGS: dict[str, str | Promise] = {
     "agent_writing": _("writing…"),
     "cost": _("{cost} · {tokens} tokens"),
     "run_usage": _("This run: {usage}"),
+    "notify_saved": _("Notification settings saved."),
+    "notify_secret": _(
+        "Your webhook's signing secret (shown only now; keep it with the receiver): {secret}"
+    ),
     "answerers_only_owner": _("only you"),
     "answerers_title": _("Who may answer"),
     "answerers_help": _(

@@ -85,3 +85,23 @@ def test_inbox_lists_both_and_answers_resume_the_runs(browsing: Browsing, screen
     # One date format, the full time on hover.
     expect(page.locator(".msg time").first).to_have_attribute("title", re.compile(r"\d{4}"))
     screenshot(page, "inbox-session-usage")
+
+
+def test_notification_settings_form(browsing: Browsing) -> None:
+    page = browsing.new_page("lena")
+    page.goto(f"{browsing.server.url}/inbox/")
+    settings = page.locator("#notify-settings")
+    settings.locator("summary").click()
+    settings.locator('input[name=kinds][value="approval"]').check()
+    settings.locator("input[name=webhook_url]").fill("http://127.0.0.1:9/hook")
+    settings.locator("input[name=delay_minutes]").fill("0")
+    settings.locator("button[type=submit]").click()
+    # The secret shows once, as text.
+    expect(settings.locator(".notify-secret")).to_be_visible()
+    expect(settings.locator(".notify-secret")).to_contain_text("signing secret")
+    page.reload()
+    settings.locator("summary").click()
+    expect(settings.locator('input[name=kinds][value="approval"]')).to_be_checked()
+    expect(settings.locator('input[name=kinds][value="question"]')).not_to_be_checked()
+    expect(settings.locator("input[name=webhook_url]")).to_have_value("http://127.0.0.1:9/hook")
+    expect(settings.locator(".notify-secret")).to_be_hidden()

@@ -7,6 +7,7 @@ import { formatTime, formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
 const ACTIVE_RUN = new Set(["queued", "running"]);
+const FINISHED_RUN = new Set(["succeeded", "failed", "cancelled"]);
 const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user", "waiting_for_approval"]);
 const RESULT_PREVIEW = 140;
 
@@ -229,7 +230,7 @@ export class ChatView {
     }
     this.runDetail.textContent = detail;
     this.runDetail.title = detail;
-    const stopped = Boolean(run) && !ACTIVE_RUN.has(status);
+    const stopped = Boolean(run) && FINISHED_RUN.has(status);
     const tokens = run ? Number(run.prompt_tokens || 0) + Number(run.completion_tokens || 0) : 0;
     const usage = stopped ? formatCost(Number(run.cost_usd || 0), tokens) : "";
     this.runUsage.textContent = usage ? t("run_usage", { usage }) : "";

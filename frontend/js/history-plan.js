@@ -246,6 +246,7 @@ class PlanReview {
     this.firstButton.disabled = this.prevButton.disabled = step === 0;
     this.nextButton.disabled = this.lastButton.disabled = step === this.lastStep;
     for (const item of /** @type {HTMLCollectionOf<HTMLElement>} */ (this.list.children)) {
+      if (item.dataset.step === undefined) continue; // a decision: not a replay step
       const current = Number(item.dataset.step) === step;
       item.classList.toggle("is-current", current);
       item.classList.toggle("is-future", Number(item.dataset.step) > step);

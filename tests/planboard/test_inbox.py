@@ -324,3 +324,19 @@ def test_admin_lists_decisions_to_staff_with_the_view_permission(
     decision = Decision.objects.get()
     change = client_for(staff_admin).get(f"/admin/planboard/decision/{decision.pk}/change/")
     assert change.status_code == 200 and b'name="_save"' not in change.content
+
+
+def test_the_inbox_reads_a_fixed_number_of_statements(user: Any) -> None:
+    from tests.support import db
+
+    def grow(count: int) -> int:
+        for n in range(count):
+            waiting_approval(session_of(user, f"A{n}"), user, call_id=f"call_{n}")
+            waiting_confirmation(session_of(user, f"C{n}"), user)
+            waiting_question(session_of(user, f"Q{n}"), user, "Which dates?")
+        return db.count_statements(lambda: selectors.inbox_items(user=user))
+
+    # The calls, the waiting runs, their plans' subtasks (states and the one in progress),
+    # the agent's last answers, the sessions, the snoozes: however many items there are.
+    assert grow(1) == grow(5) == 7
+    assert len(selectors.inbox_items(user=user)) == 18

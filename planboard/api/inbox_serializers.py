@@ -86,6 +86,9 @@ class SnoozeSerializer(InputSerializer):
         default=60,
         help_text="Hide the item for this long; 0 shows it again.",
     )
+    until = serializers.DateTimeField(
+        required=False, help_text="Or: hide it until this time (ISO 8601, at most 30 days)."
+    )
 
 
 class SnoozedSerializer(serializers.Serializer):

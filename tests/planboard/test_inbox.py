@@ -4,10 +4,12 @@ record of who decided, when and through which channel."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from planboard import broadcast, selectors, services
@@ -170,6 +172,14 @@ def test_not_now_hides_an_item_for_that_person_only(user: Any, bob: Any) -> None
     response = api.post("/api/inbox/snooze/", {"key": key, "minutes": 0}, format="json")
     assert response.status_code == 200 and response.json()["until"] is None
     assert inbox(user)["count"] == 1
+    later = (timezone.now() + timedelta(hours=3)).isoformat()
+    response = api.post("/api/inbox/snooze/", {"key": key, "until": later}, format="json")
+    assert response.status_code == 200 and inbox(user)["count"] == 0
+    past = (timezone.now() - timedelta(hours=1)).isoformat()
+    assert (
+        api.post("/api/inbox/snooze/", {"key": key, "until": past}, format="json").status_code
+        == 400
+    )
 
 
 @pytest.mark.parametrize(

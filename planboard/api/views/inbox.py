@@ -53,7 +53,9 @@ class InboxSnoozeView(ApiView):
     def post(self, request: Request) -> Response:
         data = parse(s.SnoozeSerializer, request.data)
         minutes = data["minutes"]
-        until = timezone.now() + timedelta(minutes=minutes) if minutes else None
+        until = data.get("until") or (
+            timezone.now() + timedelta(minutes=minutes) if minutes else None
+        )
         snooze = services.inbox_snooze(user=signed_in(request), key=data["key"], until=until)
         return Response({"key": data["key"], "until": iso(snooze.until) if snooze else None})
 

@@ -58,7 +58,8 @@ class SessionPage {
       editable: this.editable,
       onSend: (text) => this.sendMessage(text),
       onStop: () => this.stopRun(),
-      onGoAhead: () => this.sendMessage(t("go_ahead_message")),
+      onGoAhead: () =>
+        this.sendMessage(t("go_ahead_message"), this.awaitsConfirmation() ? "confirm" : "reply"),
       onKeepEditing: () => this.tabs.show("board"),
       onPlanMode: (on) => this.setPlanMode(on),
       onDecide: (callId, decision) => this.decideToolCall(callId, decision),
@@ -452,9 +453,18 @@ class SessionPage {
     }
   }
 
-  async sendMessage(content) {
+  /** The server's rule (`selectors.awaits_confirmation`): a drafted plan nobody started. */
+  awaitsConfirmation() {
+    const plan = this.plan;
+    if (!this.session.need_user_confirm || !plan || isFinished(plan)) return false;
+    const states = plan.subtasks.map((subtask) => subtask.state);
+    return states.includes("todo") && !states.includes("in_progress") && !states.includes("done");
+  }
+
+  /** `intent` "confirm" records the message as the plan's go-ahead (a decision). */
+  async sendMessage(content, intent = "reply") {
     try {
-      await api("POST", this.sessionUrl("messages/"), { content });
+      await api("POST", this.sessionUrl("messages/"), { content, intent });
     } catch (error) {
       this.reportError(error);
       return false;

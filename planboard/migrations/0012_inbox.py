@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("planboard", "0009_security_permissions_budgets"),
+        ("planboard", "0011_encrypt_toolset_secrets"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -14,6 +14,8 @@ const RESULT_PREVIEW = 140;
 /**
  * @typedef {object} ChatOptions
  * @property {boolean} [editable] may this person talk to the agent
+ * @property {boolean} [answerOnly] they may only answer (named by the owner): no stop button
+ *   and no plan-mode switch
  * @property {boolean} [transcriptOnly] no run bar and no message box (history review)
  * @property {(text: string) => Promise<boolean>} [onSend]
  * @property {() => Promise<unknown>} [onStop]
@@ -152,7 +154,8 @@ export class ChatView {
     const form = h(
       "form",
       { class: "composer" },
-      planMode,
+      // The plan mode is the session's setting: its owner's, not an answerer's.
+      this.options.answerOnly ? null : planMode,
       this.input,
       this.sendButton,
     );
@@ -236,7 +239,8 @@ export class ChatView {
     this.runUsage.textContent = usage ? t("run_usage", { usage }) : "";
     this.runUsage.hidden = !usage;
     const canAct = this.editable && Boolean(run);
-    this.stopButton.hidden = !(canAct && STOPPABLE_RUN.has(status));
+    // People named to answer a session write and decide, but do not stop its runs.
+    this.stopButton.hidden = !(canAct && !this.options.answerOnly && STOPPABLE_RUN.has(status));
     this.stopButton.disabled = stopping;
     const waiting = canAct && status === "waiting_for_user" && !budget;
     const dismissed = waiting && this.dismissedRuns.has(run.id);

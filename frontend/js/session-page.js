@@ -54,8 +54,11 @@ class SessionPage {
         finishPlan: (state) => this.finishPlan(state),
       },
     });
+    // Someone the owner named to answer: the chat is theirs to write in, the board is not.
+    const answerOnly = !this.editable && Boolean(page.can_answer);
     this.chat = new ChatView(document.getElementById("chat"), {
-      editable: this.editable,
+      editable: this.editable || answerOnly,
+      answerOnly,
       onSend: (text) => this.sendMessage(text),
       onStop: () => this.stopRun(),
       onGoAhead: () =>

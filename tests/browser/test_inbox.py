@@ -86,6 +86,14 @@ def test_inbox_lists_both_and_answers_resume_the_runs(browsing: Browsing, screen
     expect(page.locator(".msg time").first).to_have_attribute("title", re.compile(r"\d{4}"))
     screenshot(page, "inbox-session-usage")
 
+    # Lena, now named, may write to the agent there, but neither edit the board nor stop runs.
+    lena = browsing.new_page("lena")
+    lena.goto(f"{browsing.server.url}/sessions/{sessions['confirm']}/")
+    expect(lena.locator(".composer textarea")).to_be_visible()
+    expect(lena.locator(".plan-mode-switch")).to_have_count(0)
+    expect(lena.locator('[data-action="stop"]')).to_be_hidden()
+    expect(lena.locator(".badge-readonly")).to_be_visible()
+
 
 def test_notification_settings_form(browsing: Browsing) -> None:
     page = browsing.new_page("lena")

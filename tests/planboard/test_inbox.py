@@ -350,3 +350,29 @@ def test_the_inbox_reads_a_fixed_number_of_statements(user: Any) -> None:
     # the agent's last answers, the sessions, the snoozes: however many items there are.
     assert grow(1) == grow(5) == 7
     assert len(selectors.inbox_items(user=user)) == 18
+
+
+def test_session_page_lets_named_answerers_write_but_not_edit(
+    user: Any, bob: Any, lead: Any
+) -> None:
+    session = session_of(user)
+    services.session_set_answerers(session_id=session.pk, user=user, usernames=["bob"])
+    mine = page_data(client_for(user).get(f"/sessions/{session.pk}/"))
+    assert (mine["can_edit"], mine["can_answer"], mine["answerers"]) == (True, True, ["bob"])
+    named = page_data(client_for(bob).get(f"/sessions/{session.pk}/"))
+    assert (named["can_edit"], named["can_answer"]) == (False, True)
+    reader = page_data(client_for(lead).get(f"/sessions/{session.pk}/"))
+    assert (reader["can_edit"], reader["can_answer"]) == (False, False)
+    # Writing works for bob; the session's settings stay the owner's.
+    api = api_client_for(bob)
+    posted = api.post(f"/api/sessions/{session.pk}/messages/", {"content": "Hi"}, format="json")
+    assert posted.status_code == 202
+    assert (
+        api.patch(f"/api/sessions/{session.pk}/", {"title": "x"}, format="json").status_code == 403
+    )
+    assert (
+        api_client_for(lead)
+        .post(f"/api/sessions/{session.pk}/messages/", {"content": "Hi"}, format="json")
+        .status_code
+        == 403
+    )

@@ -411,6 +411,10 @@ class Toolset(models.Model):
         # through the API: `services.toolset_ensure_workspace` makes it.
         BUILTIN = "builtin", "Built into Planboard"
 
+    class Access(models.TextChoices):
+        SHARED = "shared", "Shared: the toolset's own credentials, for everyone"
+        PER_PERSON = "per_person", "Per person: each person connects their own"
+
     name = models.SlugField(max_length=TOOLSET_NAME_MAX, unique=True)
     title = models.CharField(max_length=NAME_MAX, blank=True, default="")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -422,6 +426,11 @@ class Toolset(models.Model):
     url = EncryptedTextField(max_length=500, blank=True, default="")
     headers = EncryptedJSONField(default=dict, blank=True)
     enabled = models.BooleanField(default=True)
+    # Per person: calls in a session use its owner's `ToolsetCredential` (merged over the
+    # toolset's env and headers); a session whose owner has none is not offered the tools.
+    access = models.CharField(max_length=12, choices=Access.choices, default=Access.SHARED)
+    # Empty: everyone may use it; otherwise members of these teams only.
+    teams = models.ManyToManyField(Team, blank=True, related_name="toolsets")
     # What the server answered to tools/list at the last refresh, as received.
     tools_cache = models.JSONField(default=list, blank=True)
     refreshed_at = models.DateTimeField(null=True, blank=True)
@@ -478,6 +487,30 @@ class ToolsetTool(models.Model):
 
     def __str__(self) -> str:
         return f"{self.toolset_id}:{self.name}"
+
+
+class ToolsetCredential(models.Model):
+    """One person's own key or account for a per-person toolset: its env and headers are
+    merged over the toolset's when that person's sessions call the server. Encrypted at rest;
+    set by the person themself, never read back (names only)."""
+
+    toolset = models.ForeignKey(Toolset, on_delete=models.CASCADE, related_name="credentials")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="toolset_credentials"
+    )
+    env = EncryptedJSONField(default=dict, blank=True)
+    headers = EncryptedJSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["toolset_id", "user_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["toolset", "user"], name="one_credential_per_person")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.toolset_id}:{self.user_id}"
 
 
 class SessionToolset(models.Model):

@@ -320,6 +320,7 @@ def serialize_toolset(
         "title": toolset.title,
         "kind": toolset.kind,
         "enabled": toolset.enabled,
+        "access": toolset.access,
         "refreshed_at": iso(toolset.refreshed_at),
         "tools": [serialize_toolset_tool(t) for t in tools],
     }

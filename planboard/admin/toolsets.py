@@ -16,7 +16,7 @@ from django.http import HttpRequest
 
 from planboard import selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import ToolCall, Toolset, ToolsetTool
+from planboard.models import ToolCall, Toolset, ToolsetCredential, ToolsetTool
 from planboard.services.toolsets import clean_toolset
 from planboard.url_secrets import redact_url
 from planboard.users import signed_in
@@ -71,7 +71,10 @@ class ToolsetAdminForm(forms.ModelForm):
 
     class Meta:
         model = Toolset
-        fields = ("name", "title", "kind", "command", "args", "env", "url", "headers", "enabled")
+        fields = (
+            "name", "title", "kind", "command", "args", "env", "url", "headers", "enabled",
+            "access", "teams",
+        )  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -85,7 +88,7 @@ class ToolsetAdminForm(forms.ModelForm):
         data = self.cleaned_data
         values: dict[str, Any] = {
             key: data.get(key)
-            for key in ("name", "title", "kind", "command", "args", "url", "enabled")
+            for key in ("name", "title", "kind", "command", "args", "url", "enabled", "access")
             if key in data
         }
         values["args"] = values.get("args") or []
@@ -130,7 +133,9 @@ class ToolsetToolInline(admin.TabularInline):
 
 # How a stdio toolset runs its program; only people allowed to run programs change these.
 _PROGRAM_FIELDS = ("command", "args", "env")
-_ALL_TOOLSET_FIELDS = ("name", "title", "kind", "command", "args", "env", "url", "headers")
+_ALL_TOOLSET_FIELDS = (
+    "name", "title", "kind", "command", "args", "env", "url", "headers", "access", "teams",
+)  # fmt: skip
 
 
 class NeedsReviewFilter(admin.SimpleListFilter):
@@ -159,8 +164,11 @@ class ToolsetAdmin(admin.ModelAdmin):
     be an HTTP one. The service refuses the same, whatever a form sends."""
 
     form = ToolsetAdminForm
-    list_display = ("name", "title", "kind", "enabled", "tools_needing_review", "refreshed_at")
-    list_filter = ("kind", "enabled", NeedsReviewFilter)
+    list_display = (
+        "name", "title", "kind", "access", "enabled", "tools_needing_review", "refreshed_at",
+    )  # fmt: skip
+    list_filter = ("kind", "access", "enabled", NeedsReviewFilter)
+    filter_horizontal = ("teams",)
     search_fields = ("name", "title")
     inlines = [ToolsetToolInline]
     actions = ["refresh_tools"]
@@ -239,11 +247,13 @@ class ToolsetAdmin(admin.ModelAdmin):
         # Only what the form showed is sent: a hidden field keeps its stored value.
         values: dict[str, Any] = {
             key: data[key]
-            for key in ("title", "kind", "command", "url", "enabled")
+            for key in ("title", "kind", "command", "url", "enabled", "access")
             if key in shown and key in data
         }
         if "args" in shown:
             values["args"] = data.get("args") or []
+        if "teams" in shown:
+            values["teams"] = sorted(team.pk for team in data.get("teams") or [])
         try:
             if change and obj.kind == Toolset.Kind.BUILTIN:
                 services.toolset_update(
@@ -352,6 +362,33 @@ class ToolsetAdmin(admin.ModelAdmin):
                 + (f" ({', '.join(result.too_large)})." if result.too_large else "."),
                 messages.SUCCESS,
             )
+
+
+@admin.register(ToolsetCredential)
+class ToolsetCredentialAdmin(admin.ModelAdmin):
+    """People's own credentials for per-person toolsets: set by each person through the API,
+    shown here by name only; staff may remove one (the person's sessions stop offering the
+    toolset until they connect again)."""
+
+    list_display = ("toolset", "user", "updated_at")
+    list_filter = ("toolset",)
+    search_fields = ("user__username", "toolset__name")
+    fields = ("toolset", "user", "env_names", "header_names", "updated_at")
+    readonly_fields = fields
+
+    @admin.display(description="Environment (names)")
+    def env_names(self, obj: ToolsetCredential) -> str:
+        return ", ".join(sorted(obj.env or {})) or "-"
+
+    @admin.display(description="HTTP headers (names)")
+    def header_names(self, obj: ToolsetCredential) -> str:
+        return ", ".join(sorted(obj.headers or {})) or "-"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(ToolCall)

@@ -634,6 +634,20 @@ class ToolsetSerializer(serializers.Serializer):
     title = serializers.CharField()
     kind = serializers.ChoiceField(choices=Toolset.Kind.choices)
     enabled = serializers.BooleanField()
+    access = serializers.ChoiceField(
+        choices=Toolset.Access.choices,
+        help_text="shared: the toolset's own credentials serve everyone; per_person: each "
+        "person connects their own (PUT /api/toolsets/{id}/credential/).",
+    )
+    connected = serializers.BooleanField(
+        help_text="Whether calls in your sessions can reach the server: always for a shared "
+        "toolset, once you have set your credential for a per-person one."
+    )
+    teams = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Staff only: the teams it is limited to (empty: everyone).",
+    )
     refreshed_at = serializers.DateTimeField(allow_null=True)
     refresh_error = serializers.CharField(
         required=False,
@@ -684,10 +698,30 @@ class ToolsetWriteSerializer(InputSerializer):
         help_text="HTTP headers sent to the server: write-only secret values (null removes one).",
     )
     enabled = StrictBooleanField(required=False)
+    access = StrictChoiceField(choices=Toolset.Access.choices, required=False)
+    teams = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        max_length=200,
+        help_text="Team ids it is limited to (empty: everyone).",
+    )
     tool_policies = serializers.DictField(
         child=StrictChoiceField(choices=ToolsetTool.Policy.choices, allow_null=True),
         required=False,
         help_text="Tool name -> auto | ask | never; null returns a tool to its default.",
+    )
+
+
+class ToolsetCredentialSerializer(InputSerializer):
+    env = serializers.DictField(
+        child=StrictCharField(max_length=8000, allow_blank=True, allow_null=True),
+        required=False,
+        help_text="Your own environment values for a stdio server (null removes one).",
+    )
+    headers = serializers.DictField(
+        child=StrictCharField(max_length=8000, allow_blank=True, allow_null=True),
+        required=False,
+        help_text="Your own HTTP headers, e.g. Authorization (null removes one).",
     )
 
 

@@ -89,6 +89,11 @@ urlpatterns = [
         toolsets.ToolsetRefreshView.as_view(),
         name="api-toolset-refresh",
     ),
+    path(
+        "toolsets/<api_id:toolset_id>/credential/",
+        toolsets.ToolsetCredentialView.as_view(),
+        name="api-toolset-credential",
+    ),
     path("profiles/", profiles.ProfileListView.as_view(), name="api-profiles"),
     path("profiles/<api_id:profile_id>/", profiles.ProfileDetailView.as_view(), name="api-profile"),
     path("plans/", plans.PlanListView.as_view(), name="api-plans"),

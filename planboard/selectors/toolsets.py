@@ -6,9 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
-from planboard.models import SessionToolset, ToolCall, Toolset, ToolsetTool
+from planboard.models import (
+    ChatSession,
+    SessionToolset,
+    ToolCall,
+    Toolset,
+    ToolsetCredential,
+    ToolsetTool,
+)
 from planboard.selectors.access import sees_toolset_configuration
 from planboard.snapshots import serialize_tool_call, serialize_toolset
 
@@ -16,11 +23,19 @@ from planboard.snapshots import serialize_tool_call, serialize_toolset
 TOOL_CALLS_SHOWN = 500
 
 
+def open_to(user_id: Any, *, toolset: str = "pk") -> Q:
+    """Toolsets (`toolset`: the path to the toolset's id) limited to no team, or to a team
+    the user (an id, or an expression giving one) is a member of."""
+    links = Toolset.teams.through.objects.filter(toolset_id=OuterRef(toolset))
+    return ~Exists(links) | Exists(links.filter(team__members=user_id))
+
+
 def toolsets_usable_by(user: User) -> QuerySet[Toolset]:
-    """What a signed-in person may enable in their sessions: every enabled toolset."""
+    """What a signed-in person may enable in their sessions: every enabled toolset open to
+    them (limited to no team, or to one of theirs)."""
     if not user.is_authenticated:
         return Toolset.objects.none()
-    return Toolset.objects.filter(enabled=True)
+    return Toolset.objects.filter(open_to(user.pk), enabled=True)
 
 
 def toolsets_visible_to(user: User) -> QuerySet[Toolset]:
@@ -31,21 +46,50 @@ def toolsets_visible_to(user: User) -> QuerySet[Toolset]:
     return toolsets_usable_by(user)
 
 
-def toolset_rows(queryset: QuerySet[Toolset]) -> QuerySet[Toolset]:
-    """The toolsets with their tools, in two queries (not their cached listings: the tools
-    are read as rows)."""
+def toolset_rows(queryset: QuerySet[Toolset], *, user: User) -> QuerySet[Toolset]:
+    """The toolsets with their tools and teams, in three queries (not their cached listings:
+    the tools are read as rows), each with whether `user` has connected their own credential
+    (`connected`)."""
     return (
         queryset.order_by("name")
         .defer("tools_cache")
-        .prefetch_related(Prefetch("tools", queryset=ToolsetTool.objects.order_by("name")))
+        .annotate(
+            connected=Exists(
+                ToolsetCredential.objects.filter(toolset_id=OuterRef("pk"), user_id=user.pk)
+            )
+        )
+        .prefetch_related(Prefetch("tools", queryset=ToolsetTool.objects.order_by("name")), "teams")
     )
 
 
 def toolset_data(toolset: Toolset, *, user: User) -> dict[str, Any]:
-    """A toolset as `user` may see it: how it is reached only for staff allowed to view
-    toolsets (Django caches a user's permissions, so a list asks the database once)."""
+    """A toolset (from `toolset_rows`) as `user` may see it: how it is reached only for staff
+    allowed to view toolsets (Django caches a user's permissions, so a list asks the database
+    once)."""
     configuration = sees_toolset_configuration(user)
-    return serialize_toolset(toolset, list(toolset.tools.all()), configuration=configuration)
+    data = serialize_toolset(toolset, list(toolset.tools.all()), configuration=configuration)
+    # Whether calls in this person's sessions can reach the server.
+    data["connected"] = toolset.access == Toolset.Access.SHARED or bool(
+        getattr(toolset, "connected", False)
+    )
+    if configuration:
+        data["teams"] = sorted(team.pk for team in toolset.teams.all())
+    return data
+
+
+def toolset_as_called(toolset: Toolset, *, session_id: int) -> Toolset | None:
+    """`toolset` as a call in the session reaches it: a per-person one with the session
+    owner's own env and headers merged over its own (in memory, never saved), or None when
+    the owner has none."""
+    if toolset.access != Toolset.Access.PER_PERSON:
+        return toolset
+    owner = ChatSession.objects.filter(pk=session_id).values("owner_id")[:1]
+    credential = ToolsetCredential.objects.filter(toolset=toolset, user_id__in=owner).first()
+    if credential is None:
+        return None
+    toolset.env = {**(toolset.env or {}), **(credential.env or {})}
+    toolset.headers = {**(toolset.headers or {}), **(credential.headers or {})}
+    return toolset
 
 
 def session_toolset_ids(*, session_id: int) -> list[int]:
@@ -68,10 +112,18 @@ OFFERED_TOOL_FIELDS = (
 def session_tools(*, session_id: int) -> list[ToolsetTool]:
     """The external tools a session's agent is offered: tools its server still lists (and
     Planboard can call), of enabled toolsets the session enables, that staff have not set to
-    `never`; by toolset and
-    tool name, each with its toolset (only `OFFERED_TOOL_FIELDS`; others load on first use)."""
+    `never`; by toolset and tool name, each with its toolset (only `OFFERED_TOOL_FIELDS`;
+    others load on first use).
+    A toolset limited to teams is offered while the session's owner is in one of them, a
+    per-person one once the owner has connected their credential."""
+    owner = Subquery(ChatSession.objects.filter(pk=session_id).values("owner_id")[:1])
     return list(
         ToolsetTool.objects.filter(
+            open_to(owner, toolset="toolset_id"),
+            Q(toolset__access=Toolset.Access.SHARED)
+            | Exists(
+                ToolsetCredential.objects.filter(toolset_id=OuterRef("toolset_id"), user_id=owner)
+            ),
             toolset__sessions__session_id=session_id,
             toolset__enabled=True,
             available=True,

@@ -111,6 +111,10 @@ def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:
         record.started_at = timezone.now()
         record.save(update_fields=["status", "started_at"])
         _publish_tool_call(record)
+    if record.toolset is not None:
+        # A per-person toolset is reached with the session owner's own credential; without
+        # one the call has no toolset to reach (the caller answers that it was not run).
+        record.toolset = selectors.toolset_as_called(record.toolset, session_id=record.session_id)
     return record
 
 

@@ -27,7 +27,9 @@ from planboard.models import (
     TEXT_MAX,
     TOOLSET_NAME_MAX,
     SessionToolset,
+    Team,
     Toolset,
+    ToolsetCredential,
     ToolsetTool,
 )
 from planboard.services._core import _clean_text, _lock_session, _publish_session
@@ -49,6 +51,8 @@ TOOLSET_FIELDS = (
     "url",
     "headers",
     "enabled",
+    "access",
+    "teams",
     "tool_policies",
 )
 _TOOLSET_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_))*$")
@@ -137,43 +141,60 @@ def _clean_policies(value: Any) -> dict[str, str | None]:
     return cleaned
 
 
+def _clean_kind(value: Any) -> str:
+    # Built-in toolsets ship with Planboard; nobody makes or converts one.
+    kinds = [Toolset.Kind.STDIO, Toolset.Kind.HTTP]
+    if value not in kinds:
+        raise PlanError(f"'kind' must be one of: {', '.join(kinds)}.")
+    return str(value)
+
+
+def _clean_enabled(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise PlanError("'enabled' must be true or false.")
+    return value
+
+
+def _clean_access(value: Any) -> str:
+    if value not in Toolset.Access.values:
+        raise PlanError(f"'access' must be one of: {', '.join(Toolset.Access.values)}.")
+    return str(value)
+
+
 def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
     unknown = set(fields) - set(TOOLSET_FIELDS)
     if unknown:
         raise PlanError(f"Unknown toolset field(s): {', '.join(sorted(unknown))}.")
-    cleaned: dict[str, Any] = {}
-    for key, value in fields.items():
-        if key == "name":
-            cleaned[key] = _clean_name(value)
-        elif key == "title":
-            cleaned[key] = _clean_text(value, field=key, limit=NAME_MAX)
-        elif key == "kind":
-            # Built-in toolsets ship with Planboard; nobody makes or converts one.
-            kinds = [Toolset.Kind.STDIO, Toolset.Kind.HTTP]
-            if value not in kinds:
-                raise PlanError(f"'kind' must be one of: {', '.join(kinds)}.")
-            cleaned[key] = value
-        elif key == "command":
-            cleaned[key] = _clean_text(value, field=key, limit=500)
-        elif key == "args":
-            cleaned[key] = _clean_args(value)
-        elif key == "env":
-            cleaned[key] = _clean_secrets(
-                value, field=key, pattern=_ENV_NAME, allow_removal=updating
-            )
-        elif key == "headers":
-            cleaned[key] = _clean_secrets(
-                value, field=key, pattern=_HEADER_NAME, allow_removal=updating
-            )
-        elif key == "url":
-            cleaned[key] = _clean_url(value)
-        elif key == "enabled":
-            if not isinstance(value, bool):
-                raise PlanError("'enabled' must be true or false.")
-            cleaned[key] = value
-        elif key == "tool_policies":
-            cleaned[key] = _clean_policies(value)
-    return cleaned
+    cleaners: dict[str, Any] = {
+        "name": _clean_name,
+        "title": lambda v: _clean_text(v, field="title", limit=NAME_MAX),
+        "kind": _clean_kind,
+        "command": lambda v: _clean_text(v, field="command", limit=500),
+        "args": _clean_args,
+        "env": lambda v: _clean_secrets(v, field="env", pattern=_ENV_NAME, allow_removal=updating),
+        "headers": lambda v: _clean_secrets(
+            v, field="headers", pattern=_HEADER_NAME, allow_removal=updating
+        ),
+        "url": _clean_url,
+        "enabled": _clean_enabled,
+        "access": _clean_access,
+        "teams": _clean_team_ids,
+        "tool_policies": _clean_policies,
+    }
+    return {key: cleaners[key](value) for key, value in fields.items()}
+
+
+def _clean_team_ids(value: Any) -> list[int]:
+    if not isinstance(value, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in value
+    ):
+        raise PlanError("'teams' must be a list of team ids.")
+    wanted = sorted(set(value))
+    known = set(Team.objects.filter(pk__in=wanted).values_list("pk", flat=True))
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        raise PlanError(f"No team with id {', '.join(map(str, unknown))}.")
+    return wanted
 
 
 def _check_complete(toolset: Toolset) -> None:
@@ -221,6 +242,7 @@ def toolset_create(*, user: User | None, **fields: Any) -> Toolset:
     policies = cleaned.pop("tool_policies", None)
     if policies:
         raise PlanError("Tool policies are set once the toolset's tools are known (refresh).")
+    teams = cleaned.pop("teams", None)
     if cleaned.get("url"):
         cleaned["url"] = url_secrets.restore_url(cleaned["url"], "", field="url")
     toolset = Toolset(**cleaned)
@@ -230,6 +252,8 @@ def toolset_create(*, user: User | None, **fields: Any) -> Toolset:
         if Toolset.objects.filter(name=toolset.name).exists():
             raise PlanError(f"A toolset named {toolset.name!r} exists already.")
         toolset.save()
+        if teams:
+            toolset.teams.set(teams)
     return toolset
 
 
@@ -254,6 +278,7 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
                 "enabled and its tools' policies can change."
             )
         policies = cleaned.pop("tool_policies", None)
+        teams = cleaned.pop("teams", None)
         program_before = _program_of(toolset)
         if "url" in cleaned:
             cleaned["url"] = url_secrets.restore_url(cleaned["url"], toolset.url, field="url")
@@ -274,6 +299,8 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
         _check_complete(toolset)
         _require_program_right(user, program_before, toolset)
         toolset.save()
+        if teams is not None:
+            toolset.teams.set(teams)
         if policies:
             _set_policies(toolset, policies)
     return toolset
@@ -406,6 +433,50 @@ def toolset_discover(*, toolset_id: int, changed: Iterable[str] | None = None) -
         return None
 
 
+# --- a person's own credentials ------------------------------------------------------------
+
+
+def toolset_credential_set(
+    *, toolset_id: int, user: User, env: Any = None, headers: Any = None
+) -> ToolsetCredential:
+    """Set `user`'s own env and headers for a per-person toolset they may use (merged as a
+    toolset's are: a name given a value is set, given null removed, left out kept)."""
+    cleaned = clean_toolset(
+        {k: v for k, v in (("env", env), ("headers", headers)) if v is not None}, updating=True
+    )
+    with transaction.atomic():
+        toolset = (
+            selectors.toolsets_usable_by(user).select_for_update().filter(pk=toolset_id).first()
+        )
+        if toolset is None:
+            raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
+        if toolset.access != Toolset.Access.PER_PERSON:
+            raise PlanError(
+                f"Toolset {toolset.name!r} uses one shared credential: staff set it on the "
+                "toolset. Only per-person toolsets take your own."
+            )
+        credential, _ = ToolsetCredential.objects.select_for_update().get_or_create(
+            toolset=toolset, user=user
+        )
+        for key in ("env", "headers"):
+            merged = dict(getattr(credential, key) or {})
+            for name, secret in cleaned.get(key, {}).items():
+                if secret is None:
+                    merged.pop(name, None)
+                else:
+                    merged[name] = secret
+            setattr(credential, key, merged)
+        credential.save()
+    return credential
+
+
+def toolset_credential_delete(*, toolset_id: int, user: User) -> None:
+    """Forget `user`'s own credential for a toolset: their sessions stop offering its tools."""
+    deleted, _ = ToolsetCredential.objects.filter(toolset_id=toolset_id, user=user).delete()
+    if not deleted:
+        raise PlanError("You have no credential of your own for this toolset.", code="not_found")
+
+
 def toolset_rotate_secrets() -> int:
     """Store every toolset's secrets again, so they are encrypted under the first of
     PLANBOARD_SECRETS_KEYS (planboard/secret_fields.py); returns how many toolsets."""
@@ -418,6 +489,13 @@ def toolset_rotate_secrets() -> int:
             if toolset is not None:
                 toolset.save(update_fields=list(_SECRET_FIELDS))
                 count += 1
+    for credential_id in ToolsetCredential.objects.order_by("pk").values_list("pk", flat=True):
+        with transaction.atomic():
+            credential = (
+                ToolsetCredential.objects.select_for_update().filter(pk=credential_id).first()
+            )
+            if credential is not None:
+                credential.save(update_fields=["env", "headers"])
     return count
 
 

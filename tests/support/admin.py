@@ -21,6 +21,7 @@ HTTP_TOOLSET = {
     "url": "https://tools.example.com/mcp",
     "headers": "",
     "enabled": "on",
+    "access": "shared",
 }
 
 

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 
+from planboard import secret_fields
 from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, SubTask
 from tests.support.db import settings_dict
 from tests.support.env import require_or_skip
@@ -126,6 +128,11 @@ def process_env(redis_url: str, **extra: str) -> dict[str, str]:
             "DJANGO_SETTINGS_MODULE": "planboard.settings",
             "DJANGO_DEBUG": "0",
             "DJANGO_SECRET_KEY": "fault-test-secret-key-used-nowhere-else",
+            # Every process of a deployment shares the keys of its stored secrets: the
+            # children open what this process wrote (toolsets' env, headers, URL).
+            "PLANBOARD_SECRETS_KEYS": ",".join(
+                secret_fields.configured_keys() or [secret_fields.derived_key(settings.SECRET_KEY)]
+            ),
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "DJANGO_LOG_LEVEL": "WARNING",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",

@@ -14,7 +14,8 @@ One module per resource; `planboard/api/urls.py` routes to them:
 | `sessions`  | `sessions/`, `sessions/{id}/`, `…/messages/`, `…/cancel/`                 |
 | `plans`     | `plans/`, `plans/{id}/`, `…/subtasks/`, `…/subtasks/{id}/`, `…/events/`   |
 | `profiles`  | `profiles/`, `profiles/{id}/`                                             |
-| `toolsets`  | `toolsets/`, `toolsets/{id}/`, `…/refresh/`; `sessions/{id}/tool-calls/`, |
+| `toolsets`  | `toolsets/`, `toolsets/{id}/`, `…/refresh/`, `…/credential/`;             |
+|             | `sessions/{id}/tool-calls/`,                                              |
 |             | `…/tool-calls/{call_id}/decision/`                                        |
 | `files`     | `sessions/{id}/files/`, `sessions/{id}/files/{path}`                      |
 """

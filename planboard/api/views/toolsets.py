@@ -40,7 +40,9 @@ CALL_ID = OpenApiParameter(
 
 def _toolset_for(request: Request, toolset_id: int) -> Toolset:
     toolset = (
-        selectors.toolset_rows(selectors.toolsets_visible_to(signed_in(request)))
+        selectors.toolset_rows(
+            selectors.toolsets_visible_to(signed_in(request)), user=signed_in(request)
+        )
         .filter(pk=toolset_id)
         .first()
     )
@@ -60,7 +62,8 @@ class ToolsetListView(ApiView):
         summary="Toolsets you may use; staff with view_toolset see all and how they are reached.",
     )
     def get(self, request: Request) -> Response:
-        rows = selectors.toolset_rows(selectors.toolsets_visible_to(signed_in(request)))
+        user = signed_in(request)
+        rows = selectors.toolset_rows(selectors.toolsets_visible_to(user), user=user)
         return Response([selectors.toolset_data(t, user=signed_in(request)) for t in rows])
 
     @extend_schema(
@@ -144,6 +147,35 @@ class ToolsetRefreshView(ApiView):
                 "too_large": result.too_large,
             }
         )
+
+
+class ToolsetCredentialView(ApiView):
+    @extend_schema(
+        tags=["toolsets"],
+        parameters=[TOOLSET_ID],
+        request=s.ToolsetCredentialSerializer,
+        responses={200: s.ToolsetSerializer, **ERRORS},
+        summary="Set your own credential for a per-person toolset (any person who may use it).",
+        description="Values are written, never read back; they are merged over the toolset's "
+        "own env and headers when your sessions call its server (null removes one).",
+    )
+    def put(self, request: Request, toolset_id: int) -> Response:
+        user = signed_in(request)
+        data = parse(s.ToolsetCredentialSerializer, request.data)
+        services.toolset_credential_set(toolset_id=toolset_id, user=user, **data)
+        return Response(_toolset_body(request, toolset_id))
+
+    @extend_schema(
+        tags=["toolsets"],
+        parameters=[TOOLSET_ID],
+        request=None,
+        responses={204: None, **ERRORS},
+        summary="Forget your own credential: your sessions stop offering the toolset's tools.",
+    )
+    def delete(self, request: Request, toolset_id: int) -> Response:
+        _toolset_for(request, toolset_id)
+        services.toolset_credential_delete(toolset_id=toolset_id, user=signed_in(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class SessionToolCallsView(ApiView):

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("planboard", "0011_encrypt_toolset_secrets"),
+        ("planboard", "0012_toolset_access"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -75,7 +75,7 @@ web: migrate
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/daphne -b $${HOST:-0.0.0.0} -p $${PORT:-8000} planboard.asgi:application
 worker: deps
-	$(VENV)/bin/celery -A planboard worker -l info --concurrency $${CONCURRENCY:-4}
+	$(VENV)/bin/celery -A planboard worker -l info
 
 ## Run every test (unit, PostgreSQL/Redis integration when configured, real-browser).
 ## Locally the PostgreSQL test database is kept between runs (migrations still apply);

@@ -130,6 +130,17 @@ def handle_call(*, run: AgentRun, call: dict[str, Any], held: bool) -> Outcome:
     """Take one external call of the model's answer as far as it can go now. `held`: an
     earlier call of the same answer waits for a person, so this one must not run yet (calls
     take effect in the order the model gave them)."""
+    advanced = advance_call(run=run, call=call, held=held)
+    if isinstance(advanced, Outcome):
+        return advanced
+    return finish_call(record=advanced, output=server_output(advanced))
+
+
+def advance_call(*, run: AgentRun, call: dict[str, Any], held: bool) -> Outcome | ToolCall:
+    """`handle_call` up to the server: the outcome, or the claimed call (`running`, its
+    toolset loaded) whose server the caller asks now — with no transaction open — before it
+    stores the answer with `finish_call`. The run host awaits the server on its event loop
+    (`aserver_output`) between the two."""
     call_id = str(call.get("id", ""))
     function = call.get("function") or {}
     name = str(function.get("name", ""))
@@ -228,7 +239,7 @@ def _parse(raw: Any) -> dict[str, Any] | str:
     return value
 
 
-def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
+def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome | ToolCall:
     claimed = services.tool_call_claim(record_id=record.pk, retry=retry)
     if claimed is None:
         return Outcome.ANSWERED  # another worker took it; its result is its own to store
@@ -260,19 +271,41 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome:
             if exc.code != "duplicate_tool_call":
                 raise
         return Outcome.ANSWERED
+    return claimed
+
+
+def server_output(record: ToolCall) -> mcp_client.ToolOutput:
+    assert record.toolset is not None, "a claimed external call has its toolset"
     try:
-        output = mcp_client.call_tool(claimed.toolset, claimed.tool, claimed.arguments or {})
+        return mcp_client.call_tool(record.toolset, record.tool, record.arguments or {})
     except Exception as exc:
-        # The client turns every failure it knows into an Error result; anything else is a
-        # bug there, and still must not take the run down (found by tests/system fuzzing).
-        logger.exception("tool %s failed unexpectedly in run %s", record.tool_name, run.pk)
-        output = mcp_client.ToolOutput(
-            f"Error: toolset '{claimed.toolset.name}': the call failed unexpectedly "
-            f"({type(exc).__name__}); its outcome is unknown.",
-            ok=False,
-        )
+        return _unexpected(record, exc)
+
+
+async def aserver_output(record: ToolCall) -> mcp_client.ToolOutput:
+    assert record.toolset is not None, "a claimed external call has its toolset"
+    try:
+        return await mcp_client.acall_tool(record.toolset, record.tool, record.arguments or {})
+    except Exception as exc:
+        return _unexpected(record, exc)
+
+
+def _unexpected(record: ToolCall, exc: Exception) -> mcp_client.ToolOutput:
+    # The client turns every failure it knows into an Error result; anything else is a
+    # bug there, and still must not take the run down (found by tests/system fuzzing).
+    logger.exception("tool %s failed unexpectedly in run %s", record.tool_name, record.run_id)
+    name = record.toolset.name if record.toolset is not None else "?"
+    return mcp_client.ToolOutput(
+        f"Error: toolset '{name}': the call failed unexpectedly "
+        f"({type(exc).__name__}); its outcome is unknown.",
+        ok=False,
+    )
+
+
+def finish_call(*, record: ToolCall, output: mcp_client.ToolOutput) -> Outcome:
+    """Store what the server answered a claimed call (`advance_call`)."""
     status = ToolCall.Status.SUCCEEDED if output.ok else ToolCall.Status.FAILED
-    return _answer(claimed, output.text, status=status, duration_ms=output.duration_ms)
+    return _answer(record, output.text, status=status, duration_ms=output.duration_ms)
 
 
 def _now_discards(record: ToolCall) -> str:

@@ -14,6 +14,7 @@ name; it keeps only the part of them that speaks to litellm.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -391,6 +392,10 @@ def context_budget(model: str | None = None) -> int:
     return budget
 
 
+# Models litellm could not price once: asking again fails the same way, slowly.
+_unpriced: set[str] = set()
+
+
 def _cost(response: Any, model: str) -> float:
     if local_models.is_local_model(model):
         # An in-process model may name a price (the demo does, so costs show); else free.
@@ -400,9 +405,12 @@ def _cost(response: Any, model: str) -> float:
             getattr(usage, "completion_tokens", 0) or 0
         )
         return tokens * price
+    if model in _unpriced:
+        return 0.0
     try:
         return float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # prices are unknown for many self-hosted models
+        _unpriced.add(model)
         return 0.0
 
 
@@ -508,13 +516,18 @@ def _streamed_inline(kwargs: dict[str, Any], listener: StreamListener) -> Any:
             # callbacks we do not use (a third of its time per call here).
             _close_quietly(stream)
             break
-    joined = local_models.join_chunks(chunks)
-    if joined is None:
-        return _assembled(chunks, kwargs)
-    return _model_response(str(kwargs["model"]), joined.reply, finish_reason=joined.finish_reason)
+    return _assembled(chunks, kwargs)
 
 
 def _assembled(chunks: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The whole answer from its chunks. Plain OpenAI-shaped chunks ending with usage (every
+    in-process model; OpenAI-compatible servers asked for `include_usage`) are joined by hand,
+    a tenth of litellm's builder's time (agents/local_models.py); anything else by litellm."""
+    joined = local_models.join_chunks(chunks)
+    if joined is not None:
+        return _model_response(
+            str(kwargs["model"]), joined.reply, finish_reason=joined.finish_reason
+        )
     built = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"]) if chunks else None
     if built is None:
         raise litellm.APIConnectionError(
@@ -576,6 +589,123 @@ def _check_api_base(base: str, model: str) -> None:
         ) from None
 
 
+def _request(
+    *,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    model: str | None,
+    api_base: str | None,
+    api_key: str | None,
+    max_tokens: int | None,
+) -> dict[str, Any]:
+    """litellm's keyword arguments for one request (the same for every attempt)."""
+    name = model or configured_model()
+    _sync_providers()
+    kwargs: dict[str, Any] = {
+        "model": name,
+        "messages": messages,
+        "timeout": float(settings.PLANBOARD_LLM_TIMEOUT),
+        # We retry ourselves; the OpenAI SDK's own retries would multiply ours.
+        "max_retries": 0,
+    }
+    if tools:
+        kwargs["tools"] = tools
+    base, key = request_credentials(model=name, api_base=api_base, api_key=api_key)
+    if base:
+        _check_api_base(base, name)
+        kwargs["api_base"] = base
+    if key:
+        kwargs["api_key"] = key
+    if max_tokens is not None:
+        ceiling = max_output_tokens(name)
+        kwargs["max_tokens"] = max(1, min(max_tokens, ceiling) if ceiling else max_tokens)
+    if local_models.is_local_model(name):
+        _price_for_litellm(name)
+    return kwargs
+
+
+def _attempts() -> tuple[int, float]:
+    attempts = max(1, int(getattr(settings, "PLANBOARD_LLM_ATTEMPTS", DEFAULT_ATTEMPTS)))
+    return attempts, float(getattr(settings, "PLANBOARD_LLM_RETRY_DELAY", DEFAULT_RETRY_DELAY))
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The seconds a refusing server asked us to wait (`Retry-After`), when it said."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):  # an HTTP date: rare; the backoff stands
+        return None
+
+
+def _failure(exc: Exception, *, name: str, attempt: int, attempts: int, delay: float) -> float:
+    """What a failed attempt means: raises `LLMError` when it is final, else returns how long
+    to wait before the next attempt (the backoff, or longer when the server says so)."""
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        raise LLMError(
+            f"The request is too long for model {name}: {_describe(exc)}",
+            attempts=attempt,
+            transient=False,
+            context=True,
+        ) from exc
+    if not isinstance(exc, TRANSIENT_ERRORS):  # authentication, bad request, unknown model, …
+        raise LLMError(
+            f"The model {name} refused the request ({type(exc).__name__}): {_describe(exc)}",
+            attempts=attempt,
+            transient=False,
+        ) from exc
+    if attempt == attempts:
+        raise LLMError(
+            f"The model {name} could not be reached after {attempts} attempts "
+            f"({type(exc).__name__}): {_describe(exc)}",
+            attempts=attempt,
+            transient=True,
+        ) from exc
+    wait = min(MAX_RETRY_DELAY, delay * 2 ** (attempt - 1))
+    asked = _retry_after(exc) if isinstance(exc, litellm.RateLimitError) else None
+    if asked is not None:
+        # A rate limit says when to come back: earlier only earns another refusal.
+        wait = min(MAX_RETRY_DELAY, max(wait, asked))
+    logger.warning(
+        "LLM call to %s failed (%s), attempt %d of %d; retrying in %.1fs",
+        name,
+        type(exc).__name__,
+        attempt,
+        attempts,
+        wait,
+    )
+    return wait
+
+
+def _result(
+    response: Any, *, name: str, prices: Prices | None, attempt: int, started: float
+) -> LLMResult:
+    choice = response.choices[0]
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    return LLMResult(
+        content=choice.message.content or "",
+        tool_calls=_normalise_tool_calls(getattr(choice.message, "tool_calls", None)),
+        model=name,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=(
+            float(prices.cost(prompt_tokens, completion_tokens))
+            if prices is not None
+            else _cost(response, name)
+        ),
+        attempts=attempt,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        finish_reason=str(choice.finish_reason or ""),
+    )
+
+
 def complete(
     *,
     messages: list[dict[str, Any]],
@@ -595,33 +725,18 @@ def complete(
     is the same `LLMResult` a plain call gives. Models that cannot stream answer in one piece.
     `api_base`/`api_key`: the acting profile's own (see `request_credentials`); `max_tokens`
     caps the answer (what a budget leaves); `prices`: what the tokens cost when configured
-    rather than known to litellm.
+    rather than known to litellm. `acomplete` is the same call for an event loop.
     """
-    name = model or configured_model()
-    _sync_providers()
-    attempts = max(1, int(getattr(settings, "PLANBOARD_LLM_ATTEMPTS", DEFAULT_ATTEMPTS)))
-    delay = float(getattr(settings, "PLANBOARD_LLM_RETRY_DELAY", DEFAULT_RETRY_DELAY))
-    kwargs: dict[str, Any] = {
-        "model": name,
-        "messages": messages,
-        "timeout": float(settings.PLANBOARD_LLM_TIMEOUT),
-        # We retry ourselves; the OpenAI SDK's own retries would multiply ours.
-        "max_retries": 0,
-    }
-    if tools:
-        kwargs["tools"] = tools
-    base, key = request_credentials(model=name, api_base=api_base, api_key=api_key)
-    if base:
-        _check_api_base(base, name)
-        kwargs["api_base"] = base
-    if key:
-        kwargs["api_key"] = key
-    if max_tokens is not None:
-        ceiling = max_output_tokens(name)
-        kwargs["max_tokens"] = max(1, min(max_tokens, ceiling) if ceiling else max_tokens)
-
-    if local_models.is_local_model(name):
-        _price_for_litellm(name)
+    kwargs = _request(
+        messages=messages,
+        tools=tools,
+        model=model,
+        api_base=api_base,
+        api_key=api_key,
+        max_tokens=max_tokens,
+    )
+    name = str(kwargs["model"])
+    attempts, delay = _attempts()
     streaming = listener is not None and _can_stream(name)
     started = time.monotonic()
     for attempt in range(1, attempts + 1):
@@ -632,58 +747,100 @@ def complete(
                 response = litellm.completion(**kwargs)
         except LLMCancelled:
             raise
-        except litellm.ContextWindowExceededError as exc:
-            raise LLMError(
-                f"The request is too long for model {name}: {_describe(exc)}",
-                attempts=attempt,
-                transient=False,
-                context=True,
-            ) from exc
-        except TRANSIENT_ERRORS as exc:
-            if attempt == attempts:
-                raise LLMError(
-                    f"The model {name} could not be reached after {attempts} attempts "
-                    f"({type(exc).__name__}): {_describe(exc)}",
-                    attempts=attempt,
-                    transient=True,
-                ) from exc
-            wait = min(MAX_RETRY_DELAY, delay * 2 ** (attempt - 1))
-            logger.warning(
-                "LLM call to %s failed (%s), attempt %d of %d; retrying in %.1fs",
-                name,
-                type(exc).__name__,
-                attempt,
-                attempts,
-                wait,
-            )
+        except Exception as exc:
+            wait = _failure(exc, name=name, attempt=attempt, attempts=attempts, delay=delay)
             if listener is not None:
                 listener.on_reset()  # the retry writes the answer again from the start
             sleep(wait)
             continue
-        except Exception as exc:  # authentication, bad request, unknown model, …
-            raise LLMError(
-                f"The model {name} refused the request ({type(exc).__name__}): {_describe(exc)}",
-                attempts=attempt,
-                transient=False,
-            ) from exc
-
-        choice = response.choices[0]
-        usage = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        return LLMResult(
-            content=choice.message.content or "",
-            tool_calls=_normalise_tool_calls(getattr(choice.message, "tool_calls", None)),
-            model=name,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost_usd=(
-                float(prices.cost(prompt_tokens, completion_tokens))
-                if prices is not None
-                else _cost(response, name)
-            ),
-            attempts=attempt,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            finish_reason=str(choice.finish_reason or ""),
-        )
+        return _result(response, name=name, prices=prices, attempt=attempt, started=started)
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+async def acomplete(
+    *,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    model: str | None = None,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    listener: StreamListener | None = None,
+    max_tokens: int | None = None,
+    prices: Prices | None = None,
+) -> LLMResult:
+    """`complete` for a hosted model, awaited on an event loop (`agents.runtime`): the wait
+    for the answer costs no thread. Cancelling the awaiting task closes the request;
+    `listener.should_stop` is asked between chunks (a silent model is stopped by cancelling).
+    In-process models are called with `complete` (they may use the database)."""
+    kwargs = _request(
+        messages=messages,
+        tools=tools,
+        model=model,
+        api_base=api_base,
+        api_key=api_key,
+        max_tokens=max_tokens,
+    )
+    name = str(kwargs["model"])
+    attempts, delay = _attempts()
+    started = time.monotonic()
+    for attempt in range(1, attempts + 1):
+        try:
+            if listener is not None:
+                response = await _astreamed(kwargs, listener)
+            else:
+                response = await litellm.acompletion(**kwargs)
+        except LLMCancelled:
+            raise
+        except Exception as exc:
+            wait = _failure(exc, name=name, attempt=attempt, attempts=attempts, delay=delay)
+            if listener is not None:
+                listener.on_reset()
+            await asyncio.sleep(wait)
+            continue
+        return _result(response, name=name, prices=prices, attempt=attempt, started=started)
+    raise AssertionError("unreachable")
+
+
+async def _astreamed(kwargs: dict[str, Any], listener: StreamListener) -> Any:
+    chunks: list[Any] = []
+    finished = False
+    stream = await litellm.acompletion(
+        **kwargs, stream=True, stream_options={"include_usage": True}
+    )
+    try:
+        async for chunk in stream:
+            if listener.should_stop():
+                raise LLMCancelled()
+            chunks.append(chunk)
+            text = _delta_text(chunk)
+            if text:
+                listener.on_text(text)
+            finished = finished or any(c.finish_reason for c in chunk.choices or [])
+            if finished and getattr(chunk, "usage", None) is not None:
+                # The answer is whole: it said why it ended and its usage came (some providers
+                # send usage early too, hence both). Not reading to the end of the stream
+                # spares litellm's success handlers (pricing the answer again, a few ms of CPU
+                # per call; we price it ourselves).
+                break
+    finally:
+        await _aclose_quietly(stream)
+    return _assembled(chunks, kwargs)
+
+
+async def _aclose_quietly(stream: Any) -> None:
+    """Close a stream's HTTP response (a finished one, too: its connection goes back)."""
+    for target in (getattr(stream, "completion_stream", None), stream):
+        close = getattr(target, "aclose", None) or getattr(target, "close", None)
+        if callable(close):
+            try:
+                closing = close()
+                if asyncio.iscoroutine(closing):
+                    await closing
+            except Exception:  # best effort
+                logger.debug("closing a stream failed", exc_info=True)
+            return
+
+
+def in_process(model: str) -> bool:
+    """Whether the model answers inside this process (no network wait to await)."""
+    return local_models.is_local_model(model)

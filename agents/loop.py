@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
@@ -57,6 +59,8 @@ from agents.lease import LeaseKeeper, new_worker_id
 from agents.memory import RunMemory
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
+from agents.runtime.control import HandedOff, RunControl
+from agents.runtime.lanes import CallerLane, Lane
 from agents.steps import (
     AnswerSuperseded,
     close_step,
@@ -72,7 +76,7 @@ from agents.steps import (
 from agents.streaming import AnswerStream
 from planboard import broadcast, selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import AgentRun, ChatSession, Message
+from planboard.models import AgentRun, ChatSession, Message, ToolCall
 from planboard.services import Actor
 
 logger = logging.getLogger(__name__)
@@ -83,125 +87,234 @@ logger = logging.getLogger(__name__)
 def execute_run(*, run_id: int, worker: str | None = None) -> AgentRun:
     """Drive a queued (or re-delivered running) run until it stops; returns the run.
 
-    A run another worker holds a live lease on is returned untouched (see `agents.lease`).
+    The run is driven on an event loop of its own, its database work done on the calling
+    thread (`agents.runtime.lanes.CallerLane`): a worker's run host drives many runs at once
+    instead (`agents.runtime.host`). A run another worker holds a live lease on is returned
+    untouched (see `agents.lease`).
     """
     worker = worker or new_worker_id()
     run = services.run_start(run_id=run_id, worker=worker)
     if run.status != AgentRun.Status.RUNNING or run.lease_owner != worker:
         # Cancelled while queued, already finished, waiting, or driven by another worker.
         return run
-    interrupt_unfinished_steps(run)
+    lane = CallerLane()
+    with LeaseKeeper(run_id=run.pk, worker=worker):
+        return lane.serve(
+            lambda lane: drive(
+                run, worker=worker, lane=lane, control=RunControl(run_id=run.pk, poll=lane)
+            )
+        )
+
+
+async def drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl) -> AgentRun:
+    """Drive a run `worker` has just started (`services.run_start`) until it stops, or until
+    its worker hands it off (`HandedOff` at a safe point: the lease is released and the run
+    dispatched again). Every piece of database work is one unit on `lane`."""
     try:
-        with LeaseKeeper(run_id=run.pk, worker=worker):
-            return _drive(run, worker=worker)
+        await lane.run(interrupt_unfinished_steps, run)
+        return await _drive(run, worker=worker, lane=lane, control=control)
+    except HandedOff:
+        await lane.run(services.run_hand_off, run_id=run.pk, worker=worker)
+        return await lane.run(lambda: selectors.agent_run(run_id=run.pk) or run)
     except Exception as exc:
         logger.exception("agent run %s crashed", run.pk)
-        return services.run_finish(
+        return await lane.run(
+            services.run_finish,
             run_id=run.pk,
             status=AgentRun.Status.FAILED,
             error=f"The agent stopped on an internal error ({type(exc).__name__}): {exc}",
         )
 
 
-def _drive(run: AgentRun, *, worker: str) -> AgentRun:
+@dataclass
+class _Step:
+    """A step ready for its model call."""
+
+    run: AgentRun
+    request: StepRequest
+    allowed: Allowance
+    step: AgentStep
+
+
+async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl) -> AgentRun:
     actor = Actor.agent(run)
     budget_factor = 1.0
-    memory = RunMemory.for_run(run)
+    memory = await lane.run(RunMemory.for_run, run)
     while True:
-        # What this step decides from, read once: the run as it is now, its session and plan,
-        # the transcript.
-        context = read_step_context(run_id=run.pk, memory=memory)
-        if context is None:
-            return run  # deleted with its session
-        run = context.run
-        if not run.is_active or run.lease_owner != worker:
-            return run  # finished elsewhere, or another worker took over after our lease lapsed
-        if run.cancel_requested:
-            return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
-
-        settled = _settle_stored_answer(context, actor, memory)
-        if settled is _AGAIN:
+        control.check()
+        ready = await lane.run(_prepare_step, run, worker, actor, memory, budget_factor)
+        if ready is _AGAIN:
             continue
-        if isinstance(settled, AgentRun):
-            return settled
-
-        # Settling wrote nothing the request reads (else it said _AGAIN): the context serves it.
-        request = build_request(run=run, budget_factor=budget_factor, memory=memory, read=context)
-        allowed = _stop_before_step(run, request)
-        if isinstance(allowed, AgentRun):
-            return allowed
-        step = open_step(run=run, request=request, number=memory.step_number())
-        mark_changes_seen(run=run, step=step, request=request, memory=memory)
+        if isinstance(ready, ToolCall):
+            await _call_server(ready, lane=lane)
+            continue
+        if isinstance(ready, AgentRun):
+            return ready
+        assert isinstance(ready, _Step)
+        run, step = ready.run, ready.step
         answer = AnswerStream(run=run, answer_id=f"r{run.pk}s{step.number}")
         try:
-            result = llm.complete(
-                messages=request.messages,
-                tools=request.tools or None,
-                model=request.model,
-                api_base=request.acting.api_base,
-                api_key=request.acting.api_key,
-                listener=answer.listener(),
-                max_tokens=allowed.max_tokens,
-                prices=request.acting.prices,
-            )
+            result = await _ask_model(ready, answer, lane=lane, control=control)
+        except HandedOff:
+            await lane.run(_close_handed_off, answer, step)
+            raise
         except llm.LLMCancelled:
-            answer.end()
-            close_step(
-                step,
-                status=AgentStep.Status.DISCARDED,
-                error="The run was cancelled while the model was answering.",
-            )
-            return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
+            return await lane.run(_close_cancelled, answer, step, run)
         except llm.LLMError as exc:
-            answer.end()
-            close_step(
-                step, status=AgentStep.Status.FAILED, error=exc.message, attempts=exc.attempts
-            )
+            await lane.run(_close_failed, answer, step, exc)
             if exc.context_exceeded and budget_factor > 0.2:
                 budget_factor /= 2  # our token estimate was too generous for this model
                 continue
-            return services.run_finish(
-                run_id=run.pk, status=AgentRun.Status.FAILED, error=exc.message
+            return await lane.run(
+                services.run_finish,
+                run_id=run.pk,
+                status=AgentRun.Status.FAILED,
+                error=exc.message,
             )
+        await lane.drain()  # the streamed text has left before the stored message
+        stopped = await lane.run(_store_and_act, ready, result, answer, worker, actor, memory)
+        if isinstance(stopped, ToolCall):
+            await _call_server(stopped, lane=lane)
+        elif stopped is not None:
+            return stopped
+        # The next iteration settles a final answer or takes the next step.
 
-        answer.flush()  # the last piece of text leaves before the stored message
-        try:
-            message = store_answer(
-                run=run,
-                step=step,
-                result=result,
-                request=request,
-                answer_id=answer.answer_id,
-                worker=worker,
-            )
-        except AnswerSuperseded as superseded:
-            answer.end()
-            if superseded.taken_over(worker):
-                # Our lease lapsed during the call and another worker drives the run now;
-                # its answer, not ours, goes into the transcript.
-                close_step(
-                    step,
-                    status=AgentStep.Status.DISCARDED,
-                    result=result,
-                    error="Another worker took the run over while the model was answering.",
-                )
-                return selectors.agent_run(run_id=run.pk) or run
+
+async def _call_server(record: ToolCall, *, lane: Lane) -> None:
+    """An external tool call claimed by a unit: ask its server on the loop (a tool call is
+    never cut short, not even by a hand-off: its effect could not be undone), store the
+    answer in another unit."""
+    output = await external_tools.aserver_output(record)
+    await lane.run(external_tools.finish_call, record=record, output=output)
+
+
+def _prepare_step(
+    run: AgentRun, worker: str, actor: Actor, memory: RunMemory, budget_factor: float
+) -> AgentRun | _Step | object:
+    """One unit of database work before a model call: read what the step decides from,
+    settle what the last answer left, build the request and open the step. Returns the
+    stopped run, `_AGAIN`, or the step ready for its call."""
+    # What this step decides from, read once: the run as it is now, its session and plan,
+    # the transcript.
+    context = read_step_context(run_id=run.pk, memory=memory)
+    if context is None:
+        return run  # deleted with its session
+    run = context.run
+    if not run.is_active or run.lease_owner != worker:
+        return run  # finished elsewhere, or another worker took over after our lease lapsed
+    if run.cancel_requested:
+        return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
+    settled = _settle_stored_answer(context, actor, memory)
+    if settled is _AGAIN or isinstance(settled, AgentRun | ToolCall):
+        return settled
+    # Settling wrote nothing the request reads (else it said _AGAIN): the context serves it.
+    request = build_request(run=run, budget_factor=budget_factor, memory=memory, read=context)
+    allowed = _stop_before_step(run, request)
+    if isinstance(allowed, AgentRun):
+        return allowed
+    step = open_step(run=run, request=request, number=memory.step_number())
+    mark_changes_seen(run=run, step=step, request=request, memory=memory)
+    return _Step(run=run, request=request, allowed=allowed, step=step)
+
+
+async def _ask_model(
+    ready: _Step, answer: AnswerStream, *, lane: Lane, control: RunControl
+) -> llm.LLMResult:
+    """The model call. A hosted model is awaited on the loop (no thread waits for it); an
+    in-process one (the demo, the tests' scripted models) is a unit of the lane: it may use
+    the database, and it never waits on the network."""
+    request = ready.request
+    call: dict[str, Any] = {
+        "messages": request.messages,
+        "tools": request.tools or None,
+        "model": request.model,
+        "api_base": request.acting.api_base,
+        "api_key": request.acting.api_key,
+        "max_tokens": ready.allowed.max_tokens,
+        "prices": request.acting.prices,
+    }
+    if llm.in_process(request.model):
+        return await lane.run(llm.complete, listener=answer.listener(), **call)
+    listener = llm.StreamListener(
+        on_text=lambda text: lane.post(answer.add, text),
+        on_reset=lambda: lane.post(answer.reset),
+        should_stop=lambda: control.cancelled or control.handing_off,
+    )
+    if control.slots is None:
+        return await control.watch(llm.acomplete(listener=listener, **call))
+    async with control.slots(request.model):
+        return await control.watch(llm.acomplete(listener=listener, **call))
+
+
+def _close_cancelled(answer: AnswerStream, step: AgentStep, run: AgentRun) -> AgentRun:
+    answer.end()
+    close_step(
+        step,
+        status=AgentStep.Status.DISCARDED,
+        error="The run was cancelled while the model was answering.",
+    )
+    return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
+
+
+def _close_handed_off(answer: AnswerStream, step: AgentStep) -> None:
+    answer.end()
+    close_step(
+        step,
+        status=AgentStep.Status.INTERRUPTED,
+        error="The worker stopped while the model was answering; another worker asks again.",
+    )
+
+
+def _close_failed(answer: AnswerStream, step: AgentStep, exc: llm.LLMError) -> None:
+    answer.end()
+    close_step(step, status=AgentStep.Status.FAILED, error=exc.message, attempts=exc.attempts)
+
+
+def _store_and_act(
+    ready: _Step,
+    result: llm.LLMResult,
+    answer: AnswerStream,
+    worker: str,
+    actor: Actor,
+    memory: RunMemory,
+) -> AgentRun | ToolCall | None:
+    """One unit after the model answered: store the answer with its step, then run its tool
+    calls. Returns the stopped (or paused) run, or None to take the next step."""
+    run, step, request = ready.run, ready.step, ready.request
+    answer.flush()  # the last piece of text leaves before the stored message
+    try:
+        message = store_answer(
+            run=run,
+            step=step,
+            result=result,
+            request=request,
+            answer_id=answer.answer_id,
+            worker=worker,
+        )
+    except AnswerSuperseded as superseded:
+        answer.end()
+        if superseded.taken_over(worker):
+            # Our lease lapsed during the call and another worker drives the run now;
+            # its answer, not ours, goes into the transcript.
             close_step(
                 step,
                 status=AgentStep.Status.DISCARDED,
                 result=result,
-                error="The run was cancelled while the model was answering.",
+                error="Another worker took the run over while the model was answering.",
             )
-            return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
-        answer.end()
-        memory.step_completed(step, answer=message)
-        if message.tool_calls:
-            paused = _execute_and_settle(
-                run=run, actor=actor, message=message, step=step, memory=memory
-            )
-            if paused is not None:
-                return paused
-        # The next iteration settles a final answer or takes the next step.
+            return selectors.agent_run(run_id=run.pk) or run
+        close_step(
+            step,
+            status=AgentStep.Status.DISCARDED,
+            result=result,
+            error="The run was cancelled while the model was answering.",
+        )
+        return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
+    answer.end()
+    memory.step_completed(step, answer=message)
+    if message.tool_calls:
+        return _execute_and_settle(run=run, actor=actor, message=message, step=step, memory=memory)
+    return None
 
 
 _AGAIN = object()  # `_settle_stored_answer`: look at the run again
@@ -288,11 +401,14 @@ def _execute_and_settle(
     message: Message,
     memory: RunMemory,
     step: AgentStep | None = None,
-) -> AgentRun | None:
+) -> AgentRun | ToolCall | None:
     """Run the answer's calls; when some wait for a person, pause the run and return it (None:
     go on). A decision made meanwhile keeps the run going instead. `step` is given for an
     answer just stored (none of its calls can have a result yet)."""
-    if not _execute_tool_calls(run=run, actor=actor, message=message, memory=memory, step=step):
+    outcome = _execute_tool_calls(run=run, actor=actor, message=message, memory=memory, step=step)
+    if isinstance(outcome, ToolCall):
+        return outcome
+    if not outcome:
         memory.calls_answered(message)
         return None
     paused = services.run_pause_for_approval(run_id=run.pk)
@@ -306,9 +422,10 @@ def _execute_tool_calls(
     message: Message,
     memory: RunMemory,
     step: AgentStep | None = None,
-) -> bool:
+) -> bool | ToolCall:
     """Run each unanswered call; its effect and its stored result commit together. Returns
-    whether some call waits for a person's approval.
+    whether some call waits for a person's approval, or the claimed external call whose
+    server the caller asks next (the calls after it are taken up again afterwards).
 
     Indices in the calls are resolved through the plan as the model saw it (the step's
     `shown_plan`), which each result updates; the update commits with the result. External
@@ -330,7 +447,11 @@ def _execute_tool_calls(
         name = str(function.get("name", ""))
         if external_tools.is_external(name):
             all_here = False
-            outcome = external_tools.handle_call(run=run, call=call, held=waiting)
+            outcome = external_tools.advance_call(run=run, call=call, held=waiting)
+            if isinstance(outcome, ToolCall):
+                # Claimed: its server is asked with no unit of database work open (`drive`
+                # awaits it), then the answer's remaining calls are taken up again.
+                return outcome
             waiting = waiting or outcome is external_tools.Outcome.WAITING
             continue
         if waiting:

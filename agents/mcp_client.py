@@ -146,6 +146,12 @@ def _listed(tool: Any) -> dict[str, Any]:
 
 def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOutput:
     """Call one tool; the result (or what went wrong) as text for the model."""
+    return _run(lambda: acall_tool(toolset, tool, arguments))
+
+
+async def acall_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOutput:
+    """`call_tool` awaited on the caller's event loop (the run host's): the wait for the
+    server costs no thread."""
     started = time.monotonic()
 
     async def calling(session: ClientSession) -> ToolOutput:
@@ -160,7 +166,7 @@ def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOut
         return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
 
     try:
-        output = _run(lambda: _connected(toolset, calling, tool=tool))
+        output = await _connected(toolset, calling, tool=tool)
     except _Failure as failure:
         output = ToolOutput(f"Error: {failure.message}", ok=False)
     except Exception as exc:  # a bug of ours or of the SDK: still an answer for the model

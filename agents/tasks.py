@@ -1,14 +1,18 @@
 """The Celery side of agent runs: a thin task and the dispatcher `planboard` calls on commit.
 
-Runs are durable. The task acknowledges its message only when it returns (`acks_late`), and a
-worker that dies mid-run leaves the message unacknowledged (`reject_on_worker_lost`), so the
-broker hands it to another worker; `agents.loop.execute_run` then resumes from the stored
-transcript without repeating any tool call that already has a result.
+In a worker, `run_agent` adopts: it takes the run's lease in a short transaction and hands the
+run to the process's run host (`agents.runtime.host`), which drives hundreds of runs at once
+on an event loop; the task returns at once and its message is acknowledged. Durability rests
+on the lease, not on the broker: the host renews it while it drives the run and hands the run
+back when the worker stops (SIGTERM); every worker process runs a sweep (`agents.sweeper`,
+started below) that dispatches again any run whose lease expired because its host died,
+however it died. `agents.loop.drive` resumes from the stored transcript without repeating
+any tool call that already has a result. A whole host that dies leaves its messages to the
+broker's visibility timeout, which no longer matters (the sweep is faster, and a late
+redelivery finds the run leased or finished).
 
-With the Redis broker, a message is re-delivered once `PLANBOARD_VISIBILITY_TIMEOUT` passes
-without an acknowledgement; keep that timeout longer than the longest run you expect, or a
-slow but healthy run is handed to a second worker too (tool effects still happen once, but the
-model may be asked twice).
+Where no host runs (a process that is not a worker: tests calling the task directly), the
+task drives the run itself to its next stop, as before the runtime.
 """
 
 from __future__ import annotations
@@ -16,12 +20,18 @@ from __future__ import annotations
 import logging
 import os
 
-from celery import Task, shared_task
-from celery.signals import worker_init, worker_process_init
-from django.utils import timezone
+from celery import shared_task
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_shutting_down,
+)
 
 from agents import llm, loop
 from agents.lease import new_worker_id
+from agents.runtime import host as run_host
+from agents.sweeper import start_process_sweeper
 from planboard import services
 from planboard.gc_tuning import freeze_startup_objects
 from planboard.models import AgentRun
@@ -41,24 +51,55 @@ def warm_up_worker(**_: object) -> None:
     freeze_startup_objects()
 
 
-@shared_task(name="agents.tasks.run_agent", bind=True, acks_late=True, reject_on_worker_lost=True)
-def run_agent(self: Task, run_id: int) -> str:
-    """Drive one agent run to its next stop; returns the run's status.
+@worker_init.connect
+def host_runs_in_this_worker(**_: object) -> None:
+    """Runs are hosted in worker processes (the host itself starts on first use, so a
+    prefork parent, which never runs a task, never starts one)."""
+    run_host.enable()
 
-    When another worker holds a live lease on the run (this is a redelivery while that worker
-    still works), leave the run alone but look again once the lease would have expired: if
-    that worker died meanwhile, nobody else would resume the run.
+
+@worker_process_init.connect
+def start_run_host(**_: object) -> None:
+    """Every process that executes runs hosts them, and sweeps for runs of dead workers (a
+    prefork child, or the solo pool's one process; not the prefork parent)."""
+    run_host.enable()
+    run_host.current()
+    start_process_sweeper()
+
+
+@worker_shutting_down.connect
+@worker_process_shutdown.connect
+def hand_runs_off(**_: object) -> None:
+    """The worker stops: its runs go back to the queue at their next safe point."""
+    run_host.shutdown()
+
+
+@shared_task(name="agents.tasks.run_agent", acks_late=True, reject_on_worker_lost=True)
+def run_agent(run_id: int) -> str:
+    """Take a run up: adopt it into this process's run host (a worker), or, where no host
+    runs, drive it to its next stop here. Returns what happened (or the run's status).
+
+    When another worker holds a live lease on the run (a duplicate or late message), the run
+    is left alone: should that worker die, the sweep dispatches the run again once its lease
+    has expired.
     """
-    worker = new_worker_id()
-    run = loop.execute_run(run_id=run_id, worker=worker)
+    host = run_host.current()
+    if host is None:
+        worker = new_worker_id()
+        run = loop.execute_run(run_id=run_id, worker=worker)
+    else:
+        worker = host.worker
+        if not host.accepting:
+            dispatch_run(run_id)  # this worker is stopping: another one takes it
+            return "handed on"
+        run = services.run_start(run_id=run_id, worker=worker)
+        if run.status == AgentRun.Status.RUNNING and run.lease_owner == worker:
+            if host.adopt(run):
+                return "adopted"
+            # Stopped between the check and the adoption.
+            services.run_hand_off(run_id=run_id, worker=worker)
+            return "handed on"
     if run.status == AgentRun.Status.RUNNING and run.lease_owner != worker:
-        remaining = (
-            (run.lease_expires_at - timezone.now()).total_seconds()
-            if (run.lease_expires_at)
-            else 0.0
-        )
-        queue = (self.request.delivery_info or {}).get("routing_key")
-        self.apply_async(args=[run_id], countdown=max(1.0, remaining + 1.0), queue=queue)
         return "leased elsewhere"
     return run.status
 

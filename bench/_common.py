@@ -41,7 +41,7 @@ From a fresh clone (what the numbers below come from):
     git clone <repo> planboard && cd planboard
     make deps-dev                      # the locked environment
     bash bench/setup_bench_venv.sh     # AgentScope for benchmark 2, in .venv-bench
-    .venv/bin/python bench/<name>.py   # one of the four below
+    .venv/bin/python bench/<name>.py   # one of the five below
 
 | benchmark | command |
 |---|---|
@@ -49,6 +49,7 @@ From a fresh clone (what the numbers below come from):
 | 2. tool-call overhead vs the durable-change floor | `.venv/bin/python bench/tool_overhead.py` |
 | 3. edit-to-screen latency | `.venv/bin/python bench/ws_latency.py` |
 | 4. agent throughput | `.venv/bin/python bench/agent_throughput.py` |
+| 5. runs at once on one worker host | `.venv/bin/python bench/run_concurrency.py --runs 200` |
 
 Targets (issue 14): 1. the hint at most 10 ms at 1000 subtasks, queries per step constant;
 2. a mutating plan tool call at most 3x the durable-change floor, a read-only one 1.5x;
@@ -191,7 +192,13 @@ def write_section(name: str, title: str, lines: Sequence[str]) -> None:
     print(f"wrote section '{name}' of {PERFORMANCE_MD.relative_to(ROOT)}")
 
 
-SECTION_ORDER = ["hint_cost", "tool_overhead", "ws_latency", "agent_throughput"]
+SECTION_ORDER = [
+    "hint_cost",
+    "tool_overhead",
+    "ws_latency",
+    "agent_throughput",
+    "run_concurrency",
+]
 
 
 def _sort_sections(text: str) -> str:

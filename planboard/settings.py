@@ -210,6 +210,12 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# One process per CPU this worker may use (`taskset` and container limits included): each
+# process hosts many runs on its event loop (agents/runtime), so more processes than cores
+# only cost memory. `celery -A planboard worker` with no flags is the production command.
+CELERY_WORKER_CONCURRENCY = int(
+    os.environ.get("PLANBOARD_WORKER_PROCESSES", "0") or len(os.sched_getaffinity(0))
+)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # Redelivery of unacked tasks after a worker dies (Redis transport).
@@ -311,6 +317,18 @@ PLANBOARD_AGENT_MAX_STEPS = int(os.environ.get("PLANBOARD_AGENT_MAX_STEPS", "40"
 # A worker driving a run renews its lease every third of this; another worker handed the same
 # run takes over only once the lease has expired (the first worker died).
 PLANBOARD_RUN_LEASE_SECONDS = float(os.environ.get("PLANBOARD_RUN_LEASE_SECONDS", "60"))
+# Every worker process sweeps for runs whose lease expired (their worker died) and dispatches
+# them again, every this many seconds (jittered); 0 turns the sweep off. Default: a quarter lease.
+PLANBOARD_SWEEP_SECONDS = float(
+    os.environ.get("PLANBOARD_SWEEP_SECONDS", "") or PLANBOARD_RUN_LEASE_SECONDS / 4
+)
+# Runs of one user that may be in flight (dispatched or running) at once; the rest wait,
+# queued in creation order. 0 = no limit.
+PLANBOARD_USER_RUNS_IN_FLIGHT = int(os.environ.get("PLANBOARD_USER_RUNS_IN_FLIGHT", "4"))
+# The run host (agents/runtime): threads (and so PostgreSQL connections) per worker process for
+# the runs' database work, and requests at once to one model from one process.
+PLANBOARD_RUN_DB_THREADS = int(os.environ.get("PLANBOARD_RUN_DB_THREADS", "4"))
+PLANBOARD_MODEL_CONCURRENCY = int(os.environ.get("PLANBOARD_MODEL_CONCURRENCY", "500"))
 # The demo model's made-up price, so costs show on the board (US dollars per 1000 tokens).
 PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
     os.environ.get("PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", "0.002")

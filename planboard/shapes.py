@@ -1,4 +1,4 @@
-"""The typed shapes that travel: the plan snapshot and the plan event.
+"""The typed shapes that travel: the plan snapshot, the plan event and the run.
 
 REST answers, socket messages, the agent's hint and the browser all read these dictionaries,
 so their keys are a contract. As `TypedDict`s, mypy fails on a misspelled or missing key
@@ -91,3 +91,25 @@ class PlanEventData(TypedDict):
     patch: PlanPatch
     created_at: str | None
     seen: EventSeen | None
+
+
+class RunSnapshot(TypedDict):
+    """An agent run as clients see it (`session.run` events, `latest_run`, REST answers)."""
+
+    id: int
+    session_id: int
+    status: str
+    error: str
+    pause_reason: str | None
+    model: str
+    cancel_requested: bool
+    step_count: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: str
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    # 1-based place among the owner's runs waiting for admission (the per-user cap on runs
+    # in flight); None when the run does not wait.
+    queue_position: int | None

@@ -34,6 +34,7 @@ from planboard.shapes import (
     PlanHeader,
     PlanPatch,
     PlanSnapshot,
+    RunSnapshot,
     SubtaskSnapshot,
 )
 from planboard.url_secrets import redact_url
@@ -205,7 +206,9 @@ def serialize_message(message: Message) -> dict[str, Any]:
     }
 
 
-def serialize_run(run: AgentRun | None) -> dict[str, Any] | None:
+def serialize_run(run: AgentRun | None, *, queue_position: int | None = None) -> RunSnapshot | None:
+    """`queue_position`: the run's 1-based place among its owner's runs waiting for
+    admission (`selectors.run_shown` reads it), None when it does not wait."""
     if run is None:
         return None
     return {
@@ -223,6 +226,7 @@ def serialize_run(run: AgentRun | None) -> dict[str, Any] | None:
         "created_at": iso(run.created_at),
         "started_at": iso(run.started_at),
         "finished_at": iso(run.finished_at),
+        "queue_position": queue_position,
     }
 
 

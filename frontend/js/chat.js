@@ -209,6 +209,7 @@ export class ChatView {
 
   // --- run status ------------------------------------------------------------------------
 
+  /** @param {import("./types.js").RunSnapshot | null} run */
   setRun(run) {
     this.run = run;
     if (this.options.transcriptOnly) return;
@@ -219,6 +220,10 @@ export class ChatView {
     const stopping = Boolean(run && run.cancel_requested && ACTIVE_RUN.has(status));
     this.runStatus.className = `run-status run-${status}`;
     this.runStatus.textContent = stopping ? t("run_stopping") : t(`run_${status}`);
+    // Waiting behind the owner's other runs (the per-user cap): say where in line it is.
+    if (run && status === "queued" && !stopping && typeof run.queue_position === "number") {
+      this.runStatus.textContent = t("run_queue_position", { position: run.queue_position });
+    }
     let detail = "";
     if (run && status === "running" && run.step_count) {
       detail = t("run_step", { step: run.step_count });

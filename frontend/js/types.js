@@ -98,6 +98,27 @@
  */
 
 /**
+ * An agent run as clients see it (planboard/shapes.py RunSnapshot).
+ * @typedef {object} RunSnapshot
+ * @property {number} id
+ * @property {number} session_id
+ * @property {string} status
+ * @property {string} error
+ * @property {string | null} pause_reason
+ * @property {string} model
+ * @property {boolean} cancel_requested
+ * @property {number} step_count
+ * @property {number} prompt_tokens
+ * @property {number} completion_tokens
+ * @property {string} cost_usd decimal as a string
+ * @property {string | null} created_at
+ * @property {string | null} started_at
+ * @property {string | null} finished_at
+ * @property {number | null} queue_position 1-based place among the owner's runs waiting for
+ *   a free place (the per-user cap on runs in flight); null when it does not wait
+ */
+
+/**
  * What a session socket sends (docs/ARCHITECTURE.md, "Shapes that travel"). Shapes that are
  * not typed field by field yet are `Record<string, any>`.
  * @typedef {{type: "snapshot", session?: Record<string, any>, plan?: PlanSnapshot | null,
@@ -105,7 +126,7 @@
  *   | PlanEvent
  *   | {type: "session.plan", session_id: number, plan_id: number | null}
  *   | {type: "session.message", message: Record<string, any>}
- *   | {type: "session.run", run: Record<string, any>}
+ *   | {type: "session.run", run: RunSnapshot}
  *   | {type: "session.updated", session: Record<string, any>, toolsets?: number[]}
  *   | {type: "session.tool_call", tool_call: Record<string, any>}
  *   | {type: "session.files", session_id: number, action: string, path: string,

@@ -394,6 +394,13 @@ class RunSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(allow_null=True)
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    queue_position = serializers.IntegerField(
+        allow_null=True,
+        help_text=(
+            "For a queued run waiting for a free place among its owner's runs in flight "
+            "(PLANBOARD_USER_RUNS_IN_FLIGHT): its 1-based place in that queue; else null."
+        ),
+    )
 
 
 class MessageSerializer(serializers.Serializer):

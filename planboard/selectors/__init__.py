@@ -70,10 +70,17 @@ from planboard.selectors.plans import (
     plans_matching,
     plans_of_team,
 )
+from planboard.selectors.runs import (
+    run_queue_position,
+    run_shown,
+    runs_in_flight,
+    users_with_waiting_runs,
+)
 from planboard.selectors.sessions import (
     agent_run,
     latest_run,
     latest_runs_by_session,
+    runs_cancel_requested,
     session_messages,
     session_snapshot,
     session_with_plan,
@@ -142,6 +149,10 @@ __all__ = [
     "plans_visible_to",
     "request_fingerprint",
     "run_key",
+    "run_queue_position",
+    "run_shown",
+    "runs_cancel_requested",
+    "runs_in_flight",
     "sees_all_teams",
     "sees_profile_configuration",
     "sees_toolset_configuration",
@@ -169,6 +180,7 @@ __all__ = [
     "toolsets_usable_by",
     "toolsets_visible_to",
     "transcript_since",
+    "users_with_waiting_runs",
     "workspace_file",
     "workspace_file_bytes",
     "workspace_file_open",

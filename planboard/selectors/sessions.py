@@ -13,11 +13,11 @@ from planboard import sql, streams
 from planboard.models import AgentRun, ChatSession, Message, Plan, State
 from planboard.selectors.access import sessions_visible_to
 from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
+from planboard.selectors.runs import run_shown
 from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
 from planboard.selectors.workspace import session_files
 from planboard.snapshots import (
     serialize_message,
-    serialize_run,
     serialize_session,
     serialize_tool_call,
 )
@@ -33,6 +33,17 @@ def session_with_plan(*, session_id: int) -> tuple[ChatSession, Plan | None, boo
 def agent_run(*, run_id: int) -> AgentRun | None:
     """The run's row as it is now."""
     return AgentRun.objects.filter(pk=run_id).first()
+
+
+def runs_cancel_requested(*, run_ids: Collection[int]) -> list[int]:
+    """Which of these runs someone asked to stop (a run host asks about all its runs at once)."""
+    if not run_ids:
+        return []
+    return list(
+        AgentRun.objects.filter(pk__in=list(run_ids), cancel_requested=True).values_list(
+            "pk", flat=True
+        )
+    )
 
 
 def transcript_since(*, session_id: int, known: Collection[int]) -> tuple[list[int], list[Message]]:
@@ -63,7 +74,7 @@ def session_snapshot(*, session_id: int) -> dict[str, Any]:
     data["current_plan"] = (
         plan_snapshot(plan_id=session.current_plan_id) if session.current_plan_id else None
     )
-    data["latest_run"] = serialize_run(latest_run(session_id=session_id))
+    data["latest_run"] = run_shown(latest_run(session_id=session_id))
     # The answer a model is writing right now (streamed), so a late joiner sees it too.
     data["streaming"] = streams.partial_answer(session_id=session_id)
     data["usage"] = plan_usage(plan_id=session.current_plan_id) if session.current_plan_id else None

@@ -16,6 +16,8 @@ nothing.
 | `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
 | `runs`      | `message_post`, `message_record_agent`, `run_*`                      |
+| `run_queue` | `run_admit_waiting` (per-user admission), `run_reclaim_expired_leases` |
+|             | (the sweep that re-dispatches runs of dead workers)                 |
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
 | `usage`     | `profile_usage_add`: a person's spending per profile and day         |
 | `toolsets`  | `toolset_create/update/delete/refresh_tools` (MCP servers),          |
@@ -56,14 +58,17 @@ from planboard.services.profiles import (
     profile_delete,
     profile_update,
 )
+from planboard.services.run_queue import run_admit_waiting, run_reclaim_expired_leases
 from planboard.services.runs import (
     RunStopFlags,
     message_post,
     message_record_agent,
     run_cancel,
     run_finish,
+    run_hand_off,
     run_record_step,
     run_renew_lease,
+    run_renew_leases,
     run_start,
 )
 from planboard.services.sessions import session_create, session_update
@@ -139,11 +144,15 @@ __all__ = [
     "profile_delete",
     "profile_update",
     "profile_usage_add",
+    "run_admit_waiting",
     "run_cancel",
     "run_finish",
+    "run_hand_off",
     "run_pause_for_approval",
+    "run_reclaim_expired_leases",
     "run_record_step",
     "run_renew_lease",
+    "run_renew_leases",
     "run_start",
     "session_create",
     "session_set_answerers",

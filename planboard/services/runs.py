@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Collection
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -11,7 +11,6 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from planboard import broadcast, selectors, sql
 from planboard.exceptions import PlanError
@@ -28,6 +27,7 @@ from planboard.models import (
     ToolCall,
 )
 from planboard.pgtext import without_nul
+from planboard.selectors.runs import run_waits_for_admission
 from planboard.services._core import (
     _clean_state,
     _clean_text,
@@ -40,12 +40,18 @@ from planboard.services._inbox import (
     _record_decision,
     _run_waits_kind,
 )
-from planboard.services.usage import profile_usage_add
-from planboard.snapshots import (
-    serialize_message,
-    serialize_run,
-    serialize_tool_call,
+from planboard.services.run_queue import (
+    _admit_or_wait,
+    _dispatch_on_commit,
+    _lease_until,
+    _lock_user,
+    _publish_run,
+    claim_waiting_run,
+    queue_moved_on_commit,
+    waiting_run_owner,
 )
+from planboard.services.usage import profile_usage_add
+from planboard.snapshots import serialize_message, serialize_tool_call
 
 # What a call still waiting for a decision is told when its run moves on without one.
 DENIED_BY_MESSAGE = "The person wrote a message instead of deciding; read it."
@@ -59,19 +65,10 @@ class RunStopFlags(NamedTuple):
     lease_owner: str
 
 
-def _dispatch_on_commit(run_id: int) -> None:
-    dispatcher = import_string(settings.PLANBOARD_RUN_DISPATCHER)
-    transaction.on_commit(lambda: dispatcher(run_id))
-
-
 def _publish_message(message: Message) -> None:
     _publish_session(
         message.session_id, {"type": "session.message", "message": serialize_message(message)}
     )
-
-
-def _publish_run(run: AgentRun) -> None:
-    _publish_session(run.session_id, {"type": "session.run", "run": serialize_run(run)})
 
 
 def message_post(
@@ -87,9 +84,11 @@ def message_post(
     An active run sees the message at its next step; a run waiting for the user's go-ahead
     resumes; a run waiting for approvals resumes too, its undecided calls denied (writing
     instead of deciding says "not like this"; nothing is ever approved without a decision);
-    otherwise a new run is queued. Answering a waiting run is recorded as a decision (who,
-    through `channel`); `intent="confirm"` is the plan's go-ahead and is refused when no plan
-    waits for one (a stale button must not start a new conversation).
+    otherwise a new run is queued. A queued run is dispatched when its owner has room under
+    PLANBOARD_USER_RUNS_IN_FLIGHT, else it waits its turn (`run_queue`). Answering a waiting
+    run is recorded as a decision (who, through `channel`); `intent="confirm"` is the plan's
+    go-ahead and is refused when no plan waits for one (a stale button must not start a new
+    conversation).
     """
     if intent not in ("reply", "confirm"):
         raise PlanError("'intent' must be 'reply' or 'confirm'.")
@@ -127,8 +126,7 @@ def message_post(
             _requeue(run)
         else:
             run = AgentRun.objects.create(session=session, model=settings.PLANBOARD_LLM_MODEL)
-            _publish_run(run)
-            _dispatch_on_commit(run.pk)
+            _admit_or_wait(run, owner_id=session.owner_id)
         message = Message.objects.create(
             session=session, run=run, author=author, role=Message.Role.USER, content=clean
         )
@@ -186,21 +184,24 @@ def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:
         raise PlanError(f"Run {run_id} does not exist.", code="not_found") from None
 
 
-def _lease_until() -> Any:
-    return timezone.now() + timedelta(seconds=float(settings.PLANBOARD_RUN_LEASE_SECONDS))
-
-
 def run_start(*, run_id: int, worker: str = "") -> AgentRun:
     """Claim a queued (or redelivered, still running) run for `worker`; other statuses come
     back as is.
 
     A running run whose lease another worker still holds is left alone: the caller sees
-    `run.lease_owner != worker` and must not drive it. An expired lease is taken over.
+    `run.lease_owner != worker` and must not drive it. An expired lease is taken over. A run
+    still waiting for admission (a stale or duplicate message) starts only if its owner has
+    room now; otherwise it comes back queued and keeps its place.
     """
     with transaction.atomic():
+        waiting_owner = waiting_run_owner(run_id)
+        if waiting_owner is not None:
+            _lock_user(waiting_owner)  # the admission's lock order: user, then run
         run = _load_run(run_id)
         if run.status in AgentRun.ACTIVE_STATUSES and run.cancel_requested:
             return _run_set_status(run, AgentRun.Status.CANCELLED, "")
+        if run_waits_for_admission(run) and not claim_waiting_run(run, owner_id=waiting_owner):
+            return run
         if run.status == AgentRun.Status.RUNNING and run.lease_owner not in ("", worker):
             if run.lease_expires_at is not None and run.lease_expires_at > timezone.now():
                 return run  # another worker is driving it right now
@@ -272,10 +273,10 @@ def _requeue(run: AgentRun) -> None:
     run.status = AgentRun.Status.QUEUED
     run.pause_reason = ""
     run.error = ""
-    run.save(update_fields=["status", "pause_reason", "error"])
-    _publish_run(run)
+    run.lease_owner, run.lease_expires_at = "", None
+    run.save(update_fields=["status", "pause_reason", "error", "lease_owner", "lease_expires_at"])
+    _admit_or_wait(run)
     _inbox_changed(run.session_id)
-    _dispatch_on_commit(run.pk)
 
 
 def resume_budget_pause(*, session_id: int) -> AgentRun | None:
@@ -294,6 +295,9 @@ def resume_budget_pause(*, session_id: int) -> AgentRun | None:
 
 
 def _run_set_status(run: AgentRun, status: str, error: str, *, pause_reason: str = "") -> AgentRun:
+    # Leaving the active statuses frees a place among the owner's runs in flight.
+    stops = run.is_active and status not in AgentRun.ACTIVE_STATUSES
+    was_waiting = run_waits_for_admission(run)
     run.status = status
     run.error = error[:TEXT_MAX]
     run.pause_reason = pause_reason if status in AgentRun.WAITING_STATUSES else ""
@@ -312,6 +316,8 @@ def _run_set_status(run: AgentRun, status: str, error: str, *, pause_reason: str
         ]
     )
     _publish_run(run)
+    if stops:
+        queue_moved_on_commit(run, was_waiting=was_waiting)
     if status == AgentRun.Status.WAITING_FOR_USER:
         # Something now waits on people: their inboxes, and the notifications they asked for.
         _item_waits(run.session_id, key=f"run:{run.pk}", kind=_run_waits_kind(run))
@@ -455,3 +461,31 @@ def run_cancel(*, session_id: int) -> AgentRun | None:
         run.cancel_requested = True
         run.save(update_fields=["cancel_requested"])
         return _run_set_status(run, AgentRun.Status.CANCELLED, "")
+
+
+# --- the run host (agents/runtime): many runs per worker process ------------------------------
+
+
+def run_renew_leases(*, run_ids: Collection[int], worker: str) -> set[int]:
+    """The run host's heartbeat: extend `worker`'s lease on all these runs in one statement.
+    Returns the ids it still holds (a run missing from it was taken over or stopped)."""
+    ids = list(run_ids)
+    if not ids:
+        return set()
+    held = AgentRun.objects.filter(pk__in=ids, status=AgentRun.Status.RUNNING, lease_owner=worker)
+    if held.update(lease_expires_at=_lease_until()) == len(ids):
+        return set(ids)
+    return set(held.values_list("pk", flat=True))
+
+
+def run_hand_off(*, run_id: int, worker: str) -> bool:
+    """A worker that stops (SIGTERM) gives a running run back: its lease ends now and the run
+    is dispatched again, to be taken up from its stored state by another worker. False when
+    `worker` did not hold it (nothing changes then)."""
+    with transaction.atomic():
+        released = AgentRun.objects.filter(
+            pk=run_id, status=AgentRun.Status.RUNNING, lease_owner=worker
+        ).update(lease_owner="", lease_expires_at=timezone.now())
+        if released:
+            _dispatch_on_commit(run_id)
+    return bool(released)

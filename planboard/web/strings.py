@@ -85,6 +85,8 @@ STRINGS: dict[str, str | Promise] = {
     "untitled_session": _("Untitled session"),
     "run_idle": _("Agent idle"),
     "run_queued": _("Queued"),
+    # A run waiting for a free place among its owner's runs in flight (N-th in line).
+    "run_queue_position": _("Queued, position {position}"),
     "run_running": _("Agent working…"),
     "run_waiting_for_user": _("Waiting for your go-ahead"),
     "run_waiting_for_approval": _("Waiting for a tool call to be approved"),

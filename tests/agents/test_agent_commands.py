@@ -243,3 +243,47 @@ def test_runembedded_serves_the_app_and_runs_the_agent_in_process(
     assert f"Planboard is running at http://127.0.0.1:{port}/" in output
     assert "Log in as: demo / planboard-demo" in output
     assert "Resumed 1 agent run(s)" in output
+
+
+@pytest.mark.slow
+def test_the_embedded_worker_sweeps_for_runs_whose_worker_died(
+    embedded_env: dict[str, str], tmp_path: Path
+):
+    """A run left `running` under another process's lease after start-up (so not among those
+    resumed at start) is taken over once that lease has expired: the embedded worker sweeps."""
+    env = {**embedded_env, "PLANBOARD_RUN_LEASE_SECONDS": "2"}  # a sweep every half second
+    db_path = env["DATABASE_URL"].removeprefix("sqlite:///")
+    manage(env, "migrate", "--noinput", "-v0")
+    manage(env, "ensure_demo_user")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = start_server(env, port, tmp_path / "server.log")
+    try:
+        wait_for(lambda: responds(f"{base}/static/admin/css/base.css"), timeout=180, what="server")
+        session_id = int(
+            manage(
+                env,
+                "shell",
+                "-v0",
+                "-c",
+                SEED
+                + "from planboard.models import AgentRun\n"
+                + "from django.utils import timezone\n"
+                + "AgentRun.objects.filter(session=session).update(status='running', "
+                + "lease_owner='elsewhere:1:dead', lease_expires_at=timezone.now())\n",
+                extra_env={"PLANBOARD_RUN_DISPATCHER": "logging.debug"},
+            ).split()[0]
+        )
+        wait_for(
+            lambda: run_status(db_path, session_id) == "waiting_for_user",
+            timeout=120,
+            what="the swept run to ask for confirmation",
+        )
+        with sqlite3.connect(db_path) as connection:
+            owner = connection.execute(
+                "SELECT lease_owner FROM planboard_agentrun WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        assert owner == ("",)  # released at the pause, after a worker of this server drove it
+    finally:
+        process.kill()
+        process.wait(timeout=30)

@@ -40,7 +40,11 @@ def run_with_profile(user: Any, profile: str) -> AgentRun:
 
 
 def authorization(server: FakeOpenAI) -> list[str]:
-    return [r["headers"].get("Authorization", "") for r in server.requests]
+    # Header names are case-insensitive (the async client writes them in lower case).
+    return [
+        next((v for k, v in r["headers"].items() if k.lower() == "authorization"), "")
+        for r in server.requests
+    ]
 
 
 def everything_sent(*servers: FakeOpenAI) -> str:

@@ -134,18 +134,62 @@ def test_the_heartbeat_renews_the_lease_during_a_long_call(
     assert all(later >= earlier for earlier, later in itertools.pairwise(seen))
 
 
-def test_the_task_looks_again_when_the_lease_would_have_expired(
-    session: ChatSession, user: Any, scripted_model: ScriptedModel, monkeypatch: Any
-) -> None:
-    """A redelivery that finds a live lease must not simply drop the run: if the leasing
-    worker died, nobody else would ever resume it."""
-    from agents import tasks
+# --- the run host's statements (agents/runtime/host.py) ------------------------------------------
 
+
+def test_one_statement_renews_every_lease_a_host_holds_and_names_the_lost_ones(
+    session: ChatSession, user: Any
+) -> None:
+    others = [services.session_create(owner=user) for _ in range(2)]
+    runs = [queued_run(s, user) for s in (session, *others)]
+    for run in runs[:2]:
+        hold_lease(run, "host-a", seconds=1)
+    hold_lease(runs[2], "host-b", seconds=1)  # taken over by another host meanwhile
+    before = timezone.now()
+    held = services.run_renew_leases(run_ids=[r.pk for r in runs], worker="host-a")
+    assert held == {runs[0].pk, runs[1].pk}
+    for run in runs:
+        run.refresh_from_db()
+    assert all(r.lease_expires_at > before + timedelta(seconds=30) for r in runs[:2])
+    assert runs[2].lease_expires_at < before + timedelta(seconds=30)  # not ours: untouched
+    assert services.run_renew_leases(run_ids=[], worker="host-a") == set()
+
+
+def test_a_handed_off_run_is_released_and_dispatched_again_once(
+    session: ChatSession, user: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.PLANBOARD_RUN_DISPATCHER = "tests.agents.test_run_lease.remember_dispatch"
+    DISPATCHED.clear()
     run = queued_run(session, user)
-    hold_lease(run, "worker-a", seconds=30)
-    scheduled: list[dict[str, Any]] = []
-    monkeypatch.setattr(tasks.run_agent, "apply_async", lambda **kwargs: scheduled.append(kwargs))
-    assert tasks.run_agent.run(run.pk) == "leased elsewhere"
-    assert scheduled and scheduled[0]["args"] == [run.pk]
-    assert 29 <= scheduled[0]["countdown"] <= 32  # once the lease would have lapsed
-    assert scripted_model.requests == []
+    hold_lease(run, "host-a", seconds=60)
+    assert not services.run_hand_off(run_id=run.pk, worker="host-b")  # not its run
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.run_hand_off(run_id=run.pk, worker="host-a")
+    dispatched = list(DISPATCHED)
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.RUNNING and run.lease_owner == ""
+    assert run.lease_expires_at <= timezone.now()
+    assert dispatched == [run.pk]
+    # Taken up again by the next worker it reaches.
+    assert services.run_start(run_id=run.pk, worker="host-c").lease_owner == "host-c"
+
+
+def test_the_cancel_check_names_only_the_runs_asked_to_stop(
+    session: ChatSession, user: Any
+) -> None:
+    from planboard import selectors
+
+    other = services.session_create(owner=user)
+    first, second = queued_run(session, user), queued_run(other, user)
+    for run in (first, second):
+        hold_lease(run, "host-a", seconds=60)
+    services.run_cancel(session_id=other.pk)
+    assert selectors.runs_cancel_requested(run_ids=[first.pk, second.pk]) == [second.pk]
+    assert selectors.runs_cancel_requested(run_ids=[]) == []
+
+
+DISPATCHED: list[int] = []
+
+
+def remember_dispatch(run_id: int) -> None:
+    DISPATCHED.append(run_id)

@@ -73,6 +73,13 @@ def in_transaction() -> bool:
     return bool(_default().in_atomic_block)
 
 
+def transaction_probe() -> Callable[[], bool]:
+    """Whether this thread's connection is inside a transaction, asked from any thread (the
+    run's event loop, while this thread does the run's database work)."""
+    connection = _default()
+    return lambda: bool(connection.in_atomic_block)
+
+
 def close_thread_connections() -> None:
     """A thread that used the database closes its own connections when it ends (Django opens
     one per thread; they would stay open until garbage-collected)."""

@@ -94,12 +94,13 @@ def test_any_arguments_and_any_reply_never_break_a_run(
         session_id=session.pk, actor=Actor.person(owner), name="Keep me", subtasks=[{"name": "A"}]
     )
 
-    def answer(found: Any, tool: str, arguments: dict[str, Any]) -> ToolOutput:
+    async def answer(found: Any, tool: str, arguments: dict[str, Any]) -> ToolOutput:
         if isinstance(reply, BaseException):
             raise reply
         return reply
 
-    monkeypatch.setattr(mcp_client, "call_tool", answer)
+    # The run awaits the server on its event loop (agents/runtime).
+    monkeypatch.setattr(mcp_client, "acall_tool", answer)
     model = ScriptedModel(
         [
             ProviderReply(

@@ -24,6 +24,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents.runtime import host as run_host
+from agents.sweeper import start_process_sweeper
 from agents.tasks import resume_orphaned_runs
 from planboard.tasks import start_inbox_sweeps
 
@@ -49,6 +51,8 @@ class EmbeddedWorker:
 
         app.finalize()
         app.set_current()
+        # Runs are hosted here as in a worker process: many at once on one event loop.
+        run_host.enable()
         self.controller = Controller(
             app=app,
             pool="threads",
@@ -67,9 +71,12 @@ class EmbeddedWorker:
         self.thread.start()
         if not self.started.wait(timeout):
             raise CommandError("The embedded worker did not start.")
+        # The threads pool sends no worker_process_init: start this process's sweep here.
+        start_process_sweeper()
 
     def stop(self) -> bool:
-        """Stop consuming; True when no run was left in progress."""
+        """Stop consuming and hand the runs off; True when no run was left in progress."""
+        run_host.shutdown()
         stopper = threading.Thread(target=self.controller.stop, daemon=True)
         stopper.start()
         stopper.join(STOP_GRACE_SECONDS)

@@ -29,7 +29,7 @@ from planboard.api.views.base import (
     request_channel,
 )
 from planboard.models import ChatSession
-from planboard.snapshots import serialize_message, serialize_run, serialize_session
+from planboard.snapshots import serialize_message, serialize_session
 from planboard.users import signed_in
 
 
@@ -55,7 +55,10 @@ class SessionListView(ApiDefaults, generics.ListAPIView):
         assert page is not None, "REST_FRAMEWORK sets a paginator for every list"
         # The latest runs of the whole page in one query.
         runs = selectors.latest_runs_by_session([x.pk for x in page])
-        rows = [{**serialize_session(x), "latest_run": serialize_run(runs.get(x.pk))} for x in page]
+        rows = [
+            {**serialize_session(x), "latest_run": selectors.run_shown(runs.get(x.pk))}
+            for x in page
+        ]
         return self.get_paginated_response(rows)
 
     @extend_schema(
@@ -153,7 +156,7 @@ class SessionMessagesView(ApiView):
             intent=data["intent"],
             channel=request_channel(request),
         )
-        body = {"message": serialize_message(message), "run": serialize_run(run)}
+        body = {"message": serialize_message(message), "run": selectors.run_shown(run)}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
@@ -168,4 +171,4 @@ class SessionCancelView(ApiView):
     def post(self, request: Request, session_id: int) -> Response:
         editable_session(signed_in(request), session_id)
         run = services.run_cancel(session_id=session_id)
-        return Response({"run": serialize_run(run)})
+        return Response({"run": selectors.run_shown(run)})

@@ -26,7 +26,7 @@ from planboard.api.views.base import (
     request_channel,
 )
 from planboard.models import AgentRun, ToolCall, Toolset
-from planboard.snapshots import serialize_run, serialize_tool_call
+from planboard.snapshots import serialize_tool_call
 from planboard.users import signed_in
 
 TOOLSET_ID = path_id("toolset_id", "Toolset")
@@ -213,4 +213,4 @@ class ToolCallDecisionView(ApiView):
             **data,
         )
         run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
-        return Response({"tool_call": serialize_tool_call(record), "run": serialize_run(run)})
+        return Response({"tool_call": serialize_tool_call(record), "run": selectors.run_shown(run)})

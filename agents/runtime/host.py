@@ -1,0 +1,206 @@
+"""The run host: one asyncio loop per worker process, on a thread, driving many runs at once.
+
+`run_agent` (agents/tasks.py) takes a run's lease in a short transaction and hands the run
+here (`adopt`); the task then returns and its message is acknowledged. Each run is a task on
+the loop (`agents.loop.drive`): while it waits on a hosted model it costs no thread and no
+database connection. Its database work goes to the host's `PoolLane` (a few threads, each
+with its own connection).
+
+Periodic work, one statement each for all the host's runs:
+- the heartbeat renews every lease the host holds (every third of the lease);
+- the cancel check (every half second) reads which runs were asked to stop and ends their
+  wait on the model at once;
+Runs whose host died are re-dispatched by the sweep every worker process runs beside its host
+(`agents.sweeper`, issue 28).
+
+On worker shutdown (`stop`) the host takes no new runs, tells every run to hand off at its
+next safe point — a wait on the model ends at once, a database unit or a tool call is let
+finish (bounded by the tool timeout) — then each run's lease is released and the run is
+dispatched again, for another worker to take up from its stored state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from django.conf import settings
+
+from agents import loop
+from agents.runtime.control import ModelSlots, RunControl
+from agents.runtime.lanes import PoolLane
+from planboard import selectors, services
+from planboard.models import AgentRun
+
+logger = logging.getLogger(__name__)
+
+CANCEL_CHECK_SECONDS = 0.5
+# What a stopping host waits for at most, beyond the tool timeout, before it exits anyway.
+STOP_MARGIN_SECONDS = 5.0
+
+
+class RunHost:
+    def __init__(self) -> None:
+        # One owner name for all the host's leases: one statement renews them all.
+        self.pid = os.getpid()
+        self.worker = f"{socket.gethostname()}:{self.pid}:{uuid.uuid4().hex[:12]}"
+        self.lane = PoolLane(threads=int(settings.PLANBOARD_RUN_DB_THREADS))
+        self.slots = ModelSlots()
+        self.accepting = True
+        self.runs: dict[int, tuple[asyncio.Task[Any], RunControl]] = {}
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="run-host", daemon=True)
+        self._periodic: list[asyncio.Task[Any]] = []
+        self._ready = threading.Event()
+
+    # --- the loop's thread ----------------------------------------------------------------
+
+    def start(self) -> RunHost:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        lease = float(settings.PLANBOARD_RUN_LEASE_SECONDS)
+        self._periodic = [
+            self.loop.create_task(self._every(lease / 3, self._heartbeat)),
+            self.loop.create_task(self._every(CANCEL_CHECK_SECONDS, self._check_cancels)),
+        ]
+        self.loop.call_soon(self._ready.set)
+        self.loop.run_forever()
+
+    async def _every(self, seconds: float, action: Callable[[], Awaitable[Any]]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await action()
+            except Exception:  # the database may be briefly away: try again next time
+                logger.warning("periodic work of the run host failed", exc_info=True)
+
+    async def _heartbeat(self) -> None:
+        if self.runs:
+            ids = list(self.runs)
+            held = await self.lane.control(
+                services.run_renew_leases, run_ids=ids, worker=self.worker
+            )
+            for lost in set(ids) - held:
+                # Taken over or stopped: the run sees it at its next step; its model wait
+                # need not go on meanwhile.
+                logger.info("run %s is no longer held by %s", lost, self.worker)
+
+    async def _check_cancels(self) -> None:
+        if self.runs:
+            ids = list(self.runs)
+            for run_id in await self.lane.control(selectors.runs_cancel_requested, run_ids=ids):
+                entry = self.runs.get(run_id)
+                if entry is not None:
+                    entry[1].cancel()
+
+    async def _host(self, run: AgentRun, control: RunControl) -> None:
+        try:
+            await loop.drive(run, worker=self.worker, lane=self.lane, control=control)
+        except Exception:
+            logger.exception("run %s ended on an error of the host", run.pk)
+        finally:
+            self.runs.pop(run.pk, None)
+
+    # --- from other threads -----------------------------------------------------------------
+
+    def adopt(self, run: AgentRun) -> bool:
+        """Drive `run` (its lease taken by `self.worker`); False when this host is stopping.
+        The run is handed to the loop without waiting for it: the task's thread goes back to
+        the broker at once, however busy the loop is."""
+        if not self.accepting:
+            return False
+        self.loop.call_soon_threadsafe(self._adopt, run)
+        return True
+
+    def _adopt(self, run: AgentRun) -> None:
+        if run.pk in self.runs:
+            return  # delivered twice while driven here: the lease is ours already
+        if not self.accepting:
+            # Stopped between the task's check and now: give the run back.
+            self.loop.create_task(
+                self.lane.run(services.run_hand_off, run_id=run.pk, worker=self.worker)
+            )
+            return
+        control = RunControl(run_id=run.pk, slots=self.slots)
+        self.runs[run.pk] = (self.loop.create_task(self._host(run, control)), control)
+
+    def in_flight(self) -> int:
+        return len(self.runs)
+
+    def stop(self, *, timeout: float | None = None) -> int:
+        """Hand every run off and stop the loop; returns how many runs were still there at
+        the deadline (0 normally)."""
+        if not self._thread.is_alive():
+            return 0
+        self.accepting = False
+        limit = (
+            timeout
+            if timeout is not None
+            else float(settings.PLANBOARD_TOOL_TIMEOUT) + STOP_MARGIN_SECONDS
+        )
+        left = asyncio.run_coroutine_threadsafe(self._hand_off_all(limit), self.loop)
+        try:
+            remaining = left.result(timeout=limit + 5)
+        except Exception:
+            logger.warning("handing runs off did not finish in time", exc_info=True)
+            remaining = len(self.runs)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        self.lane.close()
+        return remaining
+
+    async def _hand_off_all(self, limit: float) -> int:
+        for _, control in list(self.runs.values()):
+            control.hand_off()
+        deadline = time.monotonic() + limit
+        while self.runs and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for task in self._periodic:
+            task.cancel()
+        return len(self.runs)
+
+
+# --- one host per process ----------------------------------------------------------------------
+
+_host: RunHost | None = None
+_enabled = False
+_lock = threading.Lock()
+
+
+def enable() -> None:
+    """Mark this process (a worker) as one whose runs are hosted; the host starts on demand."""
+    global _enabled
+    _enabled = True
+
+
+def current() -> RunHost | None:
+    """This process's host, started on first use; None where runs are not hosted (tests,
+    the web process): `agents.loop.execute_run` drives them on the calling thread there."""
+    global _host
+    if not _enabled:
+        return None
+    with _lock:
+        if _host is None or _host.pid != os.getpid():
+            _host = RunHost().start()
+        return _host
+
+
+def shutdown() -> None:
+    """Hand this process's runs off and stop its host (worker shutdown). The stopped host
+    stays this process's: a run that still arrives is sent on, not adopted."""
+    with _lock:
+        host = _host
+    if host is not None and host.pid == os.getpid() and host.accepting:
+        left = host.stop()
+        logger.info("run host stopped; %d run(s) not handed off in time", left)

@@ -1,0 +1,456 @@
+"""Benchmark 5: many runs at once on one worker host, waiting on a slow model (issue 23).
+
+N people each post a message to a session of their own at the same moment; each message
+queues an agent run on Redis that one worker host — `celery -A planboard worker`, pinned to
+two CPUs with `taskset -c 0,1` — drives against PostgreSQL. The model is an OpenAI-compatible
+server (tests/support/paced_model.py) that answers every request after `--delay` seconds;
+each run takes `--answers` answers (a mutating plan tool, read-only plan tools, a final text).
+
+The ideal wall time is answers x delay: every run waits on the model at the same time and
+costs nothing else. Reported: wall vs ideal, the wait from each message to its run's first
+model request (p50/p95), the most model requests in flight at once, the worker host's RSS
+(every process of it, peak), its PostgreSQL connections (`pg_stat_activity` by
+application_name, peak) and how many runs completed.
+
+    .venv/bin/python bench/run_concurrency.py --runs 200 [--delay 2] [--answers 4]
+        [--concurrency N] [--label TEXT] [--timeout 300]
+
+Each invocation keeps its row (by label) in bench/results/run_concurrency.json and rewrites
+the section of docs/PERFORMANCE.md from all rows, so the floor stays beside later figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as common
+
+RESULTS = common.ROOT / "bench" / "results" / "run_concurrency.json"
+APP_NAME = "planboard-bench-worker"
+
+
+def start_worker(db_url: str, model_url: str, concurrency: int | None) -> common.Process:
+    argv = [
+        str(common.ROOT / ".venv" / "bin" / "celery"),
+        "-A",
+        "planboard",
+        "worker",
+        "--loglevel=WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+    if concurrency:
+        argv.append(f"--concurrency={concurrency}")
+    if shutil.which("taskset"):
+        argv = ["taskset", "-c", "0,1", *argv]
+    env = common.server_env(
+        db_url,
+        PLANBOARD_LLM_MODEL="openai/paced-model",
+        PLANBOARD_LLM_API_BASE=model_url,
+        PLANBOARD_LLM_API_KEY="sk-bench",
+        PLANBOARD_LLM_RETRY_DELAY="0.5",
+        # libpq's own variable: every connection of the worker host carries this name.
+        PGAPPNAME=APP_NAME,
+    )
+    return common.Process("celery", argv, env)
+
+
+def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
+    from planboard.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if worker.popen.poll() is not None:
+            raise SystemExit(f"the worker exited:\n{worker.tail()}")
+        if app.control.ping(timeout=1.0):
+            return
+    raise SystemExit(f"the worker did not answer pings:\n{worker.tail()}")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its descendants so far (children that
+    exited are not counted: pool processes live as long as the worker)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants, in MiB."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total_kb, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024
+
+
+class Sampler(threading.Thread):
+    """Peak RSS and PostgreSQL connections of the worker host while the runs go."""
+
+    def __init__(self, pid: int, db_url: str) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.db_url = pid, db_url
+        self.rss_mb = 0.0
+        self.connections = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            while not self.done.wait(0.25):
+                self.rss_mb = max(self.rss_mb, tree_rss_mb(self.pid))
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                    [APP_NAME],
+                ).fetchone()
+                self.connections = max(self.connections, int(row[0]) if row else 0)
+
+
+def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: int) -> dict:
+    from django.contrib.auth import get_user_model
+
+    from planboard import services
+    from planboard.models import AgentRun, Message
+
+    server = PACED
+    users = get_user_model().objects
+    targets = []
+    for number in range(runs):
+        user = users.create_user(f"concurrency-{number}-{time.monotonic_ns()}")
+        targets.append((user, services.session_create(owner=user, need_user_confirm=False)))
+    sampler = Sampler(worker_pid, common.postgres_url())
+    sampler.start()
+    cpu_before = tree_cpu_seconds(worker_pid)
+    started = time.time()
+    posted: dict[str, tuple[int, int]] = {}
+    for number, (user, session) in enumerate(targets):
+        tag = f"b{number}"
+        message, run = services.message_post(
+            session_id=session.pk, author=user, content=f"Plan something small [run:{tag}]"
+        )
+        posted[tag] = (message.pk, run.pk)
+    run_ids = [r for _, r in posted.values()]
+    active = AgentRun.objects.filter(pk__in=run_ids, status__in=AgentRun.ACTIVE_STATUSES)
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    while active.exists():
+        if time.monotonic() > deadline:
+            timed_out = True
+            break
+        time.sleep(0.05)
+    wall = time.time() - started
+    cpu = tree_cpu_seconds(worker_pid) - cpu_before
+    sampler.done.set()
+    sampler.join(5)
+
+    sent = {
+        m.pk: m.created_at.timestamp()
+        for m in Message.objects.filter(pk__in=[m for m, _ in posted.values()])
+    }
+    waits = [
+        server.first_seen[tag] - sent[message_id]
+        for tag, (message_id, _) in posted.items()
+        if tag in server.first_seen
+    ]
+    steps = sum(AgentRun.objects.filter(pk__in=run_ids).values_list("step_count", flat=True))
+    statuses: dict[str, int] = {}
+    for status in AgentRun.objects.filter(pk__in=run_ids).values_list("status", flat=True):
+        statuses[status] = statuses.get(status, 0) + 1
+    ideal = answers * delay
+    return {
+        "runs": runs,
+        "delay": delay,
+        "answers": answers,
+        "wall": round(wall, 1),
+        "timed_out": timed_out,
+        "ideal": ideal,
+        "ratio": round(wall / ideal, 1),
+        "completed": statuses.get("succeeded", 0),
+        "statuses": statuses,
+        "first_request_p50": round(common.percentile(waits, 0.5), 2) if waits else None,
+        "first_request_p95": round(common.percentile(waits, 0.95), 2) if waits else None,
+        "first_requests_seen": len(waits),
+        "max_in_flight": server.max_in_flight,
+        "rss_mb": round(sampler.rss_mb),
+        "steps": steps,
+        # The worker host's CPU per model call, everything included (adopting, the database
+        # work, litellm, streaming, broadcasts): what bounds the runs one host can drive.
+        "cpu_ms_per_step": round(cpu * 1000 / max(1, steps), 1),
+        "pg_connections": sampler.connections,
+    }
+
+
+PACED: Any = None
+
+# Where a sampled frame's time is counted: the first of these (leaf upwards) its file matches.
+AREAS = [
+    ("litellm", "litellm (request building, response parsing, streaming wrapper)"),
+    ("openai/", "the OpenAI SDK"),
+    ("httpx", "httpx (HTTP client)"),
+    ("aiohttp", "aiohttp (HTTP client)"),
+    ("psycopg", "psycopg (PostgreSQL driver)"),
+    ("django/db/", "Django ORM"),
+    ("redis/", "redis-py (broadcasts)"),
+    ("channels", "channels"),
+    ("tiktoken", "tiktoken (token counting)"),
+    ("pydantic", "pydantic"),
+    ("agents/hints", "the hint"),
+    ("agents/", "agents (loop, context, tools)"),
+    ("planboard/", "planboard (services, selectors)"),
+    ("asyncio/", "asyncio"),
+    ("celery/", "celery"),
+    ("kombu/", "kombu"),
+    ("json/", "json"),
+]
+
+
+def _pool_pids(parent: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent:
+                found.append(int(entry.name))
+    return found or [parent]
+
+
+def start_py_spy(parent: int) -> list[tuple[Any, Path]]:
+    import subprocess
+    import tempfile
+
+    spy = shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
+    spies = []
+    for pid in _pool_pids(parent):
+        out = Path(tempfile.mkstemp(prefix=f"run-concurrency-{pid}-", suffix=".txt")[1])
+        argv = [spy, "record", "--gil", "-p", str(pid), "-r", "100", "-f", "raw", "-o", str(out)]
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spies.append((process, out))
+    return spies
+
+
+def py_spy_summary(spies: list[tuple[Any, Path]]) -> dict[str, Any]:
+    """Samples on CPU per area, over all pool processes (py-spy skips idle threads)."""
+    import signal
+
+    for process, _ in spies:
+        process.send_signal(signal.SIGINT)
+    for process, _ in spies:
+        process.wait(60)
+    areas: dict[str, int] = {}
+    leaves: dict[str, int] = {}
+    total = 0
+    for _, out in spies:
+        for line in out.read_text(errors="replace").splitlines():
+            stack, _, count = line.rpartition(" ")
+            if not count.isdigit():
+                continue
+            samples = int(count)
+            frames = stack.split(";")
+            total += samples
+            leaves[frames[-1]] = leaves.get(frames[-1], 0) + samples
+            area = "other"
+            for frame in reversed(frames):
+                match = next((label for key, label in AREAS if key in frame), None)
+                if match:
+                    area = match
+                    break
+            areas[area] = areas.get(area, 0) + samples
+    top = sorted(areas.items(), key=lambda item: -item[1])
+    return {
+        "samples": total,
+        "areas": [(name, round(100 * n / max(1, total), 1)) for name, n in top],
+        "leaves": sorted(leaves.items(), key=lambda item: -item[1])[:15],
+    }
+
+
+def main() -> None:
+    global PACED
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=2.0)
+    parser.add_argument("--answers", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=None, help="default: the app's")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--label", default="", help="the row's name in the report")
+    parser.add_argument("--no-report", action="store_true")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the worker's processes with py-spy (on PATH) and say where CPU goes",
+    )
+    args = parser.parse_args()
+
+    db_url = common.recreate_postgres()
+    common.flush_redis()
+    # Runs name the model they were created with: the paced server.
+    common.setup_django(
+        db_url, REDIS_URL=common.REDIS_BENCH_URL, PLANBOARD_LLM_MODEL="openai/paced-model"
+    )
+    from tests.support.paced_model import PacedOpenAI
+
+    PACED = PacedOpenAI(delay=args.delay, answers=args.answers).start()
+    worker = start_worker(db_url, PACED.base_url, args.concurrency)
+    try:
+        wait_for_worker(worker)
+        time.sleep(2)  # every pool process is up and warm
+        spies = start_py_spy(worker.popen.pid) if args.profile else []
+        result = measure(args.runs, args.delay, args.answers, args.timeout, worker.popen.pid)
+        if spies:
+            result["profile"] = py_spy_summary(spies)
+    finally:
+        worker.stop(timeout=30)
+        PACED.stop()
+    result["label"] = args.label or f"runs={args.runs} concurrency={args.concurrency or 'default'}"
+    result["command"] = common.command_line()
+    result["git"] = os.popen(f"git -C {common.ROOT} rev-parse --short HEAD").read().strip()
+    print(json.dumps(result))
+    if not args.no_report:
+        write_report(result)
+
+
+def verdict_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The newest unprofiled N=200 row of the current code against issue 23's targets."""
+    candidates = [
+        r
+        for r in rows
+        if r["runs"] == 200 and not r.get("profile") and not r["label"].startswith("floor")
+    ]
+    if not candidates:
+        return []
+    row = candidates[-1]
+    checks = [
+        ("wall at most 1.5x ideal", f"{row['ratio']}x", row["ratio"] <= 1.5),
+        (
+            "first request p95 at most 1 s",
+            f"{row['first_request_p95']} s",
+            (row["first_request_p95"] or 99) <= 1.0,
+        ),
+        ("RSS at most 1.5 GB", f"{row['rss_mb']} MiB", row["rss_mb"] <= 1536),
+        ("at most 30 connections", str(row["pg_connections"]), row["pg_connections"] <= 30),
+        ("all runs complete", f"{row['completed']}/{row['runs']}", row["completed"] == 200),
+    ]
+    return [
+        f"Targets (row `{row['label']}`): "
+        + "; ".join(f"{name}: {value} {'met' if ok else 'NOT met'}" for name, value, ok in checks)
+        + ". On this shared VM (other work at the load average above) the same command's wall "
+        "time moves by a third between runs; CPU per step moves less.",
+        "",
+    ]
+
+
+def profile_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Where the worker's CPU went, from the newest row measured with `--profile`."""
+    profiled = [r for r in rows if r.get("profile")]
+    if not profiled:
+        return []
+    row = profiled[-1]
+    profile = row["profile"]
+    return [
+        "",
+        f"Where the worker host's CPU goes (row `{row['label']}`, {row['cpu_ms_per_step']} ms "
+        f"per step; py-spy samples of threads holding the GIL, {profile['samples']} samples, "
+        "each counted in the first area its stack reaches from the leaf upwards):",
+        "",
+        *common.table(
+            ["area", "share of CPU samples"],
+            [[name, f"{share}%"] for name, share in profile["areas"] if share >= 0.5],
+        ),
+    ]
+
+
+def write_report(result: dict[str, Any]) -> None:
+    RESULTS.parent.mkdir(exist_ok=True)
+    rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    rows = [r for r in rows if r["label"] != result["label"]] + [result]
+    RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+    lines = [
+        *common.machine_lines(common.service_versions()),
+        "",
+        "One worker host (`taskset -c 0,1 celery -A planboard worker`), N runs started at once, "
+        "a model answering each request after the delay, 4 answers per run (issue 23). "
+        "Targets at N=200, delay 2 s: wall at most 1.5x ideal, first request p95 at most 1 s, "
+        "RSS at most 1.5 GB, at most 30 PostgreSQL connections, all runs complete.",
+        "",
+        *common.table(
+            [
+                "row",
+                "runs",
+                "wall s (ideal)",
+                "ratio",
+                "done",
+                "first request p50 / p95 s",
+                "max in flight",
+                "RSS MiB",
+                "PG conns",
+                "worker CPU ms/step",
+                "commit",
+            ],
+            [
+                [
+                    r["label"],
+                    r["runs"],
+                    f"{r['wall']}{' timeout' if r['timed_out'] else ''} ({r['ideal']:g})",
+                    f"{r['ratio']}x",
+                    f"{r['completed']}/{r['runs']}",
+                    f"{r['first_request_p50']} / {r['first_request_p95']}"
+                    f" ({r['first_requests_seen']} seen)",
+                    r["max_in_flight"],
+                    r["rss_mb"],
+                    r["pg_connections"],
+                    r.get("cpu_ms_per_step", "n/a"),
+                    r["git"],
+                ]
+                for r in rows
+            ],
+        ),
+        "",
+        *verdict_lines(rows),
+        "Commands: " + "; ".join(f"`{r['command']}`" for r in rows),
+        *profile_lines(rows),
+    ]
+    common.write_section("run_concurrency", "5. Runs at once on one worker host", lines)
+
+
+if __name__ == "__main__":
+    main()

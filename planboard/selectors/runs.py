@@ -1,0 +1,68 @@
+"""Run queue reads: which queued runs wait for admission (the per-user cap on runs in flight),
+their place in their owner's queue, and the runs the sweep looks at.
+
+A queued run is *in flight* once it has been dispatched to a worker: its `lease_expires_at`
+then holds the time by which a worker must have started it (else the sweep dispatches it
+again). A queued run without one waits for admission; `services.run_admit_waiting` lets it in
+when one of its owner's runs stops."""
+
+from __future__ import annotations
+
+from django.db.models import Min, Q, Subquery
+
+from planboard.models import AgentRun, ChatSession
+from planboard.shapes import RunSnapshot
+from planboard.snapshots import serialize_run
+
+# Queued, not dispatched yet: waiting for a free place among its owner's runs in flight.
+WAITING_FOR_ADMISSION = Q(status=AgentRun.Status.QUEUED, lease_expires_at__isnull=True)
+# Dispatched or running: what counts against PLANBOARD_USER_RUNS_IN_FLIGHT.
+IN_FLIGHT = Q(status=AgentRun.Status.RUNNING) | Q(
+    status=AgentRun.Status.QUEUED, lease_expires_at__isnull=False
+)
+
+
+def run_waits_for_admission(run: AgentRun) -> bool:
+    return run.status == AgentRun.Status.QUEUED and run.lease_expires_at is None
+
+
+def runs_in_flight(*, user_id: int) -> int:
+    return AgentRun.objects.filter(IN_FLIGHT, session__owner_id=user_id).count()
+
+
+def runs_waiting(*, user_id: int, before_id: int | None = None) -> int:
+    """How many of the user's runs wait for admission (those created before `before_id`)."""
+    waiting = AgentRun.objects.filter(WAITING_FOR_ADMISSION, session__owner_id=user_id)
+    if before_id is not None:
+        waiting = waiting.filter(pk__lt=before_id)
+    return waiting.count()
+
+
+def run_queue_position(*, run: AgentRun) -> int | None:
+    """1-based place among its owner's runs waiting for admission; None when not waiting.
+    One query, and only for a waiting run."""
+    if not run_waits_for_admission(run):
+        return None
+    owner = ChatSession.objects.filter(pk=run.session_id).values("owner_id")[:1]
+    earlier = AgentRun.objects.filter(
+        WAITING_FOR_ADMISSION, session__owner_id=Subquery(owner), pk__lt=run.pk
+    ).count()
+    return earlier + 1
+
+
+def run_shown(run: AgentRun | None) -> RunSnapshot | None:
+    """The run as clients see it (REST, socket, snapshot), its queue position included."""
+    if run is None:
+        return None
+    return serialize_run(run, queue_position=run_queue_position(run=run))
+
+
+def users_with_waiting_runs(*, limit: int) -> list[int]:
+    """Owners some of whose runs wait for admission, those waiting longest first."""
+    return list(
+        AgentRun.objects.filter(WAITING_FOR_ADMISSION)
+        .values("session__owner_id")
+        .annotate(first=Min("id"))
+        .order_by("first")
+        .values_list("session__owner_id", flat=True)[:limit]
+    )

@@ -1,0 +1,131 @@
+"""`llm.acomplete`, the model call of the run host: the same answers, retries and errors as
+`llm.complete`, awaited on an event loop; 429s wait as long as the server asks; a run's
+control ends a wait on the model at once (cancel, hand-off)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agents import llm
+from agents.runtime.control import HandedOff, ModelSlots, RunControl
+from tests.support.openai_server import FakeOpenAI
+from tests.support.paced_model import PacedOpenAI
+
+MESSAGES = [{"role": "user", "content": "Plan it [run:t1]"}]
+
+
+@pytest.fixture
+def paced(settings: Any) -> Iterator[PacedOpenAI]:
+    server = PacedOpenAI(delay=0.0, answers=1).start()
+    settings.PLANBOARD_LLM_MODEL = "openai/paced-model"
+    settings.PLANBOARD_LLM_API_BASE = server.base_url
+    settings.PLANBOARD_LLM_API_KEY = "sk-test"
+    settings.PLANBOARD_LLM_RETRY_DELAY = 0
+    settings.PLANBOARD_LLM_TIMEOUT = 20
+    yield server
+    server.stop()
+
+
+def listener(pieces: list[str]) -> llm.StreamListener:
+    return llm.StreamListener(on_text=pieces.append, on_reset=pieces.clear)
+
+
+def test_acomplete_streams_the_same_answer_as_complete(openai_server: FakeOpenAI) -> None:
+    calls = [
+        {
+            "id": "call_a1",
+            "type": "function",
+            "function": {"name": "get_subtask_count", "arguments": "{}"},
+        }
+    ]
+    openai_server.answer("Counting the subtasks.", calls=calls)
+    openai_server.answer("Counting the subtasks.", calls=calls)
+    pieces: list[str] = []
+    awaited = asyncio.run(llm.acomplete(messages=MESSAGES, listener=listener(pieces)))
+    called = llm.complete(messages=MESSAGES, listener=listener([]))
+    assert "".join(pieces) == "Counting the subtasks."
+    for field in ("content", "tool_calls", "prompt_tokens", "completion_tokens", "attempts"):
+        assert getattr(awaited, field) == getattr(called, field)
+    assert awaited.tool_calls == calls
+    assert all(r["body"]["stream"] for r in openai_server.requests)
+
+
+def test_acomplete_turns_a_refusal_into_a_readable_error(openai_server: FakeOpenAI) -> None:
+    openai_server.fail(401, "bad key")
+    with pytest.raises(llm.LLMError) as error:
+        asyncio.run(llm.acomplete(messages=MESSAGES))
+    assert error.value.attempts == 1 and not error.value.transient
+    assert "refused" in error.value.message
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_429_is_retried_after_the_wait_the_server_asks_for(
+    paced: PacedOpenAI, streamed: bool
+) -> None:
+    paced.rate_limited = 1
+    paced.retry_after = "1"
+    started = time.monotonic()
+    result = asyncio.run(
+        llm.acomplete(messages=MESSAGES, listener=listener([]) if streamed else None)
+    )
+    # The configured backoff is 0 s: only the server's Retry-After makes it wait.
+    assert time.monotonic() - started >= 1.0
+    assert result.attempts == 2 and result.content == "Done after 1 answers."
+    assert paced.refused == 1 and paced.requests == 2
+
+
+def test_the_synchronous_call_honours_retry_after_too(paced: PacedOpenAI) -> None:
+    paced.rate_limited = 1
+    paced.retry_after = "1"
+    waits: list[float] = []
+    result = llm.complete(messages=MESSAGES, sleep=waits.append)
+    assert waits == [1.0] and result.attempts == 2
+
+
+def test_429s_past_the_last_attempt_fail_the_call(paced: PacedOpenAI, settings: Any) -> None:
+    settings.PLANBOARD_LLM_ATTEMPTS = 2
+    paced.rate_limited = 5
+    paced.retry_after = "0"
+    with pytest.raises(llm.LLMError) as error:
+        asyncio.run(llm.acomplete(messages=MESSAGES))
+    assert error.value.transient and error.value.attempts == 2
+    assert "RateLimitError" in error.value.message
+
+
+@pytest.mark.parametrize("how", ["cancel", "hand_off"])
+def test_the_run_control_ends_a_wait_on_the_model_at_once(paced: PacedOpenAI, how: str) -> None:
+    paced.delay = 300.0  # the answer is five minutes away
+
+    async def scenario() -> None:
+        control = RunControl(run_id=1)
+        waiting = asyncio.ensure_future(control.watch(llm.acomplete(messages=MESSAGES)))
+        while "t1" not in paced.first_seen:
+            await asyncio.sleep(0.02)
+        getattr(control, how)()
+        await asyncio.wait_for(waiting, timeout=30)  # generous: only stops a hang
+
+    expected = llm.LLMCancelled if how == "cancel" else HandedOff
+    with pytest.raises(expected):
+        asyncio.run(scenario())
+
+
+def test_model_slots_bound_the_requests_in_flight_per_model(paced: PacedOpenAI, settings: Any):
+    settings.PLANBOARD_MODEL_CONCURRENCY = 2
+    paced.delay = 0.3
+
+    async def scenario() -> None:
+        slots = ModelSlots()
+
+        async def ask() -> None:
+            async with slots("openai/paced-model"):
+                await llm.acomplete(messages=MESSAGES)
+
+        await asyncio.gather(*(ask() for _ in range(6)))
+
+    asyncio.run(scenario())
+    assert paced.requests == 6 and paced.max_in_flight == 2

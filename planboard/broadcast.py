@@ -55,6 +55,11 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
+def inbox_group(user_id: int) -> str:
+    """The sockets of one person's inbox (the page and every page's count) join this group."""
+    return f"inbox.{user_id}"
+
+
 def encode_event(event: Mapping[str, Any]) -> dict[str, Any]:
     """The channel-layer message that carries `event` to sockets: its JSON text, made once
     for all of them, and its type (the only field a consumer looks at)."""

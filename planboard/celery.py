@@ -1,4 +1,5 @@
-"""The Celery application; tasks live in `agents.tasks`."""
+"""The Celery application; tasks live in `agents.tasks` (runs) and `planboard.tasks`
+(notifications, action-link expiry)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 app = Celery("planboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["agents"])
+app.autodiscover_tasks(["agents", "planboard"])
 
 
 @signals.after_setup_logger.connect

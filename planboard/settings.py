@@ -297,6 +297,8 @@ SPECTACULAR_SETTINGS = {
         "ToolsetKindEnum": "planboard.models.Toolset.Kind",
         "ToolCallStatusEnum": "planboard.models.ToolCall.Status",
         "ToolPolicyEnum": "planboard.models.ToolsetTool.Policy",
+        "DecisionChannelEnum": "planboard.models.Channel",
+        "InboxKindEnum": "planboard.models.Decision.Kind",
     },
 }
 
@@ -335,13 +337,50 @@ PLANBOARD_MODEL_CONCURRENCY = int(os.environ.get("PLANBOARD_MODEL_CONCURRENCY", 
 PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
     os.environ.get("PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", "0.002")
 )
-PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "0.8"))
+# Seconds the offline demo model waits before each answer: slow enough to follow the board
+# and edit it mid-run, as the README invites (tests set 0).
+PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "2.5"))
 # Dotted path of the callable that starts an agent run once its row is committed.
 # In-process models (litellm custom providers): provider name -> dotted path of a model object
 # or class with `respond(model=, messages=, tools=)`. `planboard-demo/<anything>` is the
 # offline demo model.
 PLANBOARD_LOCAL_MODELS = {"planboard-demo": "agents.demo_model.DemoModel"}
 PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.tasks.dispatch_run")
+# --- The inbox's notifications and action links (docs/INBOX.md) -------------------------
+# How a queued notification is handed to a worker: called with (notification id, delay).
+PLANBOARD_NOTIFICATION_DISPATCHER = os.environ.get(
+    "PLANBOARD_NOTIFICATION_DISPATCHER", "planboard.tasks.dispatch_notification"
+)
+# Where people reach this site: the absolute links in emails and webhooks start with it.
+PLANBOARD_PUBLIC_URL = os.environ.get("PLANBOARD_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# How long a signed action link works; an approval nobody decided by then counts as denied.
+PLANBOARD_ACTION_LINK_HOURS = float(os.environ.get("PLANBOARD_ACTION_LINK_HOURS", "24"))
+PLANBOARD_WEBHOOK_TIMEOUT = float(os.environ.get("PLANBOARD_WEBHOOK_TIMEOUT", "10"))
+# Sending attempts per notification (email or webhook) before it is marked failed.
+PLANBOARD_NOTIFICATION_ATTEMPTS = int(os.environ.get("PLANBOARD_NOTIFICATION_ATTEMPTS", "5"))
+# A notification claimed this long ago by a worker that never finished is sent again.
+PLANBOARD_NOTIFICATION_CLAIM_SECONDS = float(
+    os.environ.get("PLANBOARD_NOTIFICATION_CLAIM_SECONDS", "300")
+)
+# Email through Django's backend: printed to the console in the embedded mode.
+EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if PLANBOARD_EMBEDDED
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "planboard@localhost")
+# Sweeps for a beat process (`celery -A planboard beat`): notifications whose hand-off was
+# lost, and action links that expired unused (approvals count as denied).
+CELERY_BEAT_SCHEDULE = {
+    "send-due-notifications": {"task": "planboard.tasks.send_due_notifications", "schedule": 60.0},
+    "expire-action-links": {"task": "planboard.tasks.expire_action_links", "schedule": 60.0},
+}
 # External tools (MCP servers): how long one call may take (seconds, server start included),
 # how much of its output the model gets (characters), and the function `planboard` calls to
 # ask a toolset's server for its tools (planboard never imports `agents`).

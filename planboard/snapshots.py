@@ -360,6 +360,7 @@ def serialize_tool_call(record: ToolCall) -> dict[str, Any]:
         "note": record.note,
         "decided_by": record.decided_by.get_username() if record.decided_by is not None else None,
         "decided_at": iso(record.decided_at),
+        "decided_via": record.decided_via or None,
         "always_allow": record.always_allow,
         "started_at": iso(record.started_at),
         "finished_at": iso(record.finished_at),

@@ -36,6 +36,12 @@ def _no_dispatch(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _demo_without_pauses(settings: Any) -> None:
+    """The demo model paces its answers for people; tests that want a pace set one."""
+    settings.PLANBOARD_DEMO_STEP_DELAY = 0
+
+
+@pytest.fixture(autouse=True)
 def _media_root(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Workspace files a test writes go to a temporary folder, never to var/media."""
     settings.MEDIA_ROOT = str(tmp_path_factory.mktemp("media"))

@@ -14,7 +14,7 @@ import {
 } from "./board-forms.js";
 import { STATES, isFinished, progress } from "./board-state.js";
 import { h, icon, replaceChildren } from "./dom.js";
-import { formatTime, t } from "./i18n.js";
+import { formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
@@ -293,7 +293,7 @@ export class BoardView {
         h("span", {
           class: "plan-meta",
           text: t("plan_meta", { version: plan.version, owner: plan.owner?.username ?? "" }),
-          title: plan.created_at ? formatTime(plan.created_at) : "",
+          title: plan.created_at ? formatWhen(plan.created_at, { absolute: true }) : "",
         }),
       ),
       notice,

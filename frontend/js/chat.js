@@ -2,16 +2,20 @@
 // with a Stop button, the "Start this plan?" prompt, and the message box.
 
 import { h, icon, replaceChildren } from "./dom.js";
-import { formatTime, t } from "./i18n.js";
+import { formatCost } from "./board.js";
+import { formatTime, formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
 const ACTIVE_RUN = new Set(["queued", "running"]);
+const FINISHED_RUN = new Set(["succeeded", "failed", "cancelled"]);
 const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user", "waiting_for_approval"]);
 const RESULT_PREVIEW = 140;
 
 /**
  * @typedef {object} ChatOptions
  * @property {boolean} [editable] may this person talk to the agent
+ * @property {boolean} [answerOnly] they may only answer (named by the owner): no stop button
+ *   and no plan-mode switch
  * @property {boolean} [transcriptOnly] no run bar and no message box (history review)
  * @property {(text: string) => Promise<boolean>} [onSend]
  * @property {() => Promise<unknown>} [onStop]
@@ -46,6 +50,8 @@ export class ChatView {
     if (!this.options.transcriptOnly) {
       this.runStatus = h("span", { class: "run-status", role: "status" });
       this.runDetail = h("span", { class: "run-detail" });
+      // What the run spent, once it stopped (the board shows the plan's share while it runs).
+      this.runUsage = h("span", { class: "run-usage" });
       this.stopButton = h(
         "button",
         { type: "button", class: "btn btn-danger btn-small", dataset: { action: "stop" } },
@@ -65,6 +71,7 @@ export class ChatView {
         { class: "run-bar" },
         this.runStatus,
         this.runDetail,
+        this.runUsage,
         h("span", { class: "spacer" }),
         this.startButton,
         this.stopButton,
@@ -147,7 +154,8 @@ export class ChatView {
     const form = h(
       "form",
       { class: "composer" },
-      planMode,
+      // The plan mode is the session's setting: its owner's, not an answerer's.
+      this.options.answerOnly ? null : planMode,
       this.input,
       this.sendButton,
     );
@@ -205,6 +213,8 @@ export class ChatView {
   setRun(run) {
     this.run = run;
     if (this.options.transcriptOnly) return;
+    // The inbox links to a waiting run as `#run-<id>`.
+    this.runBar.id = run ? `run-${run.id}` : "";
     const status = run ? run.status : "idle";
     this.runBar.dataset.status = status;
     const stopping = Boolean(run && run.cancel_requested && ACTIVE_RUN.has(status));
@@ -228,8 +238,14 @@ export class ChatView {
     }
     this.runDetail.textContent = detail;
     this.runDetail.title = detail;
+    const stopped = Boolean(run) && FINISHED_RUN.has(status);
+    const tokens = run ? Number(run.prompt_tokens || 0) + Number(run.completion_tokens || 0) : 0;
+    const usage = stopped ? formatCost(Number(run.cost_usd || 0), tokens) : "";
+    this.runUsage.textContent = usage ? t("run_usage", { usage }) : "";
+    this.runUsage.hidden = !usage;
     const canAct = this.editable && Boolean(run);
-    this.stopButton.hidden = !(canAct && STOPPABLE_RUN.has(status));
+    // People named to answer a session write and decide, but do not stop its runs.
+    this.stopButton.hidden = !(canAct && !this.options.answerOnly && STOPPABLE_RUN.has(status));
     this.stopButton.disabled = stopping;
     const waiting = canAct && status === "waiting_for_user" && !budget;
     const dismissed = waiting && this.dismissedRuns.has(run.id);
@@ -330,7 +346,13 @@ export class ChatView {
     const args = JSON.stringify(record.arguments ?? {}, null, 2);
     const card = h(
       "div",
-      { class: "approval", role: "group", dataset: { callId: record.tool_call_id } },
+      {
+        class: "approval",
+        role: "group",
+        // The inbox links here (`#tool-call-<id>`).
+        id: `tool-call-${record.tool_call_id}`,
+        dataset: { callId: record.tool_call_id },
+      },
       h("p", { class: "approval-title", text: t("approval_title") }),
       h("code", { class: "approval-tool", text: record.tool_name }),
       h("pre", { class: "tool-pre approval-args", text: args }),
@@ -494,7 +516,11 @@ export class ChatView {
         "div",
         { class: "msg-meta" },
         h("span", { class: "msg-author", text: who }),
-        h("time", { datetime: message.created_at || "", text: formatTime(message.created_at) }),
+        h("time", {
+          datetime: message.created_at || "",
+          title: formatWhen(message.created_at, { absolute: true }),
+          text: formatTime(message.created_at),
+        }),
       ),
     );
     if (message.content) {

@@ -8,7 +8,7 @@ import { replay } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { ChatView } from "./chat.js";
 import { h, icon, replaceChildren } from "./dom.js";
-import { formatTime, loadStrings, t } from "./i18n.js";
+import { formatTime, formatWhen, loadStrings, t } from "./i18n.js";
 import { initTabs } from "./tabs.js";
 import { actorLabel, describeEvent, eventDetail, seenDetail } from "./timeline.js";
 
@@ -22,6 +22,8 @@ class PlanReview {
     /** @type {PlanSnapshot} */
     this.finalPlan = page.plan;
     this.usage = page.usage || null;
+    // Who answered what the runs waited for while this plan was current (oldest first).
+    this.decisions = page.decisions || [];
     this.setHistory(page.events, page.events_base, page.earlier_events || 0);
     this.timer = null;
 
@@ -157,9 +159,16 @@ class PlanReview {
       more.addEventListener("click", () => this.loadWholeHistory(more));
       items.unshift(h("li", { class: "tl-earlier" }, more));
     }
+    const decisions = [...this.decisions];
+    const decisionsUntil = (when) => {
+      while (decisions.length && (!when || decisions[0].created_at <= when)) {
+        items.push(decisionItem(decisions.shift()));
+      }
+    };
     this.events.forEach((event, position) => {
       const before = this.snapshots[position];
       const after = this.snapshots[position + 1] || this.finalPlan;
+      decisionsUntil(event.created_at);
       items.push(
         this.timelineItem(position + 1, {
           version: `v${event.version}`,
@@ -172,6 +181,7 @@ class PlanReview {
         }),
       );
     });
+    decisionsUntil(null);
     replaceChildren(this.list, items);
   }
 
@@ -192,7 +202,14 @@ class PlanReview {
         detail ? h("span", { class: "tl-detail", text: detail }) : null,
         seen ? h("span", { class: "tl-seen", text: seen }) : null,
       ),
-      when ? h("time", { class: "tl-time", datetime: when, text: formatTime(when) }) : null,
+      when
+        ? h("time", {
+            class: "tl-time",
+            datetime: when,
+            title: formatWhen(when, { absolute: true }),
+            text: formatTime(when),
+          })
+        : null,
     );
     itemButton.addEventListener("click", () => {
       this.stop();
@@ -229,6 +246,7 @@ class PlanReview {
     this.firstButton.disabled = this.prevButton.disabled = step === 0;
     this.nextButton.disabled = this.lastButton.disabled = step === this.lastStep;
     for (const item of /** @type {HTMLCollectionOf<HTMLElement>} */ (this.list.children)) {
+      if (item.dataset.step === undefined) continue; // a decision: not a replay step
       const current = Number(item.dataset.step) === step;
       item.classList.toggle("is-current", current);
       item.classList.toggle("is-future", Number(item.dataset.step) > step);
@@ -270,6 +288,28 @@ function scrollWithin(container, item) {
   const target = item.getBoundingClientRect();
   if (target.top < box.top) container.scrollTop -= box.top - target.top;
   else if (target.bottom > box.bottom) container.scrollTop += target.bottom - box.bottom;
+}
+
+/** A decision in the timeline: who answered the agent, how, and through which channel. */
+function decisionItem(decision) {
+  const who = decision.user || t("decision_nobody");
+  const text = t(`decision_${decision.decision}`, { summary: decision.summary });
+  return h(
+    "li",
+    { class: "tl-item tl-decision", dataset: { decision: decision.decision } },
+    h(
+      "div",
+      { class: "tl-decision-body" },
+      h("span", { class: "tl-actor tl-actor-user", text: who }),
+      h("span", { class: "tl-text", text: ` ${text} · ${t(`channel_${decision.channel}`)}` }),
+    ),
+    h("time", {
+      class: "tl-time",
+      datetime: decision.created_at,
+      title: formatWhen(decision.created_at, { absolute: true }),
+      text: formatTime(decision.created_at),
+    }),
+  );
 }
 
 loadStrings();

@@ -19,14 +19,32 @@ export function pageLanguage() {
   return document.documentElement.lang || "en";
 }
 
+/** A time as every page shows it (see `formatWhen`). */
 export function formatTime(iso) {
+  return formatWhen(iso);
+}
+
+/**
+ * The one date-and-time format of every page: in the page's language, short; with
+ * `absolute`, the full date and time with its time zone (shown on hover).
+ * @param {string | null | undefined} iso
+ */
+export function formatWhen(iso, { absolute = false } = {}) {
   if (!iso) return "";
   const date = new Date(iso);
-  return date.toLocaleString(pageLanguage(), {
-    month: "short",
-    day: "numeric",
-    hour: "2-digit",
-    minute: "2-digit",
-    second: "2-digit",
-  });
+  if (Number.isNaN(date.getTime())) return "";
+  return absolute
+    ? date.toLocaleString(pageLanguage(), { dateStyle: "full", timeStyle: "long" })
+    : date.toLocaleString(pageLanguage(), { dateStyle: "medium", timeStyle: "short" });
+}
+
+/** Server-rendered `<time datetime>` elements take the same format, the full one on hover. */
+export function localizeTimes(root = document) {
+  for (const element of root.querySelectorAll("time[datetime]")) {
+    const iso = element.getAttribute("datetime");
+    const text = formatWhen(iso);
+    if (!text) continue;
+    element.textContent = text;
+    element.setAttribute("title", formatWhen(iso, { absolute: true }));
+  }
 }

@@ -5,6 +5,7 @@
 import { ApiError, api, listOf, messagesBefore } from "./api.js";
 import { VersionGap, applyEvent, emptyPlan, isFinished, isPlanSnapshot } from "./board-state.js";
 import { BoardView } from "./board.js";
+import { setUpAnswerers } from "./answerers.js";
 import { ChatView } from "./chat.js";
 import { FilesView } from "./files.js";
 import { askText } from "./dialog.js";
@@ -53,11 +54,15 @@ class SessionPage {
         finishPlan: (state) => this.finishPlan(state),
       },
     });
+    // Someone the owner named to answer: the chat is theirs to write in, the board is not.
+    const answerOnly = !this.editable && Boolean(page.can_answer);
     this.chat = new ChatView(document.getElementById("chat"), {
-      editable: this.editable,
+      editable: this.editable || answerOnly,
+      answerOnly,
       onSend: (text) => this.sendMessage(text),
       onStop: () => this.stopRun(),
-      onGoAhead: () => this.sendMessage(t("go_ahead_message")),
+      onGoAhead: () =>
+        this.sendMessage(t("go_ahead_message"), this.awaitsConfirmation() ? "confirm" : "reply"),
       onKeepEditing: () => this.tabs.show("board"),
       onPlanMode: (on) => this.setPlanMode(on),
       onDecide: (callId, decision) => this.decideToolCall(callId, decision),
@@ -451,9 +456,18 @@ class SessionPage {
     }
   }
 
-  async sendMessage(content) {
+  /** The server's rule (`selectors.awaits_confirmation`): a drafted plan nobody started. */
+  awaitsConfirmation() {
+    const plan = this.plan;
+    if (!this.session.need_user_confirm || !plan || isFinished(plan)) return false;
+    const states = plan.subtasks.map((subtask) => subtask.state);
+    return states.includes("todo") && !states.includes("in_progress") && !states.includes("done");
+  }
+
+  /** `intent` "confirm" records the message as the plan's go-ahead (a decision). */
+  async sendMessage(content, intent = "reply") {
     try {
-      await api("POST", this.sessionUrl("messages/"), { content });
+      await api("POST", this.sessionUrl("messages/"), { content, intent });
     } catch (error) {
       this.reportError(error);
       return false;
@@ -493,3 +507,4 @@ loadStrings();
 const page = JSON.parse(document.getElementById("pb-page").textContent);
 // Exposed for debugging in the console and for the browser tests.
 window.planboard = new SessionPage(page);
+setUpAnswerers(page.session.id, page.answerers || []);

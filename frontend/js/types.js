@@ -138,6 +138,8 @@
  *      seq: number, text: string}
  *   | {type: "message.reset", session_id: number, run_id: number, answer_id: string}
  *   | {type: "error", code: string, error: string}
+ *   | {type: "hello"}
+ *   | {type: "inbox.changed", session_id: number}
  *   | {type: "pong"}} SocketMessage
  */
 

@@ -18,7 +18,16 @@ from planboard import selectors, services
 from planboard.admin.base import ReadOnlyInline
 from planboard.exceptions import PlanError
 from planboard.export import plan_document
-from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, SubTask, Team
+from planboard.models import (
+    AgentRun,
+    Channel,
+    ChatSession,
+    Message,
+    Plan,
+    PlanEvent,
+    SubTask,
+    Team,
+)
 from planboard.services import Actor
 from planboard.users import signed_in
 
@@ -272,7 +281,9 @@ class ChatSessionAdmin(admin.ModelAdmin):
         profile = form.cleaned_data.get("profile")
         settings["profile"] = profile.name if profile else None
         if change:
-            services.session_update(session_id=obj.pk, **settings)
+            services.session_update(
+                session_id=obj.pk, by=signed_in(request), channel=Channel.ADMIN, **settings
+            )
         else:
             created = services.session_create(owner=form.cleaned_data["owner"], **settings)
             obj.pk = created.pk

@@ -70,13 +70,25 @@ def decidable_session(user: Any, session_id: int) -> None:
     """Whether `user` may approve or deny the session's tool calls: the owner, or staff with
     `change_toolcall` (404 when they may neither decide nor see the session)."""
     owner_id = ChatSession.objects.filter(pk=session_id).values_list("owner_id", flat=True)
-    if owner_id and selectors.can_decide_tool_calls(user, owner_id[0]):
+    if owner_id and selectors.can_decide_tool_calls(user, owner_id[0], session_id=session_id):
         return
     visible_session(user, session_id)
     raise PermissionDenied(
         "You can read this session, but only its owner or staff allowed to change tool calls "
         "can decide them."
     )
+
+
+def answerable_session(user: Any, session_id: int) -> ChatSession:
+    """Writing to the agent: whoever may act in the session, or a person its owner named to
+    answer it (403 when they may only read it, 404 when they may not see it)."""
+    session = visible_session(user, session_id)
+    if not selectors.can_answer_session(user, session.owner_id, session_id=session_id):
+        raise PermissionDenied(
+            "You can read this session, but only its owner, the people they named to answer "
+            "it, or staff allowed to change sessions can write to its agent."
+        )
+    return session
 
 
 def require_model_permission(user: Any, action: Action, model: type[Model]) -> None:

@@ -23,6 +23,7 @@ from planboard.models import (
     TEXT_MAX,
     AgentRun,
     BudgetPeriod,
+    Channel,
     ChatSession,
     Message,
     State,
@@ -183,6 +184,13 @@ class SessionUpdateSerializer(InputSerializer):
 
 class MessageCreateSerializer(InputSerializer):
     content = StrictCharField(min_length=1, max_length=MESSAGE_MAX)
+    intent = StrictChoiceField(
+        choices=[("reply", "Reply"), ("confirm", "Confirm the plan")],
+        required=False,
+        default="reply",
+        help_text="'confirm': this message is the go-ahead for the plan waiting for one "
+        "(refused with code already_decided when none waits).",
+    )
 
 
 class MessagesQuerySerializer(serializers.Serializer):
@@ -448,6 +456,12 @@ class ToolCallSerializer(serializers.Serializer):
     note = serializers.CharField()
     decided_by = serializers.CharField(allow_null=True)
     decided_at = serializers.DateTimeField(allow_null=True)
+    decided_via = serializers.ChoiceField(
+        choices=Channel.choices,
+        allow_null=True,
+        help_text="Through which channel the decision came: browser, api, email, webhook, "
+        "expiry (an action link expired: denied) or admin.",
+    )
     always_allow = serializers.BooleanField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

@@ -12,7 +12,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from planboard.api.views import auth, base, files, plans, profiles, sessions, toolsets
+from planboard.api.views import auth, base, files, inbox, plans, profiles, sessions, toolsets
 
 
 class IdConverter:
@@ -61,6 +61,26 @@ urlpatterns = [
         "sessions/<api_id:session_id>/files/<path:file_path>",
         files.SessionFileView.as_view(),
         name="api-session-file",
+    ),
+    path(
+        "sessions/<api_id:session_id>/answerers/",
+        inbox.SessionAnswerersView.as_view(),
+        name="api-session-answerers",
+    ),
+    path(
+        "sessions/<api_id:session_id>/decisions/",
+        inbox.SessionDecisionsView.as_view(),
+        name="api-session-decisions",
+    ),
+    path("inbox/", inbox.InboxView.as_view(), name="api-inbox"),
+    path(
+        "inbox/notifications/",
+        inbox.NotificationSettingsView.as_view(),
+        name="api-inbox-notifications",
+    ),
+    path("inbox/snooze/", inbox.InboxSnoozeView.as_view(), name="api-inbox-snooze"),
+    path(
+        "inbox/bulk-approve/", inbox.InboxBulkApproveView.as_view(), name="api-inbox-bulk-approve"
     ),
     path("toolsets/", toolsets.ToolsetListView.as_view(), name="api-toolsets"),
     path("toolsets/<api_id:toolset_id>/", toolsets.ToolsetDetailView.as_view(), name="api-toolset"),

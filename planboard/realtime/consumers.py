@@ -285,6 +285,50 @@ class PlanConsumer(_SnapshotConsumer):
         }
 
 
+class InboxConsumer(AsyncJsonWebsocketConsumer):
+    """`/ws/inbox/`: one person's inbox changed (`{type: "inbox.changed", session_id}`). The
+    events only say that something changed; the page (or the header's count) refetches
+    `GET /api/inbox/`, which also heals any event missed while the socket was away. Every
+    page has one, so connecting reads nothing from the database: it says `{type: "hello"}`.
+    The login behind it ending (logout) or the person's deactivation closes it with 4403."""
+
+    async def connect(self) -> None:
+        broadcast.remember_server_loop()
+        user = self.scope.get("user")
+        await self.accept()
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.user_id = user.pk
+        session = self.scope.get("session")
+        self.login_key = None if self.scope.get("auth_token") else session.session_key
+        for group in (broadcast.inbox_group(user.pk), broadcast.user_group(user.pk)):
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups.append(group)
+        await self.send_json({"type": "hello"})
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] == "broadcast":  # as _SnapshotConsumer: relays skip the database
+            await self.send(text_data=message["text"])
+        else:
+            await super().dispatch(message)
+
+    async def access_check(self, message: dict[str, Any]) -> None:
+        ended = message.get("ended_login")
+        if (ended and ended == self.login_key) or not await self.still_active():
+            for group in self.groups:
+                await self.channel_layer.group_discard(group, self.channel_name)
+            await self.close(code=CLOSE_FORBIDDEN)
+
+    @database_sync_to_async
+    def still_active(self) -> bool:
+        return get_user_model().objects.filter(pk=self.user_id, is_active=True).exists()
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+
 class NotFoundConsumer(AsyncJsonWebsocketConsumer):
     """Any other websocket path: accepted and closed with 4404."""
 

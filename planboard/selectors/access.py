@@ -85,13 +85,42 @@ def plans_visible_to(user: Person) -> QuerySet[Plan]:
     return Plan.objects.filter(Q(owner=user) | Q(owner_id__in=_led_member_ids(user)))
 
 
+def _answerable_ids(user: User) -> QuerySet[Any, int]:
+    """The sessions whose owners named `user` to answer them (a sub-select, so an owner's
+    several answerers never repeat a session row)."""
+    rows = ChatSession.answerers.through.objects.filter(user_id=user.pk)
+    return rows.values_list("chatsession_id", flat=True)
+
+
 def sessions_visible_to(user: Person) -> QuerySet[ChatSession]:
-    """As `plans_visible_to`, with the chat session's permissions."""
+    """As `plans_visible_to`, with the chat session's permissions; people the owner named to
+    answer a session see it too."""
     if not isinstance(user, User) or not user.is_authenticated:
         return ChatSession.objects.none()
     if staff_may_view(user, ChatSession):
         return ChatSession.objects.all()
-    return ChatSession.objects.filter(Q(owner=user) | Q(owner_id__in=_led_member_ids(user)))
+    return ChatSession.objects.filter(
+        Q(owner=user) | Q(owner_id__in=_led_member_ids(user)) | Q(pk__in=_answerable_ids(user))
+    )
+
+
+def sessions_answerable_by(user: Person) -> QuerySet[ChatSession]:
+    """The sessions whose waiting items are `user`'s to answer: their own, and those whose
+    owners named them (the inbox lists these)."""
+    if not isinstance(user, User) or not user.is_authenticated:
+        return ChatSession.objects.none()
+    return ChatSession.objects.filter(Q(owner=user) | Q(pk__in=_answerable_ids(user)))
+
+
+def is_answerer(user: Person, session_id: int) -> bool:
+    return bool(
+        isinstance(user, User)
+        and user.is_authenticated
+        and user.is_active
+        and ChatSession.answerers.through.objects.filter(
+            chatsession_id=session_id, user_id=user.pk
+        ).exists()
+    )
 
 
 def can_change_plan(user: Person, owner_id: int | None) -> bool:
@@ -119,10 +148,22 @@ def can_edit_board(user: Person, owner_id: int | None) -> bool:
     return can_act_in_session(user, owner_id) and can_change_plan(user, owner_id)
 
 
-def can_decide_tool_calls(user: Person, owner_id: int | None) -> bool:
-    """Approving or denying a session's waiting tool calls: the owner, or staff with
-    `change_toolcall`."""
-    return _owns(user, owner_id) or staff_may(user, permission("change", ToolCall))
+def can_decide_tool_calls(
+    user: Person, owner_id: int | None, *, session_id: int | None = None
+) -> bool:
+    """Approving or denying a session's waiting tool calls: the owner, staff with
+    `change_toolcall`, or (given the session) a person the owner named to answer it."""
+    return (
+        _owns(user, owner_id)
+        or staff_may(user, permission("change", ToolCall))
+        or (session_id is not None and is_answerer(user, session_id))
+    )
+
+
+def can_answer_session(user: Person, owner_id: int | None, *, session_id: int) -> bool:
+    """Replying to the agent and confirming its plan: whoever may act in the session, or a
+    person the owner named to answer it."""
+    return can_act_in_session(user, owner_id) or is_answerer(user, session_id)
 
 
 # --- toolsets and agent profiles -----------------------------------------------------------

@@ -24,9 +24,26 @@ nothing.
 |             | `session_set_toolsets`                                              |
 | `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
+| `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, `session_set_answerers`     |
+| `notifications` | notification settings, the outbox (claim/finish), action links     |
 """
 
 from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
+from planboard.services.inbox import (
+    inbox_snooze,
+    session_set_answerers,
+    tool_calls_approve_same,
+)
+from planboard.services.notifications import (
+    Claimed,
+    action_link_find,
+    action_link_use,
+    action_links_expire,
+    notification_claim,
+    notification_finish,
+    notification_settings_update,
+    notifications_due,
+)
 from planboard.services.plans import (
     plan_change,
     plan_create,
@@ -76,6 +93,7 @@ from planboard.services.tool_calls import (
     tool_call_answer,
     tool_call_claim,
     tool_call_decide,
+    tool_call_expire,
     tool_call_open,
 )
 from planboard.services.toolsets import (
@@ -103,10 +121,19 @@ __all__ = [
     "SUBTASK_TEXT_FIELDS",
     "TOOLSET_FIELDS",
     "Actor",
+    "Claimed",
     "RunStopFlags",
     "TextChanges",
+    "action_link_find",
+    "action_link_use",
+    "action_links_expire",
+    "inbox_snooze",
     "message_post",
     "message_record_agent",
+    "notification_claim",
+    "notification_finish",
+    "notification_settings_update",
+    "notifications_due",
     "plan_change",
     "plan_create",
     "plan_events_mark_seen",
@@ -128,6 +155,7 @@ __all__ = [
     "run_renew_leases",
     "run_start",
     "session_create",
+    "session_set_answerers",
     "session_set_toolsets",
     "session_update",
     "subtask_add",
@@ -145,7 +173,9 @@ __all__ = [
     "tool_call_answer",
     "tool_call_claim",
     "tool_call_decide",
+    "tool_call_expire",
     "tool_call_open",
+    "tool_calls_approve_same",
     "toolset_create",
     "toolset_credential_delete",
     "toolset_credential_set",

@@ -18,7 +18,9 @@ from planboard.models import (
     MESSAGE_MAX,
     TEXT_MAX,
     AgentRun,
+    Channel,
     ChatSession,
+    Decision,
     Message,
     Plan,
     SubTask,
@@ -31,6 +33,12 @@ from planboard.services._core import (
     _clean_text,
     _lock_session,
     _publish_session,
+)
+from planboard.services._inbox import (
+    _inbox_changed,
+    _item_waits,
+    _record_decision,
+    _run_waits_kind,
 )
 from planboard.services.run_queue import (
     _admit_or_wait,
@@ -63,27 +71,58 @@ def _publish_message(message: Message) -> None:
     )
 
 
-def message_post(*, session_id: int, author: User, content: str) -> tuple[Message, AgentRun]:
+def message_post(
+    *,
+    session_id: int,
+    author: User,
+    content: str,
+    channel: str = Channel.BROWSER,
+    intent: str = "reply",
+) -> tuple[Message, AgentRun]:
     """A person writes to the agent: store the message and make sure a run will read it.
 
     An active run sees the message at its next step; a run waiting for the user's go-ahead
     resumes; a run waiting for approvals resumes too, its undecided calls denied (writing
     instead of deciding says "not like this"; nothing is ever approved without a decision);
     otherwise a new run is queued. A queued run is dispatched when its owner has room under
-    PLANBOARD_USER_RUNS_IN_FLIGHT, else it waits its turn (`run_queue`).
+    PLANBOARD_USER_RUNS_IN_FLIGHT, else it waits its turn (`run_queue`). Answering a waiting
+    run is recorded as a decision (who, through `channel`); `intent="confirm"` is the plan's
+    go-ahead and is refused when no plan waits for one (a stale button must not start a new
+    conversation).
     """
+    if intent not in ("reply", "confirm"):
+        raise PlanError("'intent' must be 'reply' or 'confirm'.")
     clean = _clean_text(content, field="content", required=True, limit=MESSAGE_MAX)
     with transaction.atomic():
         session = _lock_session(session_id)
         latest = AgentRun.objects.filter(session=session).order_by("-id").first()
+        waits = (
+            _run_waits_kind(latest)
+            if latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER
+            else None
+        )
+        if intent == "confirm" and waits != Decision.Kind.CONFIRMATION:
+            raise PlanError(
+                "No plan of this session waits for a go-ahead any more.", code="already_decided"
+            )
         if latest is not None and latest.is_active:
             run = latest
-        elif latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER:
+        elif latest is not None and waits is not None:
             run = latest
+            confirmed = intent == "confirm"
+            _record_decision(
+                session=session,
+                kind=waits,
+                decision=Decision.Choice.CONFIRM if confirmed else Decision.Choice.REPLY,
+                user=author,
+                channel=channel,
+                run_id=run.pk,
+                summary=clean.splitlines()[0][:200],
+            )
             _requeue(run)
         elif latest is not None and latest.status == AgentRun.Status.WAITING_FOR_APPROVAL:
             run = latest
-            _deny_pending_calls(run, note=DENIED_BY_MESSAGE)
+            _deny_pending_calls(run, note=DENIED_BY_MESSAGE, user=author, channel=channel)
             _requeue(run)
         else:
             run = AgentRun.objects.create(session=session, model=settings.PLANBOARD_LLM_MODEL)
@@ -193,9 +232,12 @@ def _publish_tool_call(record: ToolCall) -> None:
     )
 
 
-def _deny_pending_calls(run: AgentRun, *, note: str) -> None:
+def _deny_pending_calls(
+    run: AgentRun, *, note: str, user: User | None = None, channel: str = ""
+) -> None:
     """Close the run's undecided tool calls as denied (the run goes on, or stops, without
-    them); the caller holds the run's lock."""
+    them); the caller holds the run's lock. With `user`, it is their decision (they wrote
+    instead of deciding), recorded with its channel."""
     pending = list(
         ToolCall.objects.select_for_update(no_key=True, of=("self",)).filter(
             run=run, status=ToolCall.Status.PENDING
@@ -206,8 +248,23 @@ def _deny_pending_calls(run: AgentRun, *, note: str) -> None:
         record.status = ToolCall.Status.DENIED
         record.note = note
         record.decided_at = now
-        record.save(update_fields=["status", "note", "decided_at"])
+        record.decided_by = user
+        record.decided_via = channel if user is not None else ""
+        record.save(update_fields=["status", "note", "decided_at", "decided_by", "decided_via"])
         _publish_tool_call(record)
+        if user is not None:
+            _record_decision(
+                session=ChatSession.objects.get(pk=run.session_id),
+                kind=Decision.Kind.APPROVAL,
+                decision=Decision.Choice.DENY,
+                user=user,
+                channel=channel,
+                run_id=run.pk,
+                tool_call=record,
+                summary=record.tool_name,
+            )
+    if pending:
+        _inbox_changed(run.session_id)
 
 
 def _requeue(run: AgentRun) -> None:
@@ -219,6 +276,7 @@ def _requeue(run: AgentRun) -> None:
     run.lease_owner, run.lease_expires_at = "", None
     run.save(update_fields=["status", "pause_reason", "error", "lease_owner", "lease_expires_at"])
     _admit_or_wait(run)
+    _inbox_changed(run.session_id)
 
 
 def resume_budget_pause(*, session_id: int) -> AgentRun | None:
@@ -260,6 +318,11 @@ def _run_set_status(run: AgentRun, status: str, error: str, *, pause_reason: str
     _publish_run(run)
     if stops:
         queue_moved_on_commit(run, was_waiting=was_waiting)
+    if status == AgentRun.Status.WAITING_FOR_USER:
+        # Something now waits on people: their inboxes, and the notifications they asked for.
+        _item_waits(run.session_id, key=f"run:{run.pk}", kind=_run_waits_kind(run))
+    elif status in (AgentRun.Status.WAITING_FOR_APPROVAL, AgentRun.Status.CANCELLED):
+        _inbox_changed(run.session_id)
     return run
 
 

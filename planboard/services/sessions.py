@@ -14,7 +14,9 @@ from planboard.models import (
     NAME_MAX,
     SUBTASKS_HARD_LIMIT,
     AgentProfile,
+    Channel,
     ChatSession,
+    Decision,
 )
 from planboard.services._core import (
     _clean_agent,
@@ -23,6 +25,7 @@ from planboard.services._core import (
     _lock_session,
     _publish_session,
 )
+from planboard.services._inbox import _record_decision
 from planboard.services.runs import resume_budget_pause
 from planboard.services.toolsets import set_session_toolsets
 from planboard.services.workspace import enable_workspace
@@ -126,9 +129,11 @@ SESSION_SETTINGS = frozenset(
 )
 
 
-def session_update(*, session_id: int, **fields: Any) -> ChatSession:
+def session_update(
+    *, session_id: int, by: User | None = None, channel: str = Channel.BROWSER, **fields: Any
+) -> ChatSession:
     """Change session settings. A run paused at its spending limit resumes when the limit no
-    longer stops it (raised or removed)."""
+    longer stops it (raised or removed): `by` raised it, through `channel` (a decision)."""
     unknown = set(fields) - SESSION_SETTINGS
     if unknown:
         raise PlanError(f"Unknown session setting(s): {', '.join(sorted(unknown))}.")
@@ -144,8 +149,24 @@ def session_update(*, session_id: int, **fields: Any) -> ChatSession:
             payload["toolsets"] = selectors.session_toolset_ids(session_id=session.pk)
         _publish_session(session.pk, {"type": "session.updated", "session": payload})
         if {"budget_usd", "budget_tokens"} & set(fields) and session_budget_left(session):
-            resume_budget_pause(session_id=session.pk)
+            resumed = resume_budget_pause(session_id=session.pk)
+            if resumed is not None:
+                _record_decision(
+                    session=session,
+                    kind=Decision.Kind.BUDGET,
+                    decision=Decision.Choice.RAISE_BUDGET,
+                    user=by,
+                    channel=channel if by is not None else Channel.ADMIN,
+                    run_id=resumed.pk,
+                    summary=_limits_text(session),
+                )
     return session
+
+
+def _limits_text(session: ChatSession) -> str:
+    usd = "none" if session.budget_usd is None else f"${session.budget_usd}"
+    tokens = "none" if session.budget_tokens is None else f"{session.budget_tokens} tokens"
+    return f"limits: {usd}, {tokens}"
 
 
 def session_budget_left(session: ChatSession) -> bool:

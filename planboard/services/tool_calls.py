@@ -17,9 +17,19 @@ from django.utils import timezone
 
 from planboard import selectors
 from planboard.exceptions import Forbidden, PlanError
-from planboard.models import TEXT_MAX, TOOL_NAME_MAX, AgentRun, Message, ToolCall, Toolset
+from planboard.models import (
+    TEXT_MAX,
+    TOOL_NAME_MAX,
+    AgentRun,
+    Channel,
+    Decision,
+    Message,
+    ToolCall,
+    Toolset,
+)
 from planboard.pgtext import without_nul
 from planboard.services._core import _clean_text, _lock_session
+from planboard.services._inbox import _inbox_changed, _item_waits, _record_decision
 from planboard.services.runs import (
     DENIED_BY_STOP,
     _deny_pending_calls,
@@ -61,6 +71,12 @@ def tool_call_open(
                 status=status,
             )
             _publish_tool_call(record)
+            if status == ToolCall.Status.PENDING:
+                _item_waits(
+                    session_id,
+                    key=selectors.tool_call_key(record.pk),
+                    kind=Decision.Kind.APPROVAL,
+                )
             return record
     except IntegrityError:
         return ToolCall.objects.get(session_id=session_id, tool_call_id=tool_call_id)
@@ -153,10 +169,12 @@ def tool_call_decide(
     decision: str,
     note: str = "",
     always_allow: bool = False,
+    channel: str = Channel.BROWSER,
 ) -> ToolCall:
     """A person approves or denies a call waiting for them. `always_allow` (with approve)
     lets later calls of the same tool in this session run without asking, and approves the
-    ones already waiting. Once no call of the run waits any more, the run is queued again."""
+    ones already waiting. Once no call of the run waits any more, the run is queued again.
+    Who decided, when and through which `channel` is kept on the call and as a `Decision`."""
     if decision not in DECISIONS:
         raise PlanError("'decision' must be 'approve' or 'deny'.")
     if not isinstance(always_allow, bool):
@@ -166,10 +184,10 @@ def tool_call_decide(
     clean_note = _clean_text(note, field="note", limit=TEXT_MAX)
     with transaction.atomic():
         session = _lock_session(session_id)
-        if not selectors.can_decide_tool_calls(user, session.owner_id):
+        if not selectors.can_decide_tool_calls(user, session.owner_id, session_id=session_id):
             raise Forbidden(
-                "Only the session's owner, or staff allowed to change tool calls, decides its "
-                "tool calls."
+                "Only the session's owner, the people they named to answer it, or staff "
+                "allowed to change tool calls decide its tool calls."
             )
         found = ToolCall.objects.filter(session_id=session_id, tool_call_id=tool_call_id).first()
         if found is None:
@@ -192,9 +210,36 @@ def tool_call_decide(
         record.note = clean_note
         record.decided_by = user
         record.decided_at = now
+        record.decided_via = channel
         record.always_allow = always_allow
-        record.save(update_fields=["status", "note", "decided_by", "decided_at", "always_allow"])
+        record.save(
+            update_fields=[
+                "status",
+                "note",
+                "decided_by",
+                "decided_at",
+                "decided_via",
+                "always_allow",
+            ]
+        )
         _publish_tool_call(record)
+        _record_decision(
+            session=session,
+            kind=Decision.Kind.APPROVAL,
+            decision=(
+                Decision.Choice.ALWAYS_ALLOW
+                if always_allow
+                else Decision.Choice.APPROVE
+                if decision == "approve"
+                else Decision.Choice.DENY
+            ),
+            user=user,
+            channel=channel,
+            run_id=record.run_id,
+            tool_call=record,
+            summary=record.tool_name,
+        )
+        _inbox_changed(session_id)
         if always_allow:
             same_toolset = (
                 Q(toolset__isnull=True)
@@ -210,7 +255,8 @@ def tool_call_decide(
                 other.status = ToolCall.Status.APPROVED
                 other.decided_by = user
                 other.decided_at = now
-                other.save(update_fields=["status", "decided_by", "decided_at"])
+                other.decided_via = channel
+                other.save(update_fields=["status", "decided_by", "decided_at", "decided_via"])
                 _publish_tool_call(other)
         if (
             run is not None
@@ -219,6 +265,52 @@ def tool_call_decide(
         ):
             _requeue(run)
     return record
+
+
+DENIED_BY_EXPIRY = "Nobody decided before the approval link expired; counted as a denial."
+
+
+def tool_call_expire(*, record_id: int) -> bool:
+    """An action link for this call expired unused: a call still waiting counts as denied,
+    by nobody, through `expiry` (recorded like any decision). False when it no longer
+    waited (someone decided elsewhere)."""
+    with transaction.atomic():
+        found = ToolCall.objects.filter(pk=record_id).values_list("session_id", "run_id").first()
+        if found is None:
+            return False
+        session = _lock_session(found[0])
+        run = (
+            AgentRun.objects.select_for_update(no_key=True).filter(pk=found[1]).first()
+            if found[1]
+            else None
+        )
+        record = ToolCall.objects.select_for_update(no_key=True).get(pk=record_id)
+        if record.status != ToolCall.Status.PENDING:
+            return False
+        record.status = ToolCall.Status.DENIED
+        record.note = DENIED_BY_EXPIRY
+        record.decided_at = timezone.now()
+        record.decided_via = Channel.EXPIRY
+        record.save(update_fields=["status", "note", "decided_at", "decided_via"])
+        _publish_tool_call(record)
+        _record_decision(
+            session=session,
+            kind=Decision.Kind.APPROVAL,
+            decision=Decision.Choice.DENY,
+            user=None,
+            channel=Channel.EXPIRY,
+            run_id=record.run_id,
+            tool_call=record,
+            summary=record.tool_name,
+        )
+        _inbox_changed(session.pk)
+        if (
+            run is not None
+            and run.status == AgentRun.Status.WAITING_FOR_APPROVAL
+            and not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists()
+        ):
+            _requeue(run)
+    return True
 
 
 def run_pause_for_approval(*, run_id: int) -> AgentRun:

@@ -149,6 +149,18 @@ STRINGS: dict[str, str | Promise] = {
     "load_earlier_messages": _("Load earlier messages"),
     "agent_writing": _("writing…"),
     "cost": _("{cost} · {tokens} tokens"),
+    "run_usage": _("This run: {usage}"),
+    "notify_saved": _("Notification settings saved."),
+    "notify_secret": _(
+        "Your webhook's signing secret (shown only now; keep it with the receiver): {secret}"
+    ),
+    "answerers_only_owner": _("only you"),
+    "answerers_title": _("Who may answer"),
+    "answerers_help": _(
+        "These people see this session and may approve its tool calls, confirm its plans and "
+        "answer its questions. Separate usernames with commas."
+    ),
+    "answerers_label": _("Usernames"),
     "agent_profile": _("Agent profile"),
     "agent_profile_default": _("the session's default"),
     "agent_profile_chip": _("Done by the agent profile {name}"),
@@ -203,6 +215,37 @@ STRINGS: dict[str, str | Promise] = {
     "ev_subtask_finished": _("finished “{name}”"),
     "ev_subtask_finished_next": _("finished “{name}” and started “{next}”"),
     "ev_unknown": _("changed the plan ({action})"),
+    # Inbox
+    "inbox_empty": _("Nothing waits on you. Runs that need you will show up here at once."),
+    "inbox_kind_approval": _("Tool approval"),
+    "inbox_kind_confirmation": _("Plan to confirm"),
+    "inbox_kind_budget": _("Spending limit"),
+    "inbox_kind_question": _("Question"),
+    "inbox_confirm_plan": _("The agent drafted “{name}” and waits for your go-ahead."),
+    "inbox_budget": _("Spent ${spent} of ${limit} and {tokens} of {token_limit} tokens."),
+    "inbox_always_allow": _("Always allow"),
+    "inbox_raise_budget": _("Raise the limit"),
+    "inbox_new_limit": _("New limit in US dollars"),
+    "inbox_bad_amount": _("Enter an amount of 0 or more."),
+    "inbox_reply": _("Reply"),
+    "inbox_snooze": _("Not now"),
+    "inbox_unsnooze": _("Show again"),
+    "inbox_identical": _("{count} identical requests of {tool}"),
+    "inbox_approve_all": _("Approve all {count}"),
+    # Decisions in the review timeline: who answered, what, through which channel
+    "decision_nobody": _("Nobody"),
+    "decision_approve": _("approved {summary}"),
+    "decision_deny": _("denied {summary}"),
+    "decision_always_allow": _("always allowed {summary}"),
+    "decision_confirm": _("confirmed the plan"),
+    "decision_raise_budget": _("raised the spending limit ({summary})"),
+    "decision_reply": _("answered the agent"),
+    "channel_browser": _("in the browser"),
+    "channel_api": _("through the API"),
+    "channel_email": _("by an email link"),
+    "channel_webhook": _("by a webhook link"),
+    "channel_expiry": _("the link expired"),
+    "channel_admin": _("in the admin"),
 }
 
 

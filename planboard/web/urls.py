@@ -1,6 +1,6 @@
 from django.urls import path
 
-from planboard.web import views
+from planboard.web import links, views
 
 app_name = "web"
 
@@ -12,6 +12,8 @@ urlpatterns = [
         views.session_file,
         name="session_file",
     ),
+    path("inbox/", views.inbox_page, name="inbox"),
+    path("inbox/act/<str:token>/", links.action_link, name="action_link"),
     path("history/", views.history_list, name="history"),
     path("history/plans/<int:plan_id>/", views.history_plan, name="history_plan"),
 ]

@@ -123,7 +123,12 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "last_plan": last_plan,
         "me": _me(signed_in(request)),
         "can_edit": selectors.can_edit_board(signed_in(request), session.owner_id),
+        # Named by the owner to answer: may write to the agent and decide its tool calls.
+        "can_answer": selectors.can_answer_session(
+            signed_in(request), session.owner_id, session_id=session.pk
+        ),
         "history_url": reverse("web:history"),
+        "answerers": [p["username"] for p in selectors.session_answerers(session_id=session.pk)],
     }
     return render(
         request,
@@ -205,6 +210,7 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
         "events": events,
         "events_base": base,
         "usage": selectors.plan_usage(plan_id=plan.pk),
+        "decisions": selectors.decisions(plan_id=plan.pk),
         "earlier_events": earlier_events,
         "messages": messages,
         "earlier_messages": earlier_messages,
@@ -222,4 +228,18 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
             "strings": js_strings(),
             "nav": "history",
         },
+    )
+
+
+@login_required
+@ensure_csrf_cookie
+def inbox_page(request: HttpRequest) -> HttpResponse:
+    """Everything waiting on the signed-in person; the page fetches `GET /api/inbox/` and acts
+    through the endpoints that own each decision."""
+    me = signed_in(request)
+    page = {"me": _me(me), "items": selectors.inbox_items(user=me, include_snoozed=True)}
+    return render(
+        request,
+        "planboard/inbox.html",
+        {"page": page, "strings": js_strings(), "nav": "inbox"},
     )

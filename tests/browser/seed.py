@@ -130,11 +130,13 @@ def seed() -> dict[str, Any]:
 
     approval_session = seed_pending_approval(alice, users.get(username="sam"))
     dressed_up_session = seed_dressed_up_answer(alice)
+    inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
 
     return {
         "password": PASSWORD,
         "approval_session": approval_session,
         "dressed_up_session": dressed_up_session,
+        "inbox_sessions": inbox_sessions,
         "board_session": board_session.pk,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,
@@ -192,6 +194,64 @@ def seed_pending_approval(alice: Any, admin: Any) -> int:
     )
     services.run_pause_for_approval(run_id=run.pk)
     return int(session.pk)
+
+
+def seed_inbox(ivy: Any) -> dict[str, int]:
+    """Two sessions of ivy's that wait on her: a tool call to approve (the notes toolset) and
+    a drafted plan to confirm. Her inbox lists both."""
+    from planboard import services
+    from planboard.models import Toolset
+    from planboard.services import Actor
+
+    notes = Toolset.objects.get(name="notes")
+    approval = services.session_create(owner=ivy, title="Remember the pass")
+    services.session_set_toolsets(session_id=approval.pk, toolset_ids=[notes.pk], user=ivy)
+    _, run = services.message_post(session_id=approval.pk, author=ivy, content="Note the pass")
+    services.run_start(run_id=run.pk, worker="seed")
+    arguments = {"text": f"Renew the rail pass {XSS}"}
+    services.message_record_agent(
+        session_id=approval.pk,
+        run_id=run.pk,
+        role="assistant",
+        content="I will write that down.",
+        tool_calls=[
+            {
+                "id": "call_inbox_note",
+                "type": "function",
+                "function": {"name": "notes__write_note", "arguments": json.dumps(arguments)},
+            }
+        ],
+    )
+    services.tool_call_open(
+        session_id=approval.pk,
+        run_id=run.pk,
+        tool_call_id="call_inbox_note",
+        tool_name="notes__write_note",
+        toolset_id=notes.pk,
+        tool="write_note",
+        arguments=arguments,
+        read_only=False,
+        status="pending",
+    )
+    services.run_pause_for_approval(run_id=run.pk)
+
+    confirm = services.session_create(owner=ivy, title="Weekend in Nara")
+    _, run = services.message_post(session_id=confirm.pk, author=ivy, content="Plan Nara")
+    services.run_start(run_id=run.pk, worker="seed")
+    services.plan_create(
+        session_id=confirm.pk,
+        actor=Actor.agent(run),
+        name="Nara weekend",
+        subtasks=[step("Book the train", "", ""), step("See the deer park", "", "")],
+    )
+    services.message_record_agent(
+        session_id=confirm.pk,
+        run_id=run.pk,
+        role="assistant",
+        content="Here is the plan. Shall I start?",
+    )
+    services.run_finish(run_id=run.pk, status="waiting_for_user")
+    return {"approval": int(approval.pk), "confirm": int(confirm.pk)}
 
 
 # Agent text that tries to pass for the app itself: the app's own classes (a toast with an

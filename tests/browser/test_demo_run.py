@@ -56,6 +56,11 @@ def test_demo_run_from_chat_to_finished_plan(browsing: Any, screenshot: Any) -> 
     page.locator('[data-action="go-ahead"]').click()
     expect(page.locator(".confirm")).to_be_hidden()
     expect(page.locator(".msg-user .bubble").last).to_have_text("Yes, go ahead.")
+    # Recorded as the plan's go-ahead: who, and through which channel.
+    decisions = page.request.get(page.url.replace("/sessions/", "/api/sessions/") + "decisions/")
+    assert [
+        (d["kind"], d["decision"], d["user"], d["channel"]) for d in decisions.json()["results"]
+    ] == [("confirmation", "confirm", "alice", "browser")]
 
     # The run goes through every subtask and finishes the plan; the board follows live.
     expect(page.locator("#board .plan-state")).to_have_text("Done", timeout=RUN_TIMEOUT_MS)

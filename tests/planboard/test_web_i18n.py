@@ -33,6 +33,12 @@ DYNAMIC_KEYS = (
     + ["finish_plan_title", "abandon_plan_title", "finish_plan_text", "abandon_plan_text"]
     + ["abandon_reason", "no_plan_read_only", "replay_pause"]
     + ["plan_done_notice", "plan_abandoned_notice"]
+    + [f"inbox_kind_{k}" for k in ("approval", "confirmation", "budget", "question")]
+    + [
+        f"decision_{d}"
+        for d in ("approve", "deny", "always_allow", "confirm", "raise_budget", "reply")
+    ]
+    + [f"channel_{c}" for c in ("browser", "api", "email", "webhook", "expiry", "admin")]
 )
 # Identical in both languages on purpose.
 SAME_IN_CHINESE = {"plan_meta"}

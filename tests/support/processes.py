@@ -165,6 +165,8 @@ def process_env(redis_url: str, **extra: str) -> dict[str, str]:
             "PLANBOARD_LLM_MODEL": "",  # the offline demo model
             # A killed worker's lease lapses quickly, so its run is taken over soon after.
             "PLANBOARD_RUN_LEASE_SECONDS": "3",
+            # The pace these tests were written for (the default is slower, for people).
+            "PLANBOARD_DEMO_STEP_DELAY": "0.8",
             "PYTHONPATH": str(ROOT),
             **extra,
         }

@@ -29,6 +29,11 @@ PLAN_MODELS = {
     "AgentRun",
     "AgentProfile",
     "WorkspaceFile",
+    "Decision",
+    "InboxSnooze",
+    "NotificationSettings",
+    "Notification",
+    "ActionLink",
 }
 QUERYSET_WRITES = {
     "create",

@@ -98,6 +98,20 @@ def test_web_runs_daphne_and_worker_runs_celery(compose: dict[str, Any]) -> None
     assert "healthcheck" in services["web"]
 
 
+def test_one_beat_runs_the_inbox_sweeps(compose: dict[str, Any]) -> None:
+    from django.conf import settings
+
+    beat = compose["services"]["beat"]
+    assert "celery -A planboard beat" in " ".join(beat["command"])
+    assert beat["image"] == compose["services"]["worker"]["image"]
+    assert "deploy" not in beat  # never scaled: two beats would sweep twice
+    tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert tasks == {
+        "planboard.tasks.send_due_notifications",
+        "planboard.tasks.expire_action_links",
+    }
+
+
 def test_worker_can_be_scaled(compose: dict[str, Any]) -> None:
     worker = compose["services"]["worker"]
     # A fixed container name or host port would make `--scale worker=N` fail.

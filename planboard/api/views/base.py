@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 
 from planboard.api import serializers as s
 from planboard.api.authentication import ExpiringTokenAuthentication
+from planboard.models import Channel
 
 # Path ids are at most 18 digits (see urls.py), so they always fit a 64-bit column.
 ID_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}
@@ -99,3 +100,11 @@ def not_found(request: Request, unmatched: str = "") -> Response:
         # Instead of APPEND_SLASH's redirect, which cannot carry a POST body along.
         raise NotFound(f"API addresses end with a slash: try {request.path}/ (see /api/docs/).")
     raise NotFound("There is no API endpoint at this address; see /api/docs/.")
+
+
+def request_channel(request: Request) -> str:
+    """How a decision made through the API reached us: `api` with a token, `browser` with the
+    session cookie (the pages call the same endpoints)."""
+    if isinstance(request.successful_authenticator, ExpiringTokenAuthentication):
+        return Channel.API
+    return Channel.BROWSER

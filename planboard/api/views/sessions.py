@@ -16,7 +16,7 @@ from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 
 from planboard import selectors, services
 from planboard.api import serializers as s
-from planboard.api.permissions import editable_session, visible_session
+from planboard.api.permissions import answerable_session, editable_session, visible_session
 from planboard.api.views.base import (
     ERRORS,
     PAGE,
@@ -26,6 +26,7 @@ from planboard.api.views.base import (
     ApiView,
     parse,
     query_dict,
+    request_channel,
 )
 from planboard.models import ChatSession
 from planboard.snapshots import serialize_message, serialize_session
@@ -98,7 +99,12 @@ class SessionDetailView(ApiView):
         toolsets = data.pop("toolsets", None)
         with transaction.atomic():  # settings and toolsets change together or not at all
             if data:
-                services.session_update(session_id=session_id, **data)
+                services.session_update(
+                    session_id=session_id,
+                    by=signed_in(request),
+                    channel=request_channel(request),
+                    **data,
+                )
             if toolsets is not None:
                 services.session_set_toolsets(
                     session_id=session_id, toolset_ids=toolsets, user=signed_in(request)
@@ -141,10 +147,14 @@ class SessionMessagesView(ApiView):
         summary="Write to the agent: queues a run, or feeds the active one.",
     )
     def post(self, request: Request, session_id: int) -> Response:
-        editable_session(signed_in(request), session_id)
+        answerable_session(signed_in(request), session_id)
         data = parse(s.MessageCreateSerializer, request.data)
         message, run = services.message_post(
-            session_id=session_id, author=signed_in(request), content=data["content"]
+            session_id=session_id,
+            author=signed_in(request),
+            content=data["content"],
+            intent=data["intent"],
+            channel=request_channel(request),
         )
         body = {"message": serialize_message(message), "run": selectors.run_shown(run)}
         return Response(body, status=status.HTTP_202_ACCEPTED)

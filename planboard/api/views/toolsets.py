@@ -23,6 +23,7 @@ from planboard.api.views.base import (
     parse,
     path_id,
     query_dict,
+    request_channel,
 )
 from planboard.models import AgentRun, ToolCall, Toolset
 from planboard.snapshots import serialize_tool_call
@@ -205,7 +206,11 @@ class ToolCallDecisionView(ApiView):
             raise NotFound(f"This session has no tool call {call_id!r}.")
         data = parse(s.ToolCallDecisionSerializer, request.data)
         record = services.tool_call_decide(
-            session_id=session_id, tool_call_id=call_id, user=signed_in(request), **data
+            session_id=session_id,
+            tool_call_id=call_id,
+            user=signed_in(request),
+            channel=request_channel(request),
+            **data,
         )
         run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
         return Response({"tool_call": serialize_tool_call(record), "run": selectors.run_shown(run)})

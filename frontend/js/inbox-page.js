@@ -1,0 +1,218 @@
+// The inbox page: everything waiting on the signed-in person, with its actions inline.
+// Items come from GET /api/inbox/ (embedded first, then refetched by the live feed); every
+// action goes through the endpoint that owns that decision. Text from sessions, tools and
+// the agent is only ever set as text.
+
+import { api, ApiError } from "./api.js";
+import { askText } from "./dialog.js";
+import { h, replaceChildren } from "./dom.js";
+import { formatWhen, loadStrings, t } from "./i18n.js";
+import { refreshInbox } from "./inbox-feed.js";
+import { setUpNotifySettings } from "./notify-settings.js";
+import { toast } from "./toast.js";
+
+const SNOOZE_MINUTES = 60;
+
+/** @typedef {Record<string, any>} Item */
+
+class InboxPage {
+  /** @param {HTMLElement} root @param {Item[]} items */
+  constructor(root, items) {
+    this.root = root;
+    this.items = items;
+    /** @type {HTMLInputElement} */
+    this.showSnoozed = /** @type {HTMLInputElement} */ (document.getElementById("show-snoozed"));
+    this.showSnoozed.addEventListener("change", () => this.render());
+    document.addEventListener("pb-inbox", (event) => {
+      this.items = /** @type {CustomEvent} */ (event).detail.results;
+      this.render();
+    });
+    this.render();
+  }
+
+  render() {
+    const shown = this.items.filter((item) => this.showSnoozed.checked || !item.snoozed_until);
+    if (shown.length === 0) {
+      replaceChildren(this.root, h("p", { class: "empty-panel inbox-empty", text: t("inbox_empty") }));
+      return;
+    }
+    replaceChildren(
+      this.root,
+      this.bulkOffers(shown),
+      h("ul", { class: "inbox-list" }, shown.map((item) => this.itemView(item))),
+    );
+  }
+
+  /** Identical tool requests (same tool, same arguments) waiting more than once. */
+  bulkOffers(items) {
+    /** @type {Map<string, Item[]>} */
+    const groups = new Map();
+    for (const item of items) {
+      if (!item.tool_call || item.snoozed_until) continue;
+      const same = item.tool_call.same_request;
+      groups.set(same, [...(groups.get(same) || []), item]);
+    }
+    const offers = [...groups.values()].filter((group) => group.length > 1);
+    return offers.map((group) =>
+      h(
+        "div",
+        { class: "inbox-bulk", dataset: { same: group[0].tool_call.same_request } },
+        h("span", {
+          text: t("inbox_identical", { count: group.length, tool: group[0].tool_call.tool_name }),
+        }),
+        h("button", {
+          type: "button",
+          class: "btn btn-primary btn-small",
+          dataset: { action: "bulk-approve" },
+          text: t("inbox_approve_all", { count: group.length }),
+          onclick: () =>
+            this.act(() =>
+              api("POST", "/api/inbox/bulk-approve/", { keys: group.map((item) => item.key) }),
+            ),
+        }),
+      ),
+    );
+  }
+
+  itemView(item) {
+    const since = h("time", {
+      class: "inbox-since",
+      datetime: item.since || "",
+      title: formatWhen(item.since, { absolute: true }),
+      text: formatWhen(item.since),
+    });
+    return h(
+      "li",
+      {
+        class: `inbox-item inbox-${item.kind}${item.snoozed_until ? " inbox-snoozed" : ""}`,
+        dataset: { key: item.key, kind: item.kind },
+      },
+      h(
+        "div",
+        { class: "inbox-head" },
+        h("span", { class: "pill inbox-kind", text: t(`inbox_kind_${item.kind}`) }),
+        h("a", {
+          class: "inbox-session",
+          href: item.url,
+          text: item.session.title || t("untitled_session"),
+        }),
+        item.subtask ? h("span", { class: "muted inbox-subtask", text: item.subtask.name }) : null,
+        h("span", { class: "spacer" }),
+        since,
+      ),
+      this.what(item),
+      this.actions(item),
+    );
+  }
+
+  what(item) {
+    if (item.tool_call) {
+      return h(
+        "div",
+        { class: "inbox-what" },
+        h("code", { class: "inbox-tool", text: item.tool_call.tool_name }),
+        h("pre", { class: "tool-pre inbox-args", text: item.tool_call.arguments }),
+      );
+    }
+    if (item.kind === "confirmation" && item.plan) {
+      return h("p", { class: "inbox-what", text: t("inbox_confirm_plan", { name: item.plan.name }) });
+    }
+    if (item.budget) {
+      const b = item.budget;
+      return h("p", {
+        class: "inbox-what",
+        text: t("inbox_budget", {
+          spent: b.spent_usd,
+          limit: b.budget_usd === null ? "—" : b.budget_usd,
+          tokens: b.spent_tokens,
+          token_limit: b.budget_tokens === null ? "—" : b.budget_tokens,
+        }),
+      });
+    }
+    return h("p", { class: "inbox-what inbox-question", text: item.question || "" });
+  }
+
+  actions(item) {
+    const sessionUrl = `/api/sessions/${item.session.id}/`;
+    const button = (action, label, run, primary = false) =>
+      h("button", {
+        type: "button",
+        class: `btn btn-small${primary ? " btn-primary" : ""}`,
+        dataset: { action },
+        text: label,
+        onclick: () => this.act(run),
+      });
+    const buttons = [];
+    if (item.tool_call) {
+      const decide = (body) => () =>
+        api(
+          "POST",
+          `${sessionUrl}tool-calls/${encodeURIComponent(item.tool_call.tool_call_id)}/decision/`,
+          body,
+        );
+      buttons.push(button("approve", t("approve"), decide({ decision: "approve" }), true));
+      buttons.push(button("deny", t("deny"), decide({ decision: "deny" })));
+      buttons.push(
+        button("always-allow", t("inbox_always_allow"), decide({ decision: "approve", always_allow: true })),
+      );
+    }
+    if (item.actions.includes("confirm")) {
+      const go = () =>
+        api("POST", `${sessionUrl}messages/`, { content: t("go_ahead_message"), intent: "confirm" });
+      buttons.push(button("confirm", t("confirm_yes"), go, true));
+    }
+    if (item.actions.includes("raise_budget")) {
+      buttons.push(
+        button("raise-budget", t("inbox_raise_budget"), async () => {
+          const value = await askText({
+            title: t("inbox_raise_budget"),
+            label: t("inbox_new_limit"),
+            confirm: t("save"),
+            required: true,
+            initial: item.budget.budget_usd || "",
+          });
+          if (value === null) return null;
+          const amount = Number(value);
+          if (!Number.isFinite(amount) || amount < 0) throw new ApiError(400, { error: t("inbox_bad_amount") });
+          return api("PATCH", sessionUrl, { budget_usd: amount });
+        }, true),
+      );
+    }
+    if (item.actions.includes("reply")) {
+      buttons.push(
+        button("reply", t("inbox_reply"), async () => {
+          const text = await askText({
+            title: t("inbox_reply"),
+            message: item.question || "",
+            label: t("message_label"),
+            confirm: t("send"),
+            required: true,
+          });
+          return text === null ? null : api("POST", `${sessionUrl}messages/`, { content: text });
+        }),
+      );
+    }
+    const snoozed = Boolean(item.snoozed_until);
+    buttons.push(
+      button(snoozed ? "unsnooze" : "snooze", snoozed ? t("inbox_unsnooze") : t("inbox_snooze"), () =>
+        api("POST", "/api/inbox/snooze/", { key: item.key, minutes: snoozed ? 0 : SNOOZE_MINUTES }),
+      ),
+    );
+    return h("div", { class: "inbox-actions form-buttons" }, buttons);
+  }
+
+  /** Run one action; on failure say why. The list refreshes either way. */
+  async act(run) {
+    try {
+      await run();
+    } catch (error) {
+      toast(error instanceof Error ? error.message : String(error), { kind: "error" });
+    }
+    refreshInbox();
+  }
+}
+
+loadStrings();
+const page = JSON.parse(document.getElementById("pb-page").textContent);
+new InboxPage(document.getElementById("inbox"), page.items);
+setUpNotifySettings(document.getElementById("notify-settings"));

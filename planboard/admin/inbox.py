@@ -1,0 +1,37 @@
+"""The inbox's records in the admin, read-only: who decided what (and how), and the
+notifications sent or waiting. Staff see them with the models' view permissions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from planboard.models import Decision, Notification
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "session", "kind", "decision", "user", "channel", "summary")
+    list_filter = ("kind", "decision", "channel")
+    list_select_related = ("session", "user")
+    search_fields = ("summary", "user__username")
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "user", "kind", "channel", "status", "attempts", "sent_at")
+    list_filter = ("channel", "status", "kind")
+    list_select_related = ("user",)

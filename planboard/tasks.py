@@ -1,0 +1,80 @@
+"""Celery tasks of the inbox: send one notification (with retries), and the two sweeps a
+beat process runs (`settings.CELERY_BEAT_SCHEDULE`). Thin: the services decide, these send.
+
+A notification is claimed (committed) before it is sent, so two workers never send it at
+once; a failed send goes back to pending and is retried with backoff; a worker that dies
+mid-send leaves the row claimed, and the sweep hands it out again once the claim is stale.
+Each attempt carries the same delivery id (webhook header, email Message-ID) for receivers
+to drop a repeat.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Task, shared_task
+from planboard import notifications, services
+
+logger = logging.getLogger(__name__)
+
+RETRY_BASE_SECONDS = 10.0
+
+
+def dispatch_notification(notification_id: int, delay: float = 0.0) -> None:
+    """`settings.PLANBOARD_NOTIFICATION_DISPATCHER`: hand a committed row to a worker."""
+    send_notification.apply_async((notification_id,), countdown=max(0.0, delay))
+
+
+@shared_task(
+    name="planboard.tasks.send_notification", bind=True, acks_late=True, reject_on_worker_lost=True
+)
+def send_notification(self: Task, notification_id: int) -> str:
+    claimed = services.notification_claim(notification_id=notification_id)
+    if claimed is None:
+        return "nothing to do"
+    if isinstance(claimed, float):
+        send_notification.apply_async((notification_id,), countdown=claimed)
+        return "not due yet"
+    try:
+        notifications.deliver(claimed)
+    except Exception as exc:  # any failure of a send is retried, then recorded
+        logger.warning("notification %s failed: %s", notification_id, exc)
+        row = services.notification_finish(
+            notification_id=notification_id, error=str(exc) or repr(exc)
+        )
+        if row.status == "pending":
+            delay = RETRY_BASE_SECONDS * 2 ** max(0, row.attempts - 1)
+            send_notification.apply_async((notification_id,), countdown=delay)
+        return row.status
+    services.notification_finish(notification_id=notification_id)
+    return "sent"
+
+
+SWEEP_SECONDS = 60.0
+
+
+@shared_task(name="planboard.tasks.send_due_notifications")
+def send_due_notifications(repeat: bool = False) -> int:
+    """Hand out rows whose hand-off was lost (due, or claimed by a worker that died).
+    `repeat`: queue itself again (the embedded mode has no beat process)."""
+    due = services.notifications_due()
+    for notification_id in due:
+        send_notification.delay(notification_id)
+    if repeat:
+        send_due_notifications.apply_async((True,), countdown=SWEEP_SECONDS)
+    return len(due)
+
+
+@shared_task(name="planboard.tasks.expire_action_links")
+def expire_action_links(repeat: bool = False) -> int:
+    """Close action links that expired unused; approvals they were for count as denied."""
+    closed = services.action_links_expire()
+    if repeat:
+        expire_action_links.apply_async((True,), countdown=SWEEP_SECONDS)
+    return closed
+
+
+def start_inbox_sweeps() -> None:
+    """The embedded mode's stand-in for beat: both sweeps now, then every minute."""
+    send_due_notifications.delay(True)
+    expire_action_links.delay(True)

@@ -27,7 +27,7 @@ from celery import Celery
 from agents.models import AgentStep
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, Plan, PlanEvent, State
-from tests.support.processes import database_url, needs_sweep, wait_for
+from tests.support.processes import database_url, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTATING_TOOLS = {"create_plan", "update_subtask_state", "finish_subtask", "finish_plan"}
@@ -157,7 +157,6 @@ def test_a_worker_runs_the_agent_pauses_for_confirmation_and_resumes(user, worke
     assert not Message.objects.filter(session=session, content__startswith="Error").exists()
 
 
-@needs_sweep
 def test_a_run_survives_its_worker_being_killed(user, workers: Workers):
     """SIGKILL the worker mid-run; once its lease expires the new worker's sweep dispatches the
     run again (the dead worker had acknowledged the message when it adopted the run), and the

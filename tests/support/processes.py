@@ -4,7 +4,6 @@ started against the test database, plus a socket log and a tiny REST client for 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -385,13 +384,3 @@ def api(base: str, token: str, method: str, path: str, body: Any = None) -> tupl
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"null")
-
-
-# A worker adopts a run into its run host and acknowledges the message at once
-# (agents/runtime), so a killed worker's runs come back through the lease sweep
-# (`agents.sweeper`, issue 28), not through the broker's redelivery. Tests of a
-# killed worker need it.
-needs_sweep = pytest.mark.skipif(
-    importlib.util.find_spec("agents.sweeper") is None,
-    reason="a killed worker's runs resume through agents.sweeper (issue 28), not in this tree",
-)

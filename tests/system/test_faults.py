@@ -41,7 +41,6 @@ from tests.support.processes import (
     RedisServer,
     api,
     assert_run_completed_exactly_once,
-    needs_sweep,
     open_socket,
     own_redis_db,
     process_env,
@@ -56,7 +55,6 @@ from tests.support.processes import (
 @pytest.mark.slow
 @pytest.mark.redis
 @pytest.mark.postgres
-@needs_sweep
 def test_a_worker_killed_mid_run_is_replaced_and_the_run_completes_once(
     postgres: None, redis_url: str, children: list[Child], test_broker: Any, user: Any
 ) -> None:

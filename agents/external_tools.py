@@ -10,7 +10,9 @@ anything happens:
   decides (`services.tool_call_decide` queues the run again). Nothing is approved by waiting.
 
 Running a call: mark it `running` (committed first, so a dead worker leaves evidence), call
-the server with no transaction open, then store the result and the final status together.
+the server with no transaction open — in the chat session's live session with it
+(`agents.mcp_sessions`), so a stateful server keeps its state for the conversation — then
+store the result and the final status together.
 A call whose result is stored is never run again (a result is unique per call id). A call
 found `running` when a run resumes lost its worker: a read-only tool is simply called again;
 anything else is answered `Error: interrupted, outcome unknown`, since it may have acted.
@@ -28,9 +30,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import markers, mcp_client, workspace
+from agents import markers, mcp_client, mcp_sessions, workspace
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
+from agents.runtime.lanes import Lane
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
@@ -231,12 +234,17 @@ def _parse(raw: Any) -> dict[str, Any] | str:
     if isinstance(raw, dict):
         return raw
     try:
-        value = json.loads(raw)
+        # NaN and Infinity are not JSON (nor storable as such): refused like any bad JSON.
+        value = json.loads(raw, parse_constant=_not_json)
     except (TypeError, ValueError) as exc:
         return f"Error: the arguments are not valid JSON ({exc}). Send one JSON object."
     if not isinstance(value, dict):
         return "Error: the arguments must be one JSON object of named values."
     return value
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome | ToolCall:
@@ -282,10 +290,25 @@ def server_output(record: ToolCall) -> mcp_client.ToolOutput:
         return _unexpected(record, exc)
 
 
-async def aserver_output(record: ToolCall) -> mcp_client.ToolOutput:
+async def aserver_output(record: ToolCall, *, lane: Lane) -> mcp_client.ToolOutput:
+    """The call, in the chat session's live session with the server (`agents.mcp_sessions`,
+    on the loop driving the run); `lane` asks the database, only when a session has to be
+    opened, whether an earlier one of the conversation was lost."""
     assert record.toolset is not None, "a claimed external call has its toolset"
+
+    async def used_before() -> bool:
+        return await lane.run(
+            selectors.toolset_called_before,
+            session_id=record.session_id,
+            toolset_id=record.toolset_id,
+            call_id=record.pk,
+        )
+
+    conversation = mcp_sessions.Conversation(record.session_id, used_before=used_before)
     try:
-        return await mcp_client.acall_tool(record.toolset, record.tool, record.arguments or {})
+        return await mcp_sessions.acall_tool(
+            record.toolset, record.tool, record.arguments or {}, conversation=conversation
+        )
     except Exception as exc:
         return _unexpected(record, exc)
 

@@ -184,7 +184,7 @@ async def _call_server(record: ToolCall, *, lane: Lane) -> None:
     """An external tool call claimed by a unit: ask its server on the loop (a tool call is
     never cut short, not even by a hand-off: its effect could not be undone), store the
     answer in another unit."""
-    output = await external_tools.aserver_output(record)
+    output = await external_tools.aserver_output(record, lane=lane)
     await lane.run(external_tools.finish_call, record=record, output=output)
 
 

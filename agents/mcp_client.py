@@ -3,10 +3,11 @@
 A toolset (`planboard.models.Toolset`) is either a program started over stdio (the SDK's
 `stdio_client`; it gets only the SDK's minimal environment plus the toolset's own `env`, never
 ours) or a streamable-HTTP endpoint (sent the toolset's `headers`; every connection, redirects
-included, goes only where `planboard.outbound` allows: agents/outbound_http.py). Each use opens
-a fresh connection: start or reach the server, `initialize`, do one thing, close. That costs a
-process start per call for stdio servers but keeps no state between calls, so nothing can
-leak from one session's call into another's, and a worker that dies leaves nothing behind.
+included, goes only where `planboard.outbound` allows: agents/outbound_http.py). `opened`
+starts or reaches the server and initializes a session. A run's calls use the session its chat
+session keeps open with the server (`agents.mcp_sessions`, which builds on `opened` and
+`call_on`); everything else here (`discover_tools`, `call_tool`, `acall_tool`) opens a fresh
+connection, does one thing and closes it, so no state is shared with anyone's session.
 
 `call_tool` never raises: server start failures, crashes, timeouts (`PLANBOARD_TOOL_TIMEOUT`
 seconds for the whole call, server start included), unknown tools and MCP error results all
@@ -35,7 +36,9 @@ import anyio
 import anyio.lowlevel
 import httpx2
 from django.conf import settings
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession as ClientSession  # re-exported for agents.mcp_sessions
+from mcp import StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import (
     _aclose_all,
     _create_platform_compatible_process,
@@ -48,7 +51,7 @@ from mcp.client.stdio import (
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.types import PaginatedRequestParams
+from mcp.types import PaginatedRequestParams, ToolListChangedNotification
 
 from agents import mcp_limits
 from agents.outbound_http import checked_client
@@ -118,7 +121,7 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
 
     try:
         found = _run(lambda: _connected(toolset, listing))
-    except _Failure as failure:
+    except Failure as failure:
         raise PlanError(failure.message, code="toolset_unreachable") from None
     for item in found:
         item.pop("weight", None)
@@ -150,34 +153,51 @@ def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOut
 
 
 async def acall_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOutput:
-    """`call_tool` awaited on the caller's event loop (the run host's): the wait for the
-    server costs no thread."""
+    """`call_tool` awaited on the caller's event loop, on a connection of its own (a run's
+    calls go through a live session instead: `agents.mcp_sessions`)."""
     started = time.monotonic()
 
     async def calling(session: ClientSession) -> ToolOutput:
-        result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout_seconds())
-        rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
-        text = _redact(rendered.text, toolset)
-        if result.is_error:
-            reason = text.strip() or "no reason given"
-            return ToolOutput(
-                f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
-            )
-        return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+        return await call_on(session, toolset, tool, arguments)
 
     try:
         output = await _connected(toolset, calling, tool=tool)
-    except _Failure as failure:
+    except Failure as failure:
         output = ToolOutput(f"Error: {failure.message}", ok=False)
     except Exception as exc:  # a bug of ours or of the SDK: still an answer for the model
-        logger.exception("calling %s of toolset %s failed", tool, toolset.name)
-        output = ToolOutput(
-            f"Error: toolset '{toolset.name}': calling '{tool}' failed unexpectedly "
-            f"({type(exc).__name__}).",
-            ok=False,
+        output = unexpected(toolset, tool, exc)
+    return finished(output, started)
+
+
+async def call_on(
+    session: ClientSession, toolset: Toolset, tool: str, arguments: dict[str, Any]
+) -> ToolOutput:
+    """One tools/call on an initialized session, its result as the model gets it (cut,
+    secrets removed)."""
+    result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout_seconds())
+    rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
+    text = _redact(rendered.text, toolset)
+    if result.is_error:
+        reason = text.strip() or "no reason given"
+        return ToolOutput(
+            f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
         )
+    return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+
+
+def unexpected(toolset: Toolset, tool: str, exc: BaseException) -> ToolOutput:
+    logger.exception("calling %s of toolset %s failed", tool, toolset.name, exc_info=exc)
+    return ToolOutput(
+        f"Error: toolset '{toolset.name}': calling '{tool}' failed unexpectedly "
+        f"({type(exc).__name__}).",
+        ok=False,
+    )
+
+
+def finished(output: ToolOutput, started: float) -> ToolOutput:
+    """`output` with the call's duration; an error quoting the server cut (a result was cut
+    when it was rendered)."""
     elapsed = int((time.monotonic() - started) * 1000)
-    # A result was cut above; an error quoting the server is cut here.
     text = output.text if output.ok else mcp_limits.cut(output.text)
     return ToolOutput(text, ok=output.ok, duration_ms=elapsed)
 
@@ -185,7 +205,7 @@ async def acall_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> 
 # --- connections ------------------------------------------------------------------------------
 
 
-class _Failure(Exception):
+class Failure(Exception):
     """Why a toolset could not be used, in words for people and models."""
 
     def __init__(self, message: str) -> None:
@@ -199,56 +219,98 @@ async def _connected(
     *,
     tool: str = "",
 ) -> T:
-    """Connect, initialize, run `action`, close; every failure becomes a `_Failure`."""
+    """Connect, initialize, run `action`, close; every failure becomes a `Failure`."""
     limit = timeout_seconds()
     errlog: TextIO = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
     reading = mcp_limits.ReadLimit()  # how large a message the server may send
     try:
         with anyio.fail_after(limit):
-            if toolset.kind == Toolset.Kind.STDIO:
-                params = StdioServerParameters(
-                    command=toolset.command,
-                    args=[str(a) for a in toolset.args or []],
-                    env={str(k): str(v) for k, v in (toolset.env or {}).items()} or None,
-                )
-                async with (
-                    _bounded_stdio_client(params, errlog=errlog, limit=reading) as (read, write),
-                    ClientSession(read, write, read_timeout_seconds=limit) as session,
-                ):
-                    await session.initialize()
-                    return await action(session)
-            headers = {str(k): str(v) for k, v in (toolset.headers or {}).items()}
-            async with (
-                checked_client(
-                    headers=headers,
-                    timeout=limit,
-                    event_hooks={
-                        "request": [reading.on_request],
-                        "response": [reading.on_response],
-                    },
-                ) as http,
-                streamable_http_client(
-                    toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
-                ) as (read, write),
-                ClientSession(read, write, read_timeout_seconds=limit) as session,
-            ):
-                await session.initialize()
+            async with opened(toolset, errlog=errlog, reading=reading) as session:
                 return await action(session)
-    except _Failure:
+    except Failure:
         raise
     except BaseException as exc:
         if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not ours to eat
             raise
-        if reading.exceeded:  # whatever the SDK made of it, this is what happened
-            raise _Failure(_redact(reading.describe(toolset.name), toolset)) from None
-        raise _Failure(_describe(exc, toolset, tool=tool, stderr=_tail(errlog))) from None
+        raise failure_of(exc, toolset, tool=tool, errlog=errlog, reading=reading) from None
     finally:
         errlog.close()
 
 
+def failure_of(
+    exc: BaseException,
+    toolset: Toolset,
+    *,
+    tool: str,
+    errlog: IO[str],
+    reading: mcp_limits.ReadLimit,
+) -> Failure:
+    """What went wrong with a connection, for people and models."""
+    if reading.exceeded:  # whatever the SDK made of it, this is what happened
+        return Failure(_redact(reading.describe(toolset.name), toolset))
+    return Failure(_describe(exc, toolset, tool=tool, stderr=_tail(errlog)))
+
+
+@asynccontextmanager
+async def opened(
+    toolset: Toolset,
+    *,
+    errlog: TextIO,
+    reading: mcp_limits.ReadLimit,
+    message_handler: MessageHandlerFnT | None = None,
+    on_end: Callable[[], None] | None = None,
+) -> AsyncIterator[ClientSession]:
+    """An initialized session with the toolset's server: started (stdio) or reached (HTTP),
+    reading through `reading`, the server's stderr in `errlog`. `message_handler` gets what
+    the server sends unasked (notifications); `on_end` is called once a stdio server's output
+    ends (it stopped). Closed, and a stdio server stopped, on exit."""
+    limit = timeout_seconds()
+    if toolset.kind == Toolset.Kind.STDIO:
+        params = StdioServerParameters(
+            command=toolset.command,
+            args=[str(a) for a in toolset.args or []],
+            env={str(k): str(v) for k, v in (toolset.env or {}).items()} or None,
+        )
+        async with (
+            _bounded_stdio_client(params, errlog=errlog, limit=reading, on_end=on_end) as (
+                read,
+                write,
+            ),
+            ClientSession(
+                read, write, read_timeout_seconds=limit, message_handler=message_handler
+            ) as session,
+        ):
+            await session.initialize()
+            yield session
+        return
+    headers = {str(k): str(v) for k, v in (toolset.headers or {}).items()}
+    async with (
+        checked_client(
+            headers=headers,
+            timeout=limit,
+            event_hooks={
+                "request": [reading.on_request],
+                "response": [reading.on_response],
+            },
+        ) as http,
+        streamable_http_client(
+            toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
+        ) as (read, write),
+        ClientSession(
+            read, write, read_timeout_seconds=limit, message_handler=message_handler
+        ) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
 @asynccontextmanager
 async def _bounded_stdio_client(
-    server: StdioServerParameters, *, errlog: TextIO, limit: mcp_limits.ReadLimit
+    server: StdioServerParameters,
+    *,
+    errlog: TextIO,
+    limit: mcp_limits.ReadLimit,
+    on_end: Callable[[], None] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """The SDK's `stdio_client`, started and stopped by the SDK's own helpers, but reading
     the server's stdout through `limit`: the SDK keeps a line however long it grows, so one
@@ -283,6 +345,8 @@ async def _bounded_stdio_client(
             except mcp_limits.MessageTooLarge:
                 pass  # `limit` records it; the closed stream ends the session's wait at once
             finally:
+                if on_end is not None:
+                    on_end()  # a live session is given up, not used again
                 # After the stream is closed (the SDK drains first, which only ends when
                 # the server stops: with a session still waiting, that is at the timeout).
                 await _drain_stdout(process)
@@ -323,16 +387,31 @@ async def _bounded_stdio_client(
             group.cancel_scope.cancel()
 
 
-def _leaf(exc: BaseException) -> BaseException:
+def leaf(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups of the SDK's task groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
 
 
+def is_refusal(exc: BaseException) -> bool:
+    """Whether a call's error is the server's answer (unknown tool, bad arguments) on a
+    connection that still works, rather than a timeout or the connection gone."""
+    error = leaf(exc)
+    if not isinstance(error, MCPError):
+        return False
+    message = error.message.lower()
+    return "closed" not in message and "timed out" not in message
+
+
+def is_tools_changed(message: Any) -> bool:
+    """Whether what a server sent unasked says its tools changed."""
+    return isinstance(message, ToolListChangedNotification)
+
+
 def _describe(exc: BaseException, toolset: Toolset, *, tool: str, stderr: str) -> str:
     """`toolset '<name>': <what went wrong>`, secrets removed."""
-    error = _leaf(exc)
+    error = leaf(exc)
     who = f"toolset '{toolset.name}': "
     what = f"the tool '{tool}'" if tool else "the server"
     if isinstance(error, TimeoutError) or (

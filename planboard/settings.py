@@ -413,6 +413,13 @@ PLANBOARD_TOOL_SCHEMA_MAX_BYTES = int(os.environ.get("PLANBOARD_TOOL_SCHEMA_MAX_
 PLANBOARD_MCP_MESSAGE_MAX_BYTES = int(
     os.environ.get("PLANBOARD_MCP_MESSAGE_MAX_BYTES", str(4 * 1024 * 1024))
 )
+# Live MCP sessions (agents/mcp_sessions.py): one per chat session and toolset, kept open on
+# the worker between calls and runs; closed after this many seconds unused, and the least
+# recently used one closed past this many open on one worker process.
+PLANBOARD_MCP_SESSION_IDLE_SECONDS = float(
+    os.environ.get("PLANBOARD_MCP_SESSION_IDLE_SECONDS", "600")
+)
+PLANBOARD_MCP_SESSIONS_PER_HOST = int(os.environ.get("PLANBOARD_MCP_SESSIONS_PER_HOST", "64"))
 # The session workspace (the built-in `workspace` toolset): files are kept in the default
 # storage (local MEDIA_ROOT unless STORAGES says otherwise); the bytes one file may hold and
 # the files one session may hold.

@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agents import loop
+from agents import loop, mcp_sessions
 from agents.runtime.control import ModelSlots, RunControl
 from agents.runtime.lanes import PoolLane
 from planboard import selectors, services
@@ -42,6 +42,9 @@ from planboard.models import AgentRun
 logger = logging.getLogger(__name__)
 
 CANCEL_CHECK_SECONDS = 0.5
+# How often live MCP sessions are checked against the database (toolset disabled, chat session
+# deleted) and against their idle limit.
+TOOL_SESSION_SWEEP_SECONDS = 30.0
 # What a stopping host waits for at most, beyond the tool timeout, before it exits anyway.
 STOP_MARGIN_SECONDS = 5.0
 
@@ -73,6 +76,9 @@ class RunHost:
         self._periodic = [
             self.loop.create_task(self._every(lease / 3, self._heartbeat)),
             self.loop.create_task(self._every(CANCEL_CHECK_SECONDS, self._check_cancels)),
+            self.loop.create_task(
+                self._every(TOOL_SESSION_SWEEP_SECONDS, self._sweep_tool_sessions)
+            ),
         ]
         self.loop.call_soon(self._ready.set)
         self.loop.run_forever()
@@ -103,6 +109,16 @@ class RunHost:
                 entry = self.runs.get(run_id)
                 if entry is not None:
                     entry[1].cancel()
+
+    async def _sweep_tool_sessions(self) -> None:
+        pool = mcp_sessions.pool_of(self.loop)
+        if pool is not None and pool.live:
+            pool.reap_idle()
+
+            async def wanted(pairs: list[tuple[int, int]]) -> set[tuple[int, int]]:
+                return await self.lane.control(selectors.tool_sessions_wanted, pairs=pairs)
+
+            await pool.sweep(wanted)
 
     async def _host(self, run: AgentRun, control: RunControl) -> None:
         try:
@@ -168,6 +184,9 @@ class RunHost:
             await asyncio.sleep(0.05)
         for task in self._periodic:
             task.cancel()
+        # The runs are handed off: their MCP sessions' servers are stopped (a run continued
+        # elsewhere is told its servers were restarted).
+        await mcp_sessions.close_pool()
         return len(self.runs)
 
 

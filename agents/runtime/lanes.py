@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 from django.db import InterfaceError, OperationalError
 
+from agents import mcp_sessions
 from planboard.sql import close_thread_connection
 
 logger = logging.getLogger(__name__)
@@ -119,32 +120,53 @@ class CallerLane:
     async def drain(self) -> None:
         await self.run(lambda: None)
 
-    def serve(self, main: Callable[[Lane], Coroutine[Any, Any, T]]) -> T:
+    def serve(
+        self,
+        main: Callable[[Lane], Coroutine[Any, Any, T]],
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> T:
         """Run `main(self)` on a fresh event loop in a helper thread, doing its units here;
-        returns when it does."""
+        returns when it does. The loop's live MCP sessions (`agents.mcp_sessions`) close with
+        it. `loop`: an event loop already running on another thread instead, whose sessions
+        stay open after `main` (a run host's, as the tests stand one in)."""
         outcome: dict[str, Any] = {}
+        helper: threading.Thread | None = None
+        if loop is not None:
+            running = asyncio.run_coroutine_threadsafe(main(self), loop)
+            running.add_done_callback(lambda _: self._units.put(_DONE))
+        else:
 
-        def on_loop() -> None:
-            try:
-                outcome["value"] = asyncio.run(main(self))
-            except BaseException as exc:  # handed to the calling thread
-                outcome["error"] = exc
-            finally:
-                self._units.put(_DONE)
+            async def own_loop() -> T:
+                try:
+                    return await main(self)
+                finally:
+                    await mcp_sessions.close_pool()
 
-        helper = threading.Thread(target=on_loop, name="run-loop", daemon=True)
-        helper.start()
+            def on_loop() -> None:
+                try:
+                    outcome["value"] = asyncio.run(own_loop())
+                except BaseException as exc:  # handed to the calling thread
+                    outcome["error"] = exc
+                finally:
+                    self._units.put(_DONE)
+
+            helper = threading.Thread(target=on_loop, name="run-loop", daemon=True)
+            helper.start()
         while (item := self._units.get()) is not _DONE:
-            fn, args, kwargs, loop, done = item
+            fn, args, kwargs, unit_loop, done = item
             try:
                 value = fn(*args, **kwargs)
             except BaseException as exc:
                 if done is None:
                     raise
-                loop.call_soon_threadsafe(_settle, done, None, exc)
+                unit_loop.call_soon_threadsafe(_settle, done, None, exc)
             else:
                 if done is not None:
-                    loop.call_soon_threadsafe(_settle, done, value, None)
+                    unit_loop.call_soon_threadsafe(_settle, done, value, None)
+        if loop is not None:
+            return running.result()
+        assert helper is not None
         helper.join()
         if "error" in outcome:
             raise outcome["error"]

@@ -92,6 +92,30 @@ def toolset_as_called(toolset: Toolset, *, session_id: int) -> Toolset | None:
     return toolset
 
 
+def toolset_called_before(*, session_id: int, toolset_id: int, call_id: int) -> bool:
+    """Whether calls of the session other than `call_id` reached the toolset's server (so a
+    new server session loses whatever the earlier one kept)."""
+    done = [ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED, ToolCall.Status.INTERRUPTED]
+    return (
+        ToolCall.objects.filter(session_id=session_id, toolset_id=toolset_id, status__in=done)
+        .exclude(pk=call_id)
+        .exists()
+    )
+
+
+def tool_sessions_wanted(*, pairs: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Of the (chat session, toolset) pairs a worker holds live MCP sessions for, those still
+    wanted: the chat session exists and enables the toolset, and the toolset is enabled."""
+    if not pairs:
+        return set()
+    found = SessionToolset.objects.filter(
+        session_id__in={s for s, _ in pairs},
+        toolset_id__in={t for _, t in pairs},
+        toolset__enabled=True,
+    ).values_list("session_id", "toolset_id")
+    return set(pairs) & {(s, t) for s, t in found}
+
+
 def session_toolset_ids(*, session_id: int) -> list[int]:
     return list(
         SessionToolset.objects.filter(session_id=session_id)

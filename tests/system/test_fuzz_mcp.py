@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agents import loop, mcp_client
+from agents import loop, mcp_sessions
 from agents.context import build_request
 from agents.local_models import ProviderReply
 from agents.mcp_client import ToolOutput
@@ -94,13 +94,13 @@ def test_any_arguments_and_any_reply_never_break_a_run(
         session_id=session.pk, actor=Actor.person(owner), name="Keep me", subtasks=[{"name": "A"}]
     )
 
-    async def answer(found: Any, tool: str, arguments: dict[str, Any]) -> ToolOutput:
+    async def answer(found: Any, tool: str, arguments: dict[str, Any], **how: Any) -> ToolOutput:
         if isinstance(reply, BaseException):
             raise reply
         return reply
 
     # The run awaits the server on its event loop (agents/runtime).
-    monkeypatch.setattr(mcp_client, "acall_tool", answer)
+    monkeypatch.setattr(mcp_sessions, "acall_tool", answer)
     model = ScriptedModel(
         [
             ProviderReply(

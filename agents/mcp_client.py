@@ -23,6 +23,8 @@ not hold a database transaction open across a call: a server may take a minute.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import tempfile
 import time
@@ -102,30 +104,38 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
     `PLANBOARD_TOOLSET_MAX_TOOLS`, or more than `PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES`): the
     refresh refuses it then, and nothing more needs to be read."""
 
-    async def listing(session: ClientSession) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        weight = 0
-        cursor: str | None = None
-        for _ in range(MAX_TOOL_PAGES):
-            params = PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            for tool in page.tools:
-                found.append(_listed(tool))
-                weight += found[-1].get("weight", 0)
-                if len(found) > max_tools() or weight > toolset_schema_max_bytes():
-                    return found
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return found
-
     try:
-        found = _run(lambda: _connected(toolset, listing))
+        found = _run(lambda: _connected(toolset, _listing))
     except Failure as failure:
         raise PlanError(failure.message, code="toolset_unreachable") from None
     for item in found:
         item.pop("weight", None)
     return found
+
+
+async def _listing(session: ClientSession) -> list[dict[str, Any]]:
+    """The server's tools as `discover_tools` describes them (with their `weight`)."""
+    found: list[dict[str, Any]] = []
+    weight = 0
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        for tool in page.tools:
+            found.append(_listed(tool))
+            weight += found[-1].get("weight", 0)
+            if len(found) > max_tools() or weight > toolset_schema_max_bytes():
+                return found
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return found
+
+
+async def listing_digest(session: ClientSession) -> str:
+    """A hash of what an open session's server lists now (to tell whether it changed)."""
+    found = await _listing(session)
+    return hashlib.sha256(json.dumps(found, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _listed(tool: Any) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Live MCP sessions: one per chat session, toolset and credential, kept open for the
-conversation (issue 24). With `agents.mcp_client`, the only module that imports the `mcp` SDK.
+conversation (issue 24). The SDK is reached through `agents.mcp_client` (the one module that
+imports `mcp`): its `opened` connects, its `call_on` calls.
 
 A run's tool calls (`agents.external_tools.aserver_output`) go to the session its chat session
 already has with the toolset's server, on the event loop that drives the run: the worker's run
@@ -26,8 +27,10 @@ When a new session replaces one the chat session had used (here, or — asked fr
 on another worker or before a restart), the server's state is gone: the call's result then ends
 with a short note from Planboard saying so (`lost_note`).
 
-A server's `notifications/tools/list_changed` refreshes the toolset's tools through the same
-service as the refresh button (`services.toolset_discover`): a listing never lowers caution.
+A server's `notifications/tools/list_changed` is answered by listing its tools on that session;
+a listing new to this pool refreshes the toolset through the same service as the refresh button
+(`services.toolset_discover`, with the toolset's own settings), where a listing never lowers
+caution.
 """
 
 from __future__ import annotations
@@ -129,9 +132,10 @@ class _Gone(Exception):
 @dataclass
 class _Job:
     tool: str
-    action: Callable[[ClientSession], Awaitable[ToolOutput]]
+    action: Callable[[ClientSession], Awaitable[Any]]
     deadline: float  # the loop's clock
-    future: asyncio.Future[ToolOutput]
+    future: asyncio.Future[Any]
+    call: bool = True  # a tool call (the server may keep state of it), not a listing
 
 
 def _settle(
@@ -191,11 +195,25 @@ class _Live:
 
     async def _on_message(self, message: Any) -> None:
         if mcp_client.is_tools_changed(message):
-            self.pool.tools_changed(self.key[1])
+            self.pool.tools_changed(self)
 
-    async def submit(self, job: _Job) -> ToolOutput:
+    async def submit(self, job: _Job) -> Any:
+        if self.ended:
+            raise _Gone()
         self.jobs.put_nowait(job)
         return await job.future
+
+    async def listing_digest(self) -> str:
+        """A hash of what the server lists now, asked on this session."""
+        loop = asyncio.get_running_loop()
+        job = _Job(
+            tool="",
+            action=mcp_client.listing_digest,
+            deadline=loop.time() + mcp_client.timeout_seconds(),
+            future=loop.create_future(),
+            call=False,
+        )
+        return str(await self.submit(job))
 
     async def _own(self) -> None:
         errlog: TextIO = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
@@ -218,7 +236,8 @@ class _Live:
                         if self.ended:
                             _settle(job.future, error=_Gone())
                             continue
-                        current, self.served = job, True
+                        current = job
+                        self.served = self.served or job.call
                         scope.deadline = job.deadline
                         try:
                             value = await job.action(session)
@@ -290,6 +309,7 @@ class SessionPool:
     live: OrderedDict[Key, _Live] = field(default_factory=OrderedDict)  # least recent first
     seen: OrderedDict[Pair, str] = field(default_factory=OrderedDict)  # "" while open
     _refreshing: dict[int, bool] = field(default_factory=dict)
+    _listings: dict[int, str] = field(default_factory=dict)  # toolset: digest last refreshed
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _owners: dict[asyncio.Task[Any], _Live] = field(default_factory=dict)  # running
     _reaper: asyncio.Task[Any] | None = None
@@ -462,22 +482,32 @@ class SessionPool:
 
     # --- the server's own notices ------------------------------------------------------------
 
-    def tools_changed(self, toolset_id: int) -> None:
-        """A server said its tools changed: refresh the toolset (once at a time; a notice
-        during a refresh asks for one more)."""
+    def tools_changed(self, live: _Live) -> None:
+        """A server said its tools changed: list them on its session and, when the listing
+        is new to this pool, refresh the toolset (once at a time; a notice during a refresh
+        asks for one more). Servers that announce a change right after they start (tools
+        that depend on the client's capabilities) cost one listing per session, not a
+        refresh each."""
+        toolset_id = live.key[1]
         if toolset_id in self._refreshing:
             self._refreshing[toolset_id] = True
             return
         self._refreshing[toolset_id] = False
-        task = asyncio.get_running_loop().create_task(self._refresh(toolset_id))
+        task = asyncio.get_running_loop().create_task(self._refresh(live))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _refresh(self, toolset_id: int) -> None:
+    async def _refresh(self, live: _Live) -> None:
+        toolset_id = live.key[1]
         try:
             while True:
                 try:
-                    await self.refresher(toolset_id)
+                    digest = await live.listing_digest()
+                    if self._listings.get(toolset_id) != digest:
+                        self._listings[toolset_id] = digest
+                        await self.refresher(toolset_id)
+                except (_Gone, Failure):
+                    pass  # the session ended meanwhile: its successor lists for itself
                 except Exception:
                     logger.warning("refreshing toolset %s failed", toolset_id, exc_info=True)
                 if not self._refreshing.get(toolset_id):

@@ -280,3 +280,27 @@ def test_a_servers_tools_changed_notice_refreshes_the_toolset_without_lowering_c
     relabelled = tools["write_note"]
     assert relabelled.read_only is True
     assert relabelled.policy == "ask" and relabelled.needs_review
+
+
+def test_a_notice_whose_listing_did_not_change_refreshes_nothing(
+    superuser: Any, tmp_path: Path
+) -> None:
+    toolset = stdio_toolset(superuser, name="growing", env={"TOOLS_FILE": str(tmp_path / "t")})
+    refreshed: list[int] = []
+
+    async def count(toolset_id: int) -> None:
+        refreshed.append(toolset_id)
+
+    with HostLoop() as host:
+        pool = host.pool()
+        pool.refresher = count
+        for line in ("extra:one", "noop", "noop", "extra:two"):
+            output = host.run(
+                mcp_sessions.acall_tool(
+                    toolset, "grow", {"line": line}, conversation=Conversation(1)
+                )
+            )
+            assert output.ok, output.text
+            host.run(pool.settled())
+    # The first notice of this worker refreshes; after that only a listing that changed.
+    assert refreshed == [toolset.pk, toolset.pk]

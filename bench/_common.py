@@ -178,9 +178,11 @@ def write_section(name: str, title: str, lines: Sequence[str]) -> None:
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
     body = "\n".join([start, f"## {title}", "", *lines, end])
     text = PERFORMANCE_MD.read_text() if PERFORMANCE_MD.exists() else HEADER
-    # The header is the script's, not the file's: refresh it with every write.
+    # The header is the script's, not the file's: refresh it with every write (notes written
+    # under an unchanged header, before the first section, are kept).
     first = text.find("<!-- bench:")
-    text = HEADER + ("\n" + text[first:] if first >= 0 else "")
+    if not text.startswith(HEADER):
+        text = HEADER + ("\n" + text[first:] if first >= 0 else "")
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _: body, text)
@@ -198,6 +200,7 @@ SECTION_ORDER = [
     "ws_latency",
     "agent_throughput",
     "run_concurrency",
+    "mcp_session_latency",
 ]
 
 

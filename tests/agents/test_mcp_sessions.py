@@ -5,6 +5,7 @@ a result that says so when the server's state was lost."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from agents import mcp_sessions
 from agents.mcp_sessions import Conversation
+from agents.runtime.host import RunHost
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Toolset, ToolsetTool
 from tests.support.mcp_servers import stdio_toolset
@@ -304,3 +306,44 @@ def test_a_notice_whose_listing_did_not_change_refreshes_nothing(
             host.run(pool.settled())
     # The first notice of this worker refreshes; after that only a listing that changed.
     assert refreshed == [toolset.pk, toolset.pk]
+
+
+# --- the run host -----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_run_hosts_sweep_and_shutdown_close_its_sessions(
+    superuser: Any, user: Any, settings: Any
+) -> None:
+    settings.PLANBOARD_RUN_DB_THREADS = 1
+    session = services.session_create(owner=user, need_user_confirm=False)
+    toolset = stdio_toolset(superuser, name="counting")
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
+    kept = services.session_create(owner=user, need_user_confirm=False)
+    services.session_set_toolsets(session_id=kept.pk, toolset_ids=[toolset.pk])
+    host = RunHost().start()
+    try:
+
+        def on_host(coroutine: Any) -> Any:
+            return asyncio.run_coroutine_threadsafe(coroutine, host.loop).result(60)
+
+        def add_in(chat: int) -> int:
+            conversation = Conversation(chat)
+            output = on_host(
+                mcp_sessions.acall_tool(toolset, "counter_add", {}, conversation=conversation)
+            )
+            return counted(output.text)[1]
+
+        pid, kept_pid = add_in(session.pk), add_in(kept.pk)
+        pool = mcp_sessions.pool_of(host.loop)
+        assert pool is not None
+        on_host(host._sweep_tool_sessions())
+        assert len(pool.live) == 2  # both still wanted
+        services.session_set_toolsets(session_id=session.pk, toolset_ids=[], user=user)
+        on_host(host._sweep_tool_sessions())
+        on_host(pool.settled())
+        assert gone(pid) and not gone(kept_pid)
+    finally:
+        host.stop(timeout=10)
+    assert gone(kept_pid)  # the host's shutdown closed the rest
+    assert mcp_sessions.pool_of(host.loop) is None

@@ -80,20 +80,19 @@ class StepContext:
 
 def read_step_context(*, run_id: int, memory: RunMemory) -> StepContext | None:
     """What the next step decides from; None when the run is gone (deleted with its session).
-    Four queries: the run, the session with its plan, the transcript's ids (and the rows of
-    messages the worker does not hold), the plan's subtasks."""
+    Three queries: the run, the session with its plan and the plan's subtasks, the transcript's
+    ids (and the rows of messages the worker does not hold)."""
     run = selectors.agent_run(run_id=run_id)
     found = selectors.session_with_plan(session_id=run.session_id) if run else None
     if run is None or found is None:
         return None
-    session, plan, flagged = found
     return StepContext(
         run=run,
-        session=session,
-        plan=plan,
-        snapshot=selectors.plan_snapshot_of(plan) if plan and session.plan_mode else None,
+        session=found.session,
+        plan=found.plan,
+        snapshot=found.snapshot,
         transcript=memory.transcript(),
-        calls_flagged=flagged,
+        calls_flagged=found.calls_flagged,
     )
 
 
@@ -157,7 +156,7 @@ def build_request(
     nudge = False
     hint = ""
     session_tools, allowed, pending = selectors.session_tools_and_call_flags(
-        session_id=session.pk, flagged=read.calls_flagged
+        session_id=session.pk, owner_id=session.owner_id, flagged=read.calls_flagged
     )
     external = external_tools.offered_tools(
         session_id=session.pk, within=acting.toolset_ids, allowed=allowed, tools=session_tools

@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import math
+import os
 import tempfile
 import time
 import weakref
@@ -66,6 +68,10 @@ CLOSE_WAIT_SECONDS = 15.0
 REMEMBERED = 10_000
 # How often the idle limit is checked at most.
 REAP_EVERY_MAX_SECONDS = 30.0
+# How much of a live server's stderr is kept on disk at most: past it the file is emptied
+# after a call (a crash quotes only the last lines anyway). Over a long conversation a chatty
+# server would otherwise fill the disk.
+STDERR_KEEP_BYTES = 1024 * 1024
 
 Key = tuple[int, int, str]  # chat session, toolset, credential identity
 Pair = tuple[int, int]  # chat session, toolset
@@ -175,6 +181,7 @@ class _Live:
         self.server_stopped = False
         self.recorded = False
         self.why = ""
+        self.errlog: TextIO | None = None
         self.task = loop.create_task(self._own(), name=f"mcp-session-{key[0]}-{key[1]}")
 
     @property
@@ -215,8 +222,21 @@ class _Live:
         )
         return str(await self.submit(job))
 
+    def trim_stderr(self) -> None:
+        """Empty the server's stderr file once it holds more than `STDERR_KEEP_BYTES`."""
+        errlog = self.errlog
+        if errlog is None:
+            return
+        try:
+            if os.fstat(errlog.fileno()).st_size > STDERR_KEEP_BYTES:
+                errlog.truncate(0)
+        except (OSError, ValueError):
+            pass  # closed meanwhile
+
     async def _own(self) -> None:
         errlog: TextIO = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        _append_only(errlog)
+        self.errlog = errlog
         reading = mcp_limits.ReadLimit()
         scope = anyio.CancelScope(deadline=anyio.current_time() + mcp_client.timeout_seconds())
         current: _Job | None = None
@@ -253,6 +273,7 @@ class _Live:
                         current = None
                         scope.deadline = math.inf
                         self.last_used = self.pool.clock()
+                        self.trim_stderr()
         except Exception as exc:
             failure = exc
         finally:
@@ -269,6 +290,7 @@ class _Live:
                 described = mcp_client.failure_of(
                     failure, self.toolset, tool=tool, errlog=errlog, reading=reading
                 )
+            self.errlog = None
             errlog.close()
             _settle(self.ready, error=described)
             if current is not None:
@@ -278,6 +300,13 @@ class _Live:
                 if job is not None:
                     _settle(job.future, error=_Gone())
             self.pool.ended(self)
+
+
+def _append_only(handle: TextIO) -> None:
+    """Every write to the file goes to its end, the server's too (it shares the open file):
+    emptying it then never leaves the server writing at its old offset."""
+    fd = handle.fileno()
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
@@ -433,6 +462,8 @@ class SessionPool:
         """Close the sessions unused for the idle limit; returns how many."""
         now = self.clock() if now is None else now
         limit = idle_seconds()
+        for live in self.live.values():
+            live.trim_stderr()  # a server may write to stderr while nobody calls it
         idle = [v for v in self.live.values() if v.busy == 0 and now - v.last_used >= limit]
         for live in idle:
             self._close(live, f"it was unused for {limit:g} seconds")

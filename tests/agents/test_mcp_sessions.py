@@ -6,6 +6,7 @@ a result that says so when the server's state was lost."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -347,3 +348,26 @@ def test_the_run_hosts_sweep_and_shutdown_close_its_sessions(
         host.stop(timeout=10)
     assert gone(kept_pid)  # the host's shutdown closed the rest
     assert mcp_sessions.pool_of(host.loop) is None
+
+
+def test_a_live_servers_stderr_is_trimmed_and_a_crash_still_quoted(counting: Toolset) -> None:
+    with HostLoop() as host:
+        pool = host.pool()
+
+        def call(tool: str, **arguments: Any) -> Any:
+            return host.run(
+                mcp_sessions.acall_tool(counting, tool, arguments, conversation=Conversation(1))
+            )
+
+        assert call("shout", size=mcp_sessions.STDERR_KEEP_BYTES // 2).ok
+        (live,) = pool.live.values()
+        assert live.errlog is not None
+        assert os.fstat(live.errlog.fileno()).st_size > mcp_sessions.STDERR_KEEP_BYTES // 2
+        assert call("shout", size=mcp_sessions.STDERR_KEEP_BYTES).ok
+        assert os.fstat(live.errlog.fileno()).st_size == 0  # emptied after the call
+        assert call("shout", size=10).ok
+        # The server writes at the file's new end, not at its old offset (no hole).
+        assert 0 < os.fstat(live.errlog.fileno()).st_size < 1000
+        crashed = call("crash")
+        # Written after the file was emptied, at its (new) end: quoted as before.
+        assert not crashed.ok and crashed.text.endswith("/ about to crash")

@@ -83,6 +83,13 @@ def build_server(notes_path: str | None = None) -> MCPServer:
         """Echo an environment variable (a server that leaks a secret)."""
         return os.environ.get(name, "")
 
+    @server.tool(annotations=READ_ONLY)
+    def shout(size: int) -> str:
+        """Write `size` characters to stderr, then answer."""
+        sys.stderr.write("!" * size + "\n")
+        sys.stderr.flush()
+        return "shouted"
+
     # State kept in this process only: what a live session keeps between calls.
     counter = {"total": 0}
 

@@ -18,7 +18,7 @@ from agents.mcp_sessions import Conversation
 from agents.runtime.host import RunHost
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Toolset, ToolsetTool
-from tests.support.mcp_servers import stdio_toolset
+from tests.support.mcp_servers import HttpServer, http_toolset, stdio_toolset
 from tests.support.runs import HostLoop, drive, post, record, result_of
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
@@ -371,3 +371,28 @@ def test_a_live_servers_stderr_is_trimmed_and_a_crash_still_quoted(counting: Too
         crashed = call("crash")
         # Written after the file was emptied, at its (new) end: quoted as before.
         assert not crashed.ok and crashed.text.endswith("/ about to crash")
+
+
+def test_an_http_toolsets_calls_share_one_mcp_session_per_conversation(
+    staff: Any, mcp_http: HttpServer
+) -> None:
+    remote = http_toolset(staff, mcp_http)
+    with HostLoop() as host:
+        start = len(mcp_http.seen_sessions)
+
+        def echo(chat: int, text: str) -> str:
+            output = host.run(
+                mcp_sessions.acall_tool(
+                    remote, "echo", {"text": text}, conversation=Conversation(chat)
+                )
+            )
+            assert output.ok, output.text
+            return output.text
+
+        assert [echo(1, t) for t in ("a", "b", "c")] == ["a", "b", "c"]
+        first = {s for s in mcp_http.seen_sessions[start:] if s}
+        assert len(first) == 1  # one initialize, then every call in that session
+        middle = len(mcp_http.seen_sessions)
+        assert echo(2, "d") == "d"
+        second = {s for s in mcp_http.seen_sessions[middle:] if s}
+        assert len(second) == 1 and second != first  # another conversation, another session

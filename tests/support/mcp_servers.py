@@ -77,6 +77,8 @@ class HttpServer:
     notes: Path
     # The `x-api-key` header of every request the server received.
     seen_keys: list[str | None] = field(default_factory=list)
+    # The MCP session id every request named (None: none yet, the initialize request).
+    seen_sessions: list[str | None] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -95,6 +97,8 @@ def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
             headers = dict(scope.get("headers") or [])
             key = headers.get(b"x-api-key")
             server.seen_keys.append(key.decode() if key else None)
+            named = headers.get(b"mcp-session-id")
+            server.seen_sessions.append(named.decode() if named else None)
             if key != API_KEY.encode():
                 await send({"type": "http.response.start", "status": 401, "headers": []})
                 await send({"type": "http.response.body", "body": b"missing key"})

@@ -262,6 +262,11 @@ class _Live:
                         try:
                             value = await job.action(session)
                         except Exception as exc:
+                            if mcp_client.is_session_gone(exc):
+                                # Refused unread: the call goes to a new session.
+                                self.why = "the server no longer knew its session"
+                                _settle(job.future, error=_Gone())
+                                raise
                             if not _keeps_session(exc, reading):
                                 raise
                             error = mcp_client.failure_of(

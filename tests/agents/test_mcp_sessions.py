@@ -396,3 +396,28 @@ def test_an_http_toolsets_calls_share_one_mcp_session_per_conversation(
         assert echo(2, "d") == "d"
         second = {s for s in mcp_http.seen_sessions[middle:] if s}
         assert len(second) == 1 and second != first  # another conversation, another session
+
+
+def test_a_session_the_http_server_forgot_is_replaced_and_the_call_made_there(
+    staff: Any, mcp_http: HttpServer
+) -> None:
+    remote = http_toolset(staff, mcp_http)
+    start = len(mcp_http.seen_sessions)  # the refresh had a session of its own
+    with HostLoop() as host:
+
+        def echo(text: str) -> Any:
+            return host.run(
+                mcp_sessions.acall_tool(
+                    remote, "echo", {"text": text}, conversation=Conversation(1)
+                )
+            )
+
+        assert echo("before").text == "before"
+        (old,) = {s for s in mcp_http.seen_sessions[start:] if s}
+        mcp_http.forgotten.add(old)  # the server restarted
+        again = echo("after")
+        assert again.ok and again.text == "after\n\n" + mcp_sessions.lost_note(
+            "remote", "the server no longer knew its session"
+        )
+        assert len({s for s in mcp_http.seen_sessions[start:] if s} - {old}) == 1
+        assert echo("later").text == "later"  # the new session, no note

@@ -79,6 +79,8 @@ class HttpServer:
     seen_keys: list[str | None] = field(default_factory=list)
     # The MCP session id every request named (None: none yet, the initialize request).
     seen_sessions: list[str | None] = field(default_factory=list)
+    # Session ids answered 404, as a server that restarted and forgot them answers.
+    forgotten: set[str] = field(default_factory=set)
 
 
 @pytest.fixture
@@ -99,6 +101,10 @@ def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
             server.seen_keys.append(key.decode() if key else None)
             named = headers.get(b"mcp-session-id")
             server.seen_sessions.append(named.decode() if named else None)
+            if named and named.decode() in server.forgotten:
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b"unknown session"})
+                return
             if key != API_KEY.encode():
                 await send({"type": "http.response.start", "status": 401, "headers": []})
                 await send({"type": "http.response.body", "body": b"missing key"})

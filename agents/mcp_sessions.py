@@ -495,8 +495,9 @@ class SessionPool:
             await asyncio.sleep(min(REAP_EVERY_MAX_SECONDS, max(1.0, idle_seconds() / 2)))
             self.reap_idle()
 
-    async def close_all(self) -> None:
-        """Close every session and wait (bounded) until their servers have stopped."""
+    async def close_all(self, timeout: float = CLOSE_WAIT_SECONDS) -> None:
+        """Close every session and wait (at most `timeout` seconds) until their servers have
+        stopped."""
         for live in list(self.live.values()):
             self._close(live, "the worker stopped")
         for task in [self._reaper, *self._tasks]:
@@ -504,7 +505,7 @@ class SessionPool:
                 task.cancel()
         waiting = [*self._owners, *self._tasks]
         if waiting:
-            await asyncio.wait(waiting, timeout=CLOSE_WAIT_SECONDS)
+            await asyncio.wait(waiting, timeout=timeout)
 
     async def settled(self) -> None:
         """Wait until every session asked to close has stopped its server, and every refresh
@@ -573,12 +574,13 @@ def pool_of(loop: asyncio.AbstractEventLoop) -> SessionPool | None:
     return _pools.get(loop)
 
 
-async def close_pool() -> None:
-    """Close the running loop's sessions (its runs are over: host shutdown, `execute_run`)."""
+async def close_pool(timeout: float = CLOSE_WAIT_SECONDS) -> None:
+    """Close the running loop's sessions (its runs are over: host shutdown, `execute_run`),
+    waiting at most `timeout` seconds for their servers to stop."""
     found = _pools.pop(asyncio.get_running_loop(), None)
     if found is not None:
         with contextlib.suppress(Exception):
-            await found.close_all()
+            await found.close_all(timeout)
 
 
 async def acall_tool(

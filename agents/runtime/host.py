@@ -186,7 +186,7 @@ class RunHost:
             task.cancel()
         # The runs are handed off: their MCP sessions' servers are stopped (a run continued
         # elsewhere is told its servers were restarted).
-        await mcp_sessions.close_pool()
+        await mcp_sessions.close_pool(timeout=STOP_MARGIN_SECONDS - 1)  # within the margin
         return len(self.runs)
 
 

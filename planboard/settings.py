@@ -333,6 +333,11 @@ PLANBOARD_USER_RUNS_IN_FLIGHT = int(os.environ.get("PLANBOARD_USER_RUNS_IN_FLIGH
 # the runs' database work, and requests at once to one model from one process.
 PLANBOARD_RUN_DB_THREADS = int(os.environ.get("PLANBOARD_RUN_DB_THREADS", "4"))
 PLANBOARD_MODEL_CONCURRENCY = int(os.environ.get("PLANBOARD_MODEL_CONCURRENCY", "500"))
+# The size (resident memory, MB) past which a worker process fails the run that grew it the
+# most, hands its other runs off and recycles (agents/runtime/memory_limit.py). 0 = no limit.
+PLANBOARD_WORKER_MEMORY_LIMIT_MB = float(
+    os.environ.get("PLANBOARD_WORKER_MEMORY_LIMIT_MB", "") or "2048"
+)
 # The demo model's made-up price, so costs show on the board (US dollars per 1000 tokens).
 PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
     os.environ.get("PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", "0.002")

@@ -392,6 +392,10 @@ CELERY_BEAT_SCHEDULE = {
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# "Connect" for OAuth toolsets: begin (discovery, registration, PKCE) and finish (the code
+# exchanged for tokens) through the MCP SDK (docs/TOOLS.md).
+PLANBOARD_TOOL_OAUTH_START = "agents.mcp_client.oauth_start"
+PLANBOARD_TOOL_OAUTH_FINISH = "agents.mcp_client.oauth_finish"
 # Networks staff-entered URLs (toolsets, a profile's api_base) may reach although they are not
 # public: comma-separated CIDRs. Loopback, private, link-local (cloud metadata) and the like are
 # refused otherwise (planboard/outbound.py). The embedded mode may reach its own machine.

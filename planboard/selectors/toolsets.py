@@ -89,6 +89,9 @@ def toolset_as_called(toolset: Toolset, *, session_id: int) -> Toolset | None:
         return None
     toolset.env = {**(toolset.env or {}), **(credential.env or {})}
     toolset.headers = {**(toolset.headers or {}), **(credential.headers or {})}
+    # OAuth: the owner's own tokens, and where a refresh of them is stored.
+    toolset.oauth_tokens = credential.oauth_tokens or {}
+    toolset.oauth_user_id = credential.user_id
     return toolset
 
 

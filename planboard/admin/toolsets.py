@@ -72,8 +72,8 @@ class ToolsetAdminForm(forms.ModelForm):
     class Meta:
         model = Toolset
         fields = (
-            "name", "title", "kind", "command", "args", "env", "url", "headers", "enabled",
-            "access", "teams",
+            "name", "title", "kind", "command", "args", "env", "url", "headers", "auth",
+            "enabled", "access", "teams",
         )  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -88,7 +88,17 @@ class ToolsetAdminForm(forms.ModelForm):
         data = self.cleaned_data
         values: dict[str, Any] = {
             key: data.get(key)
-            for key in ("name", "title", "kind", "command", "args", "url", "enabled", "access")
+            for key in (
+                "name",
+                "title",
+                "kind",
+                "command",
+                "args",
+                "url",
+                "auth",
+                "enabled",
+                "access",
+            )
             if key in data
         }
         values["args"] = values.get("args") or []
@@ -134,7 +144,8 @@ class ToolsetToolInline(admin.TabularInline):
 # How a stdio toolset runs its program; only people allowed to run programs change these.
 _PROGRAM_FIELDS = ("command", "args", "env")
 _ALL_TOOLSET_FIELDS = (
-    "name", "title", "kind", "command", "args", "env", "url", "headers", "access", "teams",
+    "name", "title", "kind", "command", "args", "env", "url", "headers", "auth", "access",
+    "teams",
 )  # fmt: skip
 
 
@@ -247,7 +258,7 @@ class ToolsetAdmin(admin.ModelAdmin):
         # Only what the form showed is sent: a hidden field keeps its stored value.
         values: dict[str, Any] = {
             key: data[key]
-            for key in ("title", "kind", "command", "url", "enabled", "access")
+            for key in ("title", "kind", "command", "url", "auth", "enabled", "access")
             if key in shown and key in data
         }
         if "args" in shown:

@@ -72,6 +72,8 @@ def toolset_data(toolset: Toolset, *, user: User) -> dict[str, Any]:
     data["connected"] = toolset.access == Toolset.Access.SHARED or bool(
         getattr(toolset, "connected", False)
     )
+    if toolset.auth == Toolset.Auth.OAUTH and toolset.access == Toolset.Access.SHARED:
+        data["connected"] = bool(toolset.oauth_tokens)  # staff connected the one account
     if configuration:
         data["teams"] = sorted(team.pk for team in toolset.teams.all())
     return data

@@ -301,9 +301,7 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
         if moved or toolset.auth != Toolset.Auth.OAUTH:
             # Tokens and the registration belong to one server (and to OAuth): gone.
             toolset.oauth_client, toolset.oauth_tokens = {}, {}
-            ToolsetCredential.objects.filter(toolset=toolset).exclude(oauth_tokens={}).update(
-                oauth_tokens={}
-            )
+            ToolsetCredential.objects.filter(toolset=toolset).update(oauth_tokens={})
         for key in ("env", "headers"):
             merged = {} if moved else dict(getattr(toolset, key) or {})
             for name, secret in cleaned.get(key, {}).items():
@@ -566,9 +564,15 @@ def toolset_oauth_tokens_store(
             .filter(toolset_id=toolset_id, user_id=user_id)
             .first()
         )
-        if credential is not None:
-            credential.oauth_tokens = tokens
-            credential.save(update_fields=["oauth_tokens"])
+        if credential is None:
+            return
+        if not tokens and not credential.env and not credential.headers:
+            # Refused by the provider and nothing else to keep: the person is no longer
+            # connected (their sessions stop being offered the tools until they reconnect).
+            credential.delete()
+            return
+        credential.oauth_tokens = tokens
+        credential.save(update_fields=["oauth_tokens"])
 
 
 def toolset_rotate_secrets() -> int:

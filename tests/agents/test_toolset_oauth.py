@@ -21,7 +21,7 @@ from tests.support import db
 from tests.support.mcp_oauth_server import OAuthServer, oauth_mcp_server
 from tests.support.runs import drive, post, result_of
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
-from tests.support.web import client_for
+from tests.support.web import api_client_for, client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -123,8 +123,12 @@ def test_a_person_connects_calls_refreshes_silently_and_is_told_to_reconnect_whe
     where = f"{settings.PLANBOARD_PUBLIC_URL}/toolsets/{toolset.pk}/connect/"
     assert told.startswith("Error: toolset 'remote':"), told
     assert f"Reconnect remote at {where}" in told
-    credential.refresh_from_db()
-    assert credential.oauth_tokens == {}
+    # No longer connected: the tokens are gone, the tools no longer offered until then.
+    assert not ToolsetCredential.objects.filter(toolset=toolset, user=user).exists()
+    assert offered(session) == []
+    listed = api_client_for(user).get("/api/toolsets/").json()
+    mine = next(t for t in listed if t["id"] == toolset.pk)
+    assert mine["auth"] == "oauth" and mine["connected"] is False
 
     # Connecting again (the registration is reused) makes calls work again.
     assert connect(user, toolset, oauth_server).status_code == 302
@@ -140,6 +144,8 @@ def test_only_staff_allowed_to_change_toolsets_connect_a_shared_one_and_calls_us
     scripted_model: ScriptedModel,
 ) -> None:
     toolset = oauth_toolset(staff_admin, oauth_server, access="shared")
+    listed = api_client_for(user).get("/api/toolsets/").json()
+    assert next(t for t in listed if t["id"] == toolset.pk)["connected"] is False
     for person in (user, staff):  # a member, and bare staff without the permission
         refused = client_for(person).get(f"/toolsets/{toolset.pk}/connect/")
         assert refused.status_code == 403
@@ -149,6 +155,8 @@ def test_only_staff_allowed_to_change_toolsets_connect_a_shared_one_and_calls_us
     toolset.refresh_from_db()
     assert toolset.oauth_tokens["token"]["access_token"] in oauth_server.provider.access
     assert not ToolsetCredential.objects.exists()
+    listed = api_client_for(user).get("/api/toolsets/").json()
+    assert next(t for t in listed if t["id"] == toolset.pk)["connected"] is True
 
     session = services.session_create(owner=user, need_user_confirm=False)
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk], user=user)
@@ -203,3 +211,18 @@ def test_connect_refuses_what_it_cannot_connect_and_bad_input(
     # OAuth is for http toolsets only.
     with pytest.raises(Exception, match="Only an http toolset"):
         services.toolset_create(user=None, name="prog", kind="stdio", command="true", auth="oauth")
+
+
+def test_tokens_and_registration_never_follow_a_toolset_to_another_server(
+    user: Any, staff_admin: Any, oauth_server: OAuthServer
+) -> None:
+    toolset = oauth_toolset(staff_admin, oauth_server, access="per_person")
+    assert connect(user, toolset, oauth_server).status_code == 302
+    toolset.refresh_from_db()
+    assert toolset.oauth_client and ToolsetCredential.objects.get(user=user).oauth_tokens
+    services.toolset_update(
+        toolset_id=toolset.pk, user=staff_admin, url="https://elsewhere.example/mcp"
+    )
+    toolset.refresh_from_db()
+    assert toolset.oauth_client == {} and toolset.oauth_tokens == {}
+    assert ToolsetCredential.objects.get(user=user).oauth_tokens == {}

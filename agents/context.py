@@ -80,20 +80,19 @@ class StepContext:
 
 def read_step_context(*, run_id: int, memory: RunMemory) -> StepContext | None:
     """What the next step decides from; None when the run is gone (deleted with its session).
-    Four queries: the run, the session with its plan, the transcript's ids (and the rows of
-    messages the worker does not hold), the plan's subtasks."""
+    Three queries: the run, the session with its plan and the plan's subtasks, the transcript's
+    ids (and the rows of messages the worker does not hold)."""
     run = selectors.agent_run(run_id=run_id)
     found = selectors.session_with_plan(session_id=run.session_id) if run else None
     if run is None or found is None:
         return None
-    session, plan, flagged = found
     return StepContext(
         run=run,
-        session=session,
-        plan=plan,
-        snapshot=selectors.plan_snapshot_of(plan) if plan and session.plan_mode else None,
+        session=found.session,
+        plan=found.plan,
+        snapshot=found.snapshot,
         transcript=memory.transcript(),
-        calls_flagged=flagged,
+        calls_flagged=found.calls_flagged,
     )
 
 

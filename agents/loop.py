@@ -46,19 +46,16 @@ from the runtime, not from the person.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
-
-from agents import external_tools, llm, tools
+from agents import llm
+from agents.acting import call_server, execute_and_settle
 from agents.budgets import Allowance, step_allowance
 from agents.context import StepContext, StepRequest, build_request, read_step_context
 from agents.lease import LeaseKeeper, new_worker_id
 from agents.memory import RunMemory
 from agents.models import AgentStep
-from agents.plan_view import ShownPlan
 from agents.runtime.control import HandedOff, MemoryLimitExceeded, RunControl
 from agents.runtime.lanes import CallerLane, Lane
 from agents.steps import (
@@ -67,16 +64,12 @@ from agents.steps import (
     interrupt_unfinished_steps,
     mark_changes_seen,
     open_step,
-    record_tool_results,
     seen_until,
-    step_of_answer,
     store_answer,
-    unanswered_calls,
 )
 from agents.streaming import AnswerStream
-from planboard import broadcast, selectors, services
-from planboard.exceptions import PlanError
-from planboard.models import AgentRun, ChatSession, Message, ToolCall
+from planboard import selectors, services
+from planboard.models import AgentRun, ChatSession, ToolCall
 from planboard.services import Actor
 
 logger = logging.getLogger(__name__)
@@ -151,7 +144,7 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
         if ready is _AGAIN:
             continue
         if isinstance(ready, ToolCall):
-            await _call_server(ready, lane=lane, control=control)
+            await call_server(ready, lane=lane, control=control)
             continue
         if isinstance(ready, AgentRun):
             return ready
@@ -182,18 +175,10 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
         await lane.drain()  # the streamed text has left before the stored message
         stopped = await lane.run(_store_and_act, ready, result, answer, worker, actor, memory)
         if isinstance(stopped, ToolCall):
-            await _call_server(stopped, lane=lane, control=control)
+            await call_server(stopped, lane=lane, control=control)
         elif stopped is not None:
             return stopped
         # The next iteration settles a final answer or takes the next step.
-
-
-async def _call_server(record: ToolCall, *, lane: Lane, control: RunControl) -> None:
-    """An external tool call claimed by a unit: ask its server on the loop (a tool call is
-    never cut short, not even by a hand-off: its effect could not be undone), store the
-    answer in another unit."""
-    output = await control.measured(external_tools.aserver_output(record))
-    await lane.run(external_tools.finish_call, record=record, output=output)
 
 
 def _prepare_step(
@@ -326,7 +311,7 @@ def _store_and_act(
     answer.end()
     memory.step_completed(step, answer=message)
     if message.tool_calls:
-        return _execute_and_settle(run=run, actor=actor, message=message, step=step, memory=memory)
+        return execute_and_settle(run=run, actor=actor, message=message, step=step, memory=memory)
     return None
 
 
@@ -352,7 +337,7 @@ def _settle_stored_answer(
             return None
         # Calls a person has just decided, or a previous worker died between the answer and
         # its tool results.
-        paused = _execute_and_settle(run=run, actor=actor, message=last, memory=memory)
+        paused = execute_and_settle(run=run, actor=actor, message=last, memory=memory)
         return paused if paused is not None else _AGAIN
     if last is None:
         return None
@@ -405,120 +390,3 @@ def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | Allowan
             error=f"Paused at the spending limit. {allowed.stop}",
         )
     return allowed
-
-
-def _execute_and_settle(
-    *,
-    run: AgentRun,
-    actor: Actor,
-    message: Message,
-    memory: RunMemory,
-    step: AgentStep | None = None,
-) -> AgentRun | ToolCall | None:
-    """Run the answer's calls; when some wait for a person, pause the run and return it (None:
-    go on). A decision made meanwhile keeps the run going instead. `step` is given for an
-    answer just stored (none of its calls can have a result yet)."""
-    outcome = _execute_tool_calls(run=run, actor=actor, message=message, memory=memory, step=step)
-    if isinstance(outcome, ToolCall):
-        return outcome
-    if not outcome:
-        memory.calls_answered(message)
-        return None
-    paused = services.run_pause_for_approval(run_id=run.pk)
-    return None if paused.status == AgentRun.Status.RUNNING else paused
-
-
-def _execute_tool_calls(
-    *,
-    run: AgentRun,
-    actor: Actor,
-    message: Message,
-    memory: RunMemory,
-    step: AgentStep | None = None,
-) -> bool | ToolCall:
-    """Run each unanswered call; its effect and its stored result commit together. Returns
-    whether some call waits for a person's approval, or the claimed external call whose
-    server the caller asks next (the calls after it are taken up again afterwards).
-
-    Indices in the calls are resolved through the plan as the model saw it (the step's
-    `shown_plan`), which each result updates; the update commits with the result. External
-    tools (`<toolset>__<tool>`) go through `agents.external_tools`; once a call waits for
-    approval, the calls after it wait too, so effects keep the order the model gave them.
-    """
-    started = time.monotonic()
-    fresh = step is not None
-    if step is None:
-        step = step_of_answer(message)
-    shown = ShownPlan.from_json(step.shown_plan) if step is not None else None
-    waiting = False
-    # The results stored here, to record on the step without reading them back.
-    stored_here: dict[str, tuple[str, str]] = {}
-    all_here = True
-    for call in (message.tool_calls or []) if fresh else unanswered_calls(message):
-        call_id = call.get("id", "")
-        function = call.get("function") or {}
-        name = str(function.get("name", ""))
-        if external_tools.is_external(name):
-            all_here = False
-            outcome = external_tools.advance_call(run=run, call=call, held=waiting)
-            if isinstance(outcome, ToolCall):
-                # Claimed: its server is asked with no unit of database work open (`drive`
-                # awaits it), then the answer's remaining calls are taken up again.
-                return outcome
-            waiting = waiting or outcome is external_tools.Outcome.WAITING
-            continue
-        if waiting:
-            all_here = False
-            continue
-        try:
-            # The commit's events (the change, the result) leave in one round trip.
-            with broadcast.batched(), transaction.atomic():
-                result = tools.execute_tool_call(
-                    session_id=run.session_id,
-                    actor=actor,
-                    name=name,
-                    arguments=function.get("arguments"),
-                    shown=shown,
-                )
-                stored = services.message_record_agent(
-                    session_id=run.session_id,
-                    run_id=run.pk,
-                    role=Message.Role.TOOL,
-                    content=result,
-                    tool_call_id=call_id,
-                    tool_name=name,
-                )
-                stored_here[call_id] = (name, stored.content)
-                if step is not None:
-                    # The step's record of results (and of the plan as the model now saw it)
-                    # commits with the result itself: one write per call, none after the loop.
-                    spent = int((time.monotonic() - started) * 1000)
-                    started = time.monotonic()
-                    record_tool_results(step, message, stored_here, ms=spent, shown=shown)
-        except PlanError as exc:
-            if exc.code == "duplicate_tool_call":
-                all_here = False
-                continue  # answered by another worker; our effect was rolled back with it
-            raise
-        except Exception as exc:
-            # A bug or a database hiccup inside a tool: tell the model, keep the run going.
-            logger.exception("tool %s failed in run %s", name, run.pk)
-            all_here = False  # its result is recorded on the step after the loop
-            failure = services.message_record_agent(
-                session_id=run.session_id,
-                run_id=run.pk,
-                role=Message.Role.TOOL,
-                content=f"Error: the tool failed unexpectedly ({type(exc).__name__}). "
-                "Nothing was changed; check the plan in the hint and try again.",
-                tool_call_id=call_id,
-                tool_name=name,
-            )
-            stored_here[call_id] = (name, failure.content)
-            memory.remember_stored(failure)
-        else:
-            memory.remember_stored(stored)  # committed: the next step need not read it
-    if step is not None and not (fresh and all_here):
-        # Results stored by others too (external tools, another worker): read them all.
-        spent = int((time.monotonic() - started) * 1000)
-        record_tool_results(step, message, None, ms=spent)
-    return waiting

@@ -794,7 +794,7 @@ def execute_tool_call(
             found = selectors.session_with_plan(session_id=session_id)
             if found is None:
                 raise _BadCall(f"session {session_id} does not exist.")
-            session, current_plan, _ = found
+            session, current_plan = found.session, found.plan
             if not session.plan_mode:
                 raise _BadCall(
                     "plan mode is off in this session, so the plan tools are not available. "
@@ -802,7 +802,12 @@ def execute_tool_call(
                 )
             view = shown if shown is not None else ShownPlan.of(None)
             call = _Call(
-                session=session, actor=actor, args=args, shown=view, current_row=current_plan
+                session=session,
+                actor=actor,
+                args=args,
+                shown=view,
+                current_row=current_plan,
+                read=[found.snapshot] if found.snapshot is not None else [],
             )
             if shown is None and session.current_plan_id:
                 # What the model was shown is the plan as it is now: one read serves both.

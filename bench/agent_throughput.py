@@ -138,7 +138,7 @@ PARTS = [
     ("mark_changes_seen", "marking people's changes as seen"),
     ("complete", "the litellm call (model answers at once; includes streaming to clients)"),
     ("store_answer", "storing the answer, its usage and the step (one transaction)"),
-    ("_execute_and_settle", "executing the plan tool and storing its result"),
+    ("execute_and_settle", "executing the plan tool and storing its result"),
     ("_settle_stored_answer", "settling the previous answer"),
 ]
 

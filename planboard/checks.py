@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Tags, register
+from django.core.checks import Error as CheckError
 from django.core.checks import Warning as CheckWarning
 
 PUBSUB_LAYER = "channels_redis.pubsub.RedisPubSubChannelLayer"
@@ -48,3 +50,26 @@ def secrets_key_configured(app_configs: Any = None, **kwargs: Any) -> list[Check
             id="planboard.W002",
         )
     ]
+
+
+SQLITE_RETURNING = (3, 35)  # INSERT/UPDATE ... RETURNING (planboard/sql.py's writes use it)
+
+
+@register(Tags.compatibility)
+def sqlite_has_returning(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The hot path's insert and step counter read what they wrote with RETURNING, which SQLite
+    has since 3.35 (March 2021); Django itself would still accept 3.31."""
+    if not _uses_sqlite() or sqlite3.sqlite_version_info >= SQLITE_RETURNING:
+        return []
+    return [
+        CheckError(
+            f"SQLite {sqlite3.sqlite_version} is too old: Planboard needs SQLite 3.35 or later "
+            "(RETURNING).",
+            hint="Use a Python built with a newer SQLite, or PostgreSQL (DATABASE_URL).",
+            id="planboard.E003",
+        )
+    ]
+
+
+def _uses_sqlite() -> bool:
+    return any(db.get("ENGINE", "").endswith("sqlite3") for db in settings.DATABASES.values())

@@ -38,35 +38,45 @@ SUBTASK_COLUMNS = (
     "id, plan_id, position, name, description, expected_outcome, outcome, state, agent, "
     "cost_usd, tokens, created_at, finished_at"
 )
+SESSION_WIDTH, PLAN_WIDTH = SESSION_COLUMNS.count(",") + 1, PLAN_COLUMNS.count(",") + 1
 
-SESSION_WITH_PLAN = f"""
+# A snapshot's columns (`snapshots.SUBTASK_FIELDS`), times as text (`snapshots.iso`): instances
+# and parsing the times made a 1000-subtask snapshot take 15-30 ms instead of 3.
+SUBTASK_VALUE_COLUMNS = """{t}id, {t}position, {t}name, {t}description, {t}expected_outcome,
+    {t}outcome, {t}state, {t}agent, CAST({t}created_at AS TEXT), CAST({t}finished_at AS TEXT)"""
+
+# The CTE is the session's one row; its current plan's subtasks join it (in plan mode only).
+SESSION_WITH_PLAN = f"""WITH sp AS (
 SELECT {SESSION_COLUMNS}, so.username, {PLAN_COLUMNS}, po.username, EXISTS (SELECT 1 FROM
     planboard_toolcall c WHERE c.session_id = s.id AND (c.always_allow OR c.status = 'pending'))
 FROM planboard_chatsession s JOIN auth_user so ON so.id = s.owner_id
 LEFT JOIN planboard_plan p ON p.id = s.current_plan_id
 LEFT JOIN auth_user po ON po.id = p.owner_id
-WHERE s.id = %s"""
+WHERE s.id = %s)
+SELECT sp.*, {SUBTASK_VALUE_COLUMNS.format(t="t.")} FROM sp
+LEFT JOIN planboard_subtask t ON t.plan_id = sp.current_plan_id AND sp.plan_mode
+ORDER BY t.position"""
 
 
-def session_with_plan(session_id: int) -> tuple[ChatSession, Plan | None, bool] | None:
-    """The session, its current plan (owners' names attached) and whether a tool call of it is
-    always allowed or waits for a person; every tool call and agent step starts with them."""
+def session_with_plan(
+    session_id: int,
+) -> tuple[ChatSession, Plan | None, bool, list[tuple[Any, ...]]] | None:
+    """The session, its current plan (owners' names attached), whether a tool call of it is
+    always allowed or waits for a person, and in plan mode the plan's `subtask_values`: what
+    every tool call and agent step starts with, in one round trip."""
     found = _rows(SESSION_WITH_PLAN, [session_id]) if _is_id(session_id) else []
     if not found:
         return None
-    *row, flagged = found[0]
-    width = SESSION_COLUMNS.count(",") + 1
-    session = _owned(_load(ChatSession, SESSION_COLUMNS, row[:width]), row[width])
-    if row[width + 1] is None:
-        return session, None, bool(flagged)
-    plan = _owned(_load(Plan, PLAN_COLUMNS, row[width + 1 : -1]), row[-1])
+    row, at = found[0], SESSION_WIDTH + 1  # where the plan starts
+    session = _owned(_load(ChatSession, SESSION_COLUMNS, row[:SESSION_WIDTH]), row[SESSION_WIDTH])
+    plan = None if row[at] is None else _plan_at(row, at)
     ChatSession._meta.get_field("current_plan").set_cached_value(session, plan)
-    return session, plan, bool(flagged)
+    at += PLAN_WIDTH + 2  # past the plan's owner and the flag
+    return session, plan, bool(row[at - 1]), [r[at:] for r in found if r[at] is not None]
 
 
-PLAN = f"""
-SELECT {PLAN_COLUMNS}, po.username FROM planboard_plan p JOIN auth_user po ON po.id = p.owner_id
-WHERE p.id = %s"""
+PLAN = f"""SELECT {PLAN_COLUMNS}, po.username
+FROM planboard_plan p JOIN auth_user po ON po.id = p.owner_id WHERE p.id = %s"""
 
 
 def plan(plan_id: int) -> Plan | None:
@@ -74,21 +84,7 @@ def plan(plan_id: int) -> Plan | None:
     return _plan(PLAN, plan_id)
 
 
-SUBTASKS = f"""
-SELECT {SUBTASK_COLUMNS} FROM planboard_subtask WHERE plan_id = %s ORDER BY position"""
-
-
-def subtasks(plan_id: int) -> list[SubTask]:
-    """The plan's subtasks in board order."""
-    found = _rows(SUBTASKS, [plan_id]) if _is_id(plan_id) else []
-    return [_load(SubTask, SUBTASK_COLUMNS, row) for row in found]
-
-
-# A snapshot's columns (`snapshots.SUBTASK_FIELDS`), times as text (`snapshots.iso`): instances
-# and parsing the times made a 1000-subtask snapshot take 15-30 ms instead of 3.
-SUBTASK_VALUES = """
-SELECT id, position, name, description, expected_outcome, outcome, state, agent,
-    CAST(created_at AS TEXT), CAST(finished_at AS TEXT)
+SUBTASK_VALUES = f"""SELECT {SUBTASK_VALUE_COLUMNS.format(t="")}
 FROM planboard_subtask WHERE plan_id = %s ORDER BY position"""
 
 
@@ -109,10 +105,24 @@ def lock_plan(plan_id: int) -> Plan | None:
     return _plan(LOCK_PLAN if _db().vendor == "postgresql" else PLAN, plan_id)
 
 
+# The lock and the subtasks a change reads under it, in one round trip: the CTE (locking on
+# PostgreSQL) runs once; its plan's columns repeat on each subtask's row.
+AND_SUBTASKS = f"""SELECT p.*, t.{SUBTASK_COLUMNS.replace(", ", ", t.")} FROM p
+LEFT JOIN planboard_subtask t ON t.plan_id = p.id ORDER BY t.position"""
+
+
+def lock_plan_and_subtasks(plan_id: int) -> tuple[Plan, list[SubTask]] | None:
+    """`lock_plan`, and the plan's subtasks in board order read under the lock; None: no plan."""
+    locking = LOCK_PLAN if _db().vendor == "postgresql" else PLAN
+    found = _rows(f"WITH p AS ({locking}) {AND_SUBTASKS}", [plan_id]) if _is_id(plan_id) else []
+    at = PLAN_WIDTH + 1  # past the plan's owner
+    subtasks = [_load(SubTask, SUBTASK_COLUMNS, r[at:]) for r in found if r[at] is not None]
+    return (_plan_at(found[0], 0), subtasks) if found else None
+
+
 # Never the usage counters: steps add to them without the plan's lock (`run_record_step`).
-PLAN_UPDATE = """
-UPDATE planboard_plan SET name = %s, description = %s, expected_outcome = %s, version = %s,
-    state = %s, outcome = %s, finished_at = %s, session_id = %s, updated_at = %s
+PLAN_UPDATE = """UPDATE planboard_plan SET name = %s, description = %s, expected_outcome = %s,
+    version = %s, state = %s, outcome = %s, finished_at = %s, session_id = %s, updated_at = %s
 WHERE id = %s"""
 
 
@@ -125,10 +135,8 @@ def plan_update(plan: Plan) -> None:
 
 
 # Never its position (moved with its neighbours' by the ORM) nor its usage counters (as above).
-SUBTASK_UPDATE = """
-UPDATE planboard_subtask SET name = %s, description = %s, expected_outcome = %s, outcome = %s,
-    agent = %s, state = %s, finished_at = %s
-WHERE id = %s"""
+SUBTASK_UPDATE = """UPDATE planboard_subtask SET name = %s, description = %s,
+    expected_outcome = %s, outcome = %s, agent = %s, state = %s, finished_at = %s WHERE id = %s"""
 
 
 def subtask_update(subtask: SubTask) -> None:
@@ -140,11 +148,10 @@ def subtask_update(subtask: SubTask) -> None:
 
 # Unlike a caught IntegrityError, ON CONFLICT needs no savepoint to keep the caller's transaction
 # usable; the one unique key it can meet is a tool call's stored result.
-MESSAGE_INSERT = """
-INSERT INTO planboard_message (session_id, run_id, author_id, role, content, tool_calls,
-    tool_call_id, tool_name, answer_id, created_at)
+MESSAGE_INSERT = """INSERT INTO planboard_message (session_id, run_id, author_id, role,
+    content, tool_calls, tool_call_id, tool_name, answer_id, created_at)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT DO NOTHING"""
+ON CONFLICT DO NOTHING RETURNING id"""
 
 
 def message_insert(message: Message) -> bool:
@@ -155,38 +162,26 @@ def message_insert(message: Message) -> bool:
         None if calls is None else db.ops.adapt_json_value(calls, None), message.tool_call_id,
         message.tool_name, message.answer_id, _time(message.created_at),
     ]  # fmt: skip
-    returning = db.features.can_return_columns_from_insert  # PostgreSQL, SQLite 3.35+
-    found = _rows(MESSAGE_INSERT + (" RETURNING id" if returning else ""), values)
-    if not returning:  # older SQLite: the new row's id, when there is one
-        found = _rows("SELECT last_insert_rowid() WHERE changes() = 1", [])
-    if not found:
-        return False
-    message.pk = found[0][0]
-    message._state.adding, message._state.db = False, DEFAULT_DB_ALIAS
-    return True
+    found = _rows(MESSAGE_INSERT, values)  # RETURNING: PostgreSQL, SQLite 3.35+ (check E003)
+    if found:
+        message.pk, message._state.adding, message._state.db = found[0][0], False, DEFAULT_DB_ALIAS
+    return bool(found)
 
 
 # Counts a model call and reads, under the row lock it takes, whether its answer still counts.
-RUN_COUNT_STEP = """
-UPDATE planboard_agentrun SET step_count = step_count + 1,
+RUN_COUNT_STEP = """UPDATE planboard_agentrun SET step_count = step_count + 1,
     prompt_tokens = prompt_tokens + %s, completion_tokens = completion_tokens + %s,
     cost_usd = cost_usd + %s
-WHERE id = %s"""
-RUN_FLAGS = "cancel_requested, lease_owner"
+WHERE id = %s RETURNING cancel_requested, lease_owner"""
 
 
 def run_count_step(
     run_id: int, *, prompt_tokens: int, completion_tokens: int, cost_usd: Decimal
 ) -> tuple[bool, str] | None:
     """Count a model call and its usage; the run's (cancel_requested, lease_owner), or None."""
-    if not _is_id(run_id):
-        return None
-    db = _db()
-    params = [prompt_tokens, completion_tokens, db.ops.adapt_decimalfield_value(cost_usd), run_id]
-    returning = db.features.can_return_columns_from_insert  # PostgreSQL, SQLite 3.35+
-    found = _rows(RUN_COUNT_STEP + (f" RETURNING {RUN_FLAGS}" if returning else ""), params)
-    if not returning:  # older SQLite: read under the row lock the update took
-        found = _rows(f"SELECT {RUN_FLAGS} FROM planboard_agentrun WHERE id = %s", [run_id])
+    cost = _db().ops.adapt_decimalfield_value(cost_usd)
+    params = [prompt_tokens, completion_tokens, cost, run_id]
+    found = _rows(RUN_COUNT_STEP, params) if _is_id(run_id) else []
     return (bool(found[0][0]), str(found[0][1])) if found else None
 
 
@@ -211,7 +206,12 @@ def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 
 def _plan(sql: str, plan_id: int) -> Plan | None:
     found = _rows(sql, [plan_id]) if _is_id(plan_id) else []
-    return _owned(_load(Plan, PLAN_COLUMNS, found[0][:-1]), found[0][-1]) if found else None
+    return _plan_at(found[0], 0) if found else None
+
+
+def _plan_at(row: Sequence[Any], at: int) -> Plan:
+    """The plan whose columns start at `at`, its owner's username right after them."""
+    return _owned(_load(Plan, PLAN_COLUMNS, row[at : at + PLAN_WIDTH]), row[at + PLAN_WIDTH])
 
 
 @functools.cache

@@ -77,6 +77,7 @@ from planboard.selectors.runs import (
     users_with_waiting_runs,
 )
 from planboard.selectors.sessions import (
+    SessionWithPlan,
     agent_run,
     latest_run,
     latest_runs_by_session,
@@ -112,6 +113,7 @@ __all__ = [
     "STATE_FILTER_ALL",
     "STATE_FILTER_FINISHED",
     "InboxItem",
+    "SessionWithPlan",
     "agent_run",
     "arguments_summary",
     "awaits_confirmation",

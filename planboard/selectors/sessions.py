@@ -4,7 +4,7 @@ agent step reads of its run, session and transcript."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.contrib.auth.models import User
 from django.db.models import Count, Max, Q, QuerySet
@@ -16,18 +16,33 @@ from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usa
 from planboard.selectors.runs import run_shown
 from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
 from planboard.selectors.workspace import session_files
+from planboard.shapes import PlanSnapshot
 from planboard.snapshots import (
+    build_plan_snapshot_from_values,
     serialize_message,
     serialize_session,
     serialize_tool_call,
 )
 
 
-def session_with_plan(*, session_id: int) -> tuple[ChatSession, Plan | None, bool] | None:
-    """The session, its current plan (each with its owner's username) and whether one of its
-    tool calls is always allowed or waits for a person, in one query: every plan tool call and
-    agent step starts with them. None: no such session."""
-    return sql.session_with_plan(session_id)
+class SessionWithPlan(NamedTuple):
+    session: ChatSession
+    plan: Plan | None  # its current plan, if any
+    snapshot: PlanSnapshot | None  # that plan's snapshot, when the session is in plan mode
+    calls_flagged: bool  # a tool call of it is always allowed or waits for a person
+
+
+def session_with_plan(*, session_id: int) -> SessionWithPlan | None:
+    """The session, its current plan (each with its owner's username), in plan mode the plan's
+    snapshot, and whether one of its tool calls is always allowed or waits for a person, in one
+    query: every plan tool call and agent step starts with them. None: no such session."""
+    found = sql.session_with_plan(session_id)
+    if found is None:
+        return None
+    session, plan, flagged, values = found
+    shown = plan is not None and session.plan_mode
+    snapshot = build_plan_snapshot_from_values(plan, values) if shown and plan else None
+    return SessionWithPlan(session, plan, snapshot, flagged)
 
 
 def agent_run(*, run_id: int) -> AgentRun | None:

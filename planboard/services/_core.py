@@ -179,28 +179,56 @@ def _lock_plan(plan_id: int, *, expected_version: int | None = None) -> Plan:
     plan = sql.lock_plan(plan_id)
     if plan is None:
         raise PlanError(f"Plan {plan_id} does not exist.", code="not_found")
+    _check_version(plan, expected_version)
+    return plan
+
+
+def _check_version(plan: Plan, expected_version: int | None) -> None:
     if expected_version is not None and expected_version != plan.version:
         raise StaleVersion(
             expected=expected_version,
             current=plan.version,
             snapshot=selectors.plan_snapshot(plan_id=plan.pk),
         )
-    return plan
 
 
 def _lock_open_plan(plan_id: int, *, expected_version: int | None = None) -> Plan:
-    plan = _lock_plan(plan_id, expected_version=expected_version)
+    plan = _lock_plan(plan_id)
+    _check_open(plan, expected_version=expected_version)
+    return plan
+
+
+def _check_open(plan: Plan, *, expected_version: int | None) -> None:
+    _check_version(plan, expected_version)
     if plan.is_finished:
         raise PlanError(
             f"Plan {plan.pk} ('{plan.name}') is already {plan.state}; "
             "recover it from history before changing it.",
             code="plan_finished",
         )
-    return plan
 
 
-def _ordered_subtasks(plan: Plan) -> list[SubTask]:
-    subtasks = sql.subtasks(plan.pk)
+def _lock_plan_and_subtasks(
+    plan_id: int, *, expected_version: int | None = None
+) -> tuple[Plan, list[SubTask]]:
+    """`_lock_plan` and its subtasks in board order, read under the lock (one statement)."""
+    found = sql.lock_plan_and_subtasks(plan_id)
+    if found is None:
+        raise PlanError(f"Plan {plan_id} does not exist.", code="not_found")
+    plan, subtasks = found
+    _check_version(plan, expected_version)
+    return plan, _attach(plan, subtasks)
+
+
+def _lock_open_plan_and_subtasks(
+    plan_id: int, *, expected_version: int | None = None
+) -> tuple[Plan, list[SubTask]]:
+    plan, subtasks = _lock_plan_and_subtasks(plan_id)
+    _check_open(plan, expected_version=expected_version)
+    return plan, subtasks
+
+
+def _attach(plan: Plan, subtasks: list[SubTask]) -> list[SubTask]:
     for subtask in subtasks:  # spare `subtask.plan` a query
         SubTask._meta.get_field("plan").set_cached_value(subtask, plan)
     return subtasks

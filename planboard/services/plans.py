@@ -25,8 +25,8 @@ from planboard.services._core import (
     _given,
     _lock_open_plan,
     _lock_plan,
+    _lock_plan_and_subtasks,
     _lock_session,
-    _ordered_subtasks,
     _record,
     _set_current_plan,
     _subtask_limit,
@@ -110,11 +110,10 @@ def plan_create(
             version=1,  # the creation event's version: the row needs no update after it
         )
         plan.save(force_insert=True)
+        # PostgreSQL and SQLite 3.35+ (check E003) return the new ids.
         created = SubTask.objects.bulk_create(
             [SubTask(plan=plan, position=i, **spec) for i, spec in enumerate(specs)]
         )
-        if any(s.pk is None for s in created):  # a database that cannot return the new ids
-            created = _ordered_subtasks(plan)
         _record(
             plan,
             actor=actor,
@@ -211,9 +210,13 @@ def plan_recover(*, session_id: int, actor: Actor, plan_id: int) -> tuple[Plan, 
     """
     with transaction.atomic():
         session = _lock_session(session_id)
-        target_ids = sorted({plan_id, session.current_plan_id or plan_id})
-        locked = {pid: _lock_plan(pid) for pid in target_ids}  # id order avoids deadlocks
-        plan = locked[plan_id]
+        locked: dict[int, Plan] = {}
+        for pid in sorted({plan_id, session.current_plan_id or plan_id}):  # id order: no deadlock
+            if pid == plan_id:
+                plan, subtasks = _lock_plan_and_subtasks(pid)
+                locked[pid] = plan
+            else:
+                locked[pid] = _lock_plan(pid)
         if plan.owner_id != session.owner_id:
             raise PlanError(f"Plan {plan_id} does not exist.", code="not_found")
         if plan.pk == session.current_plan_id:
@@ -240,7 +243,6 @@ def plan_recover(*, session_id: int, actor: Actor, plan_id: int) -> tuple[Plan, 
         plan.finished_at = None
         plan.state = State.TODO  # _sync_plan_state derives the real state from the subtasks
         plan.session = session
-        subtasks = _ordered_subtasks(plan)
         _sync_plan_state(plan, subtasks)
         _record(
             plan,

@@ -31,7 +31,7 @@ from planboard.services._core import (
     _find_subtask,
     _given,
     _lock_open_plan,
-    _ordered_subtasks,
+    _lock_open_plan_and_subtasks,
     _record,
     _subtask_limit,
 )
@@ -55,8 +55,7 @@ def subtask_add(
     """Insert a `todo` subtask before position `index` (append when None). The new subtask's
     `plan` is the plan row as this change left it."""
     with transaction.atomic():
-        plan = _lock_open_plan(plan_id, expected_version=expected_version)
-        subtasks = _ordered_subtasks(plan)
+        plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
         count = len(subtasks)
         if index is None:
             index = count
@@ -127,8 +126,8 @@ def subtask_update(
             "Give at least one of name, description, expected_outcome, outcome or agent."
         )
     with transaction.atomic():
-        plan = _lock_open_plan(plan_id, expected_version=expected_version)
-        subtask = _find_subtask(_ordered_subtasks(plan), subtask_id)
+        plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
+        subtask = _find_subtask(subtasks, subtask_id)
         changes = _apply_text_changes(subtask, given)
         if changes:
             sql.subtask_update(subtask)
@@ -150,8 +149,7 @@ def subtask_delete(
 ) -> SubtaskSnapshot:
     """Remove a subtask; later ones move up. Returns the deleted subtask as it was."""
     with transaction.atomic():
-        plan = _lock_open_plan(plan_id, expected_version=expected_version)
-        subtasks = _ordered_subtasks(plan)
+        plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
         subtask = _find_subtask(subtasks, subtask_id)
         gone = serialize_subtask(subtask)
         remaining = [s for s in subtasks if s.pk != subtask_id]
@@ -184,8 +182,7 @@ def subtask_move(
 ) -> SubTask:
     """Move a subtask to position `index` (0-based, in the order after the move)."""
     with transaction.atomic():
-        plan = _lock_open_plan(plan_id, expected_version=expected_version)
-        subtasks = _ordered_subtasks(plan)
+        plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
         subtask = _find_subtask(subtasks, subtask_id)
         last = len(subtasks) - 1
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= last:
@@ -268,8 +265,7 @@ def subtask_set_state(
     clean_state = _clean_state(state)
     clean_outcome = _clean_text(outcome, field="outcome")
     with transaction.atomic():
-        plan = _lock_open_plan(plan_id, expected_version=expected_version)
-        subtasks = _ordered_subtasks(plan)
+        plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
         subtask = _find_subtask(subtasks, subtask_id)
         if subtask.state == clean_state:
             raise PlanError(
@@ -310,8 +306,7 @@ def subtask_finish(*, plan_id: int, actor: Actor, subtask_id: int, outcome: str)
     """
     clean_outcome = _clean_text(outcome, field="subtask_outcome", required=True)
     with transaction.atomic():
-        plan = _lock_open_plan(plan_id)
-        subtasks = _ordered_subtasks(plan)
+        plan, subtasks = _lock_open_plan_and_subtasks(plan_id)
         subtask = _find_subtask(subtasks, subtask_id)
         if subtask.state in FINISHED_STATES:
             raise PlanError(

@@ -29,7 +29,8 @@ def _subtask(number: int) -> dict[str, str]:
 
 
 # (tool, arguments, statements): one agent run over a plan of four subtasks. "Session" is the
-# session with its current plan's row, in one statement.
+# session with its current plan's row and, in plan mode, its subtasks, in one statement. "Lock"
+# takes the session and the plan and reads the subtasks under it, in one statement.
 CALLS: list[tuple[str, dict[str, Any], int]] = [
     # session; BEGIN, lock session, insert plan (at version 1), insert subtasks (ids returned),
     # insert event, set current plan, COMMIT; the new plan's subtasks for the result
@@ -43,22 +44,21 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
         },
         9,
     ),
-    # session, subtasks
-    ("view_subtasks", {"subtask_idx": [0, 1]}, 2),
-    ("get_subtask_count", {}, 2),
-    # session, subtasks; BEGIN, lock session+plan, subtasks, update subtask, update plan,
-    # insert event, COMMIT
-    ("update_subtask_state", {"subtask_idx": 0, "state": "in_progress"}, 9),
-    ("revise_current_plan", {"subtask_idx": 1, "action": "revise", "subtask": _subtask(7)}, 9),
+    # session
+    ("view_subtasks", {"subtask_idx": [0, 1]}, 1),
+    ("get_subtask_count", {}, 1),
+    # session; BEGIN, lock, update subtask, update plan, insert event, COMMIT
+    ("update_subtask_state", {"subtask_idx": 0, "state": "in_progress"}, 7),
+    ("revise_current_plan", {"subtask_idx": 1, "action": "revise", "subtask": _subtask(7)}, 7),
     # as above, and a second subtask update for the one started next
-    ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": "First done."}, 10),
+    ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": "First done."}, 8),
     # + the session's subtask limit, shift the later positions, and the subtasks for the result
-    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 12),
+    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 10),
     # + delete, shift the later positions, and the plan for the result
-    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 12),
-    # session, subtasks; BEGIN, lock session+plan, update plan, insert event,
+    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 10),
+    # session; BEGIN, lock session+plan, update plan, insert event,
     # clear the session's current plan, COMMIT
-    ("finish_plan", {"state": "done", "outcome": "Written."}, 8),
+    ("finish_plan", {"state": "done", "outcome": "Written."}, 7),
     # session, the owner's finished plans
     ("view_historical_plans", {}, 2),
 ]
@@ -118,16 +118,16 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
     return session
 
 
-# Per model call with one read-only plan tool, 20 (19 before issue 22 folded the hot path into
-# planboard/sql.py and the ORM; 57 before issue 14). The step's context: the run (ORM), the
-# session with its current plan's row (and whether a tool call waits for a person), the
+# Per model call with one read-only plan tool, 18 (20 before the session's statement brought
+# the plan's subtasks; 57 before issue 14). The step's context: the run (ORM), the session with
+# its current plan's row and subtasks (and whether a tool call waits for a person), the
 # transcript's ids (the answer and results this worker stored are known already: nothing is
-# read whole), the subtasks; the external tools, each with whether someone always allows it
-# (people's changes are not asked for: the plan's version has not moved since the previous
-# step); the step record; storing the answer (BEGIN, insert, 3 usage counters — the run's also
-# reads its cancel flag and lease owner —, the step, COMMIT) and the usage totals for clients;
-# the tool (BEGIN, session and plan, subtasks, result, the step's results, COMMIT).
-STATEMENTS_PER_STEP = 20
+# read whole); the external tools, each with whether someone always allows it (people's changes
+# are not asked for: the plan's version has not moved since the previous step); the step
+# record; storing the answer (BEGIN, insert, 3 usage counters — the run's also reads its cancel
+# flag and lease owner —, the step, COMMIT) and the usage totals for clients; the tool (BEGIN,
+# session with plan and subtasks, result, the step's results, COMMIT).
+STATEMENTS_PER_STEP = 18
 
 
 def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcript(

@@ -67,10 +67,11 @@ def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any)
     with db.statements() as run:
         found = sql.session_with_plan(costly_plan.session_id)
         assert found is not None
-        session, current, flagged = found
+        session, current, flagged, values = found
         names = (session.owner.get_username(), current.owner.get_username() if current else None)
         assert session.current_plan is current
     assert len(run) == 1
+    assert values == sql.subtask_values(costly_plan.pk) and len(values) == 3
     assert fields_of(session) == fields_of(ChatSession.objects.get(pk=costly_plan.session_id))
     assert current is not None and fields_of(current) == fields_of(
         Plan.objects.get(pk=costly_plan.pk)
@@ -80,7 +81,29 @@ def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any)
     assert not flagged
     ChatSession.objects.filter(pk=costly_plan.session_id).update(current_plan=None)
     again = sql.session_with_plan(costly_plan.session_id)
-    assert again is not None and again[1] is None
+    assert again is not None and again[1] is None and again[3] == []
+
+
+def test_the_session_read_brings_the_subtasks_in_plan_mode_only(plan: Plan, actor: Actor) -> None:
+    """The snapshot a tool call and a step resolve indices against and show in the hint: the
+    same as the snapshot selector's, from the same statement as the session."""
+    from planboard import selectors
+
+    with db.statements() as run:
+        found = selectors.session_with_plan(session_id=plan.session_id)
+    assert len(run) == 1
+    assert found is not None and found.snapshot == selectors.plan_snapshot(plan_id=plan.pk)
+    first = found.snapshot["subtasks"][0]["id"]
+    services.subtask_delete(plan_id=plan.pk, actor=actor, subtask_id=first)
+    ChatSession.objects.filter(pk=plan.session_id).update(plan_mode=False)
+    off = selectors.session_with_plan(session_id=plan.session_id)
+    assert off is not None and off.plan is not None and off.snapshot is None
+    ChatSession.objects.filter(pk=plan.session_id).update(plan_mode=True)
+    on = selectors.session_with_plan(session_id=plan.session_id)
+    assert on is not None and on.snapshot is not None and len(on.snapshot["subtasks"]) == 2
+    SubTask.objects.filter(plan=plan).delete()
+    empty = selectors.session_with_plan(session_id=plan.session_id)
+    assert empty is not None and empty.snapshot is not None and empty.snapshot["subtasks"] == []
 
 
 def test_the_session_read_says_whether_a_tool_call_is_flagged(chat_session: ChatSession) -> None:
@@ -117,6 +140,21 @@ def test_the_plan_and_its_lock_equal_the_orms(costly_plan: Plan) -> None:
     assert len(run) == 0  # the owner came with the plan
 
 
+def test_the_lock_with_the_subtasks_equals_the_orms(costly_plan: Plan) -> None:
+    expected = list(SubTask.objects.filter(plan=costly_plan).order_by("position"))
+    with transaction.atomic(), db.statements() as run:
+        found = sql.lock_plan_and_subtasks(costly_plan.pk)
+    assert found is not None
+    locked, subtasks = found
+    assert len(run) == 1
+    assert fields_of(locked) == fields_of(Plan.objects.get(pk=costly_plan.pk))
+    assert [fields_of(s) for s in subtasks] == [fields_of(s) for s in expected]
+    SubTask.objects.filter(plan=costly_plan).delete()
+    with transaction.atomic():
+        empty = sql.lock_plan_and_subtasks(costly_plan.pk)
+    assert empty is not None and empty[1] == [] and empty[0].pk == costly_plan.pk
+
+
 def test_a_plan_without_a_session_is_read_and_locked(costly_plan: Plan) -> None:
     Plan.objects.filter(pk=costly_plan.pk).update(session=None)
     with transaction.atomic():
@@ -124,8 +162,14 @@ def test_a_plan_without_a_session_is_read_and_locked(costly_plan: Plan) -> None:
     assert locked is not None and locked.session_id is None
 
 
-def test_the_subtasks_equal_the_orms(costly_plan: Plan) -> None:
-    found = sql.subtasks(costly_plan.pk)
+def _subtasks(plan_id: int) -> list[SubTask]:
+    with transaction.atomic():
+        found = sql.lock_plan_and_subtasks(plan_id)
+    return found[1] if found else []
+
+
+def test_the_subtasks_under_the_lock_equal_the_orms(costly_plan: Plan) -> None:
+    found = _subtasks(costly_plan.pk)
     expected = list(SubTask.objects.filter(plan=costly_plan).order_by("position"))
     assert [fields_of(s) for s in found] == [fields_of(s) for s in expected]
     assert found[0].name == "京都 — <b>&</b>" and found[0].cost_usd == Decimal("0.000001")
@@ -137,16 +181,17 @@ def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -
     """The driver would refuse them (SQLite: OverflowError); they simply exist nowhere."""
     assert sql.session_with_plan(wrong) is None
     assert sql.plan(wrong) is None
-    assert sql.subtasks(wrong) == []
+    assert _subtasks(wrong) == []
     with transaction.atomic():
         assert sql.lock_plan(wrong) is None
+        assert sql.lock_plan_and_subtasks(wrong) is None
     cost = Decimal("0.1")
     assert sql.run_count_step(wrong, prompt_tokens=1, completion_tokens=1, cost_usd=cost) is None
 
 
 def test_unknown_ids_are_not_found(chat_session: ChatSession) -> None:
     assert sql.session_with_plan(10**9) is None and sql.plan(10**9) is None
-    assert sql.subtasks(10**9) == []
+    assert _subtasks(10**9) == []
 
 
 def test_the_plan_update_stores_what_save_would(costly_plan: Plan) -> None:
@@ -177,7 +222,7 @@ def test_the_plan_update_stores_what_save_would(costly_plan: Plan) -> None:
 
 
 def test_the_subtask_update_stores_what_save_would(costly_plan: Plan) -> None:
-    first = sql.subtasks(costly_plan.pk)[0]
+    first = _subtasks(costly_plan.pk)[0]
     SubTask.objects.filter(pk=first.pk).update(tokens=F("tokens") + 3)  # a step meanwhile
     first.name, first.agent, first.state = "Renamed", "", "done"
     first.finished_at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=9)))
@@ -292,28 +337,6 @@ def test_times_read_as_text_become_what_isoformat_writes() -> None:
         "2026-05-06T07:08:09.500000+00:00"
     )
     assert iso(None) is None
-
-
-def test_without_returning_the_writes_read_what_they_need(
-    chat_session: ChatSession, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """SQLite before 3.35 has no RETURNING: the insert's id and the run's flags are read after
-    (the SQLite-only path)."""
-    if db.vendor() != "sqlite":
-        pytest.skip("the path of SQLite before 3.35")
-    monkeypatch.setattr(db.features(), "can_return_columns_from_insert", False)
-    first = Message(session_id=chat_session.pk, role=Message.Role.TOOL, tool_call_id="c1")
-    assert sql.message_insert(first) and first.pk is not None
-    assert not sql.message_insert(
-        Message(session_id=chat_session.pk, role=Message.Role.TOOL, tool_call_id="c1")
-    )
-    run = AgentRun.objects.create(session=chat_session, lease_owner="w")
-    cost = Decimal("0.5")
-    assert sql.run_count_step(run.pk, prompt_tokens=1, completion_tokens=2, cost_usd=cost) == (
-        False, "w",
-    )  # fmt: skip
-    assert AgentRun.objects.get(pk=run.pk).step_count == 1
-    assert sql.run_count_step(10**9, prompt_tokens=1, completion_tokens=1, cost_usd=cost) is None
 
 
 @pytest.mark.postgres

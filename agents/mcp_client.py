@@ -427,6 +427,20 @@ def _redact(text: str, toolset: Toolset) -> str:
 # the refresh was refused — Planboard ends the call with a "reconnect" message instead.
 
 
+class _SignInNeeded(OAuthFlowError):
+    """Where the SDK would open a browser: Planboard stops the flow on purpose."""
+
+
+class _QuietStops(logging.Filter):
+    """The SDK logs every stop of its flow as an error; ours are not."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _SignInNeeded))
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_QuietStops())
+
+
 class _Provider(OAuthClientProvider):
     """The SDK's provider, loading what Planboard stored, never opening a browser."""
 
@@ -468,7 +482,7 @@ class _Provider(OAuthClientProvider):
         context = self.context
         if not self.connecting:
             self.reconnect = True
-            raise OAuthFlowError("the server asks for a new sign-in")
+            raise _SignInNeeded("the server asks for a new sign-in")
         if context.client_info is None or not context.client_metadata.redirect_uris:
             raise OAuthFlowError("no client registration to sign in with")
         if context.oauth_metadata and context.oauth_metadata.authorization_endpoint:
@@ -496,7 +510,7 @@ class _Provider(OAuthClientProvider):
             "state": state,
             "code_verifier": pkce.code_verifier,
         }
-        raise OAuthFlowError("the person signs in at the provider")
+        raise _SignInNeeded("the person signs in at the provider")
 
     def client_state(self) -> dict[str, Any]:
         """What to keep of the registration and discovery (`Toolset.oauth_client`)."""

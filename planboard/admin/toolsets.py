@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
@@ -13,6 +14,8 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from planboard import selectors, services
 from planboard.exceptions import PlanError
@@ -212,14 +215,17 @@ class ToolsetAdmin(admin.ModelAdmin):
                 fields = tuple(f for f in fields if f not in _PROGRAM_FIELDS)
             else:
                 fields = tuple("env_names" if f == "env" else f for f in fields)
-        return (*fields, "refreshed_at", "refresh_error") if obj is not None else fields
+        if obj is None:
+            return fields
+        extra = ("oauth_connection",) if obj.auth == Toolset.Auth.OAUTH else ()
+        return (*fields, "refreshed_at", "refresh_error", *extra)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         readonly: tuple[str, ...] = ("env_names", "header_names")
         if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
             return (*readonly, "name", "kind", "refreshed_at")
         if obj is not None:
-            readonly = (*readonly, "name", "refreshed_at", "refresh_error")
+            readonly = (*readonly, "name", "refreshed_at", "refresh_error", "oauth_connection")
         if (
             obj is not None
             and obj.kind == Toolset.Kind.STDIO
@@ -248,6 +254,21 @@ class ToolsetAdmin(admin.ModelAdmin):
     @admin.display(description="Environment (names)")
     def env_names(self, obj: Toolset) -> str:
         return ", ".join(sorted(obj.env or {})) or "-"
+
+    @admin.display(description="OAuth sign-in")
+    def oauth_connection(self, obj: Toolset) -> str:
+        """Whether the account is connected, and the link that connects it (docs/TOOLS.md)."""
+        back = reverse("admin:planboard_toolset_change", args=[obj.pk])
+        link = f"{reverse('web:toolset_connect', args=[obj.pk])}?{urlencode({'next': back})}"
+        if obj.access == Toolset.Access.SHARED:
+            state = "Connected" if obj.oauth_tokens else "Not connected"
+            return format_html('{} — <a href="{}">Connect the shared account</a>', state, link)
+        people = selectors.toolset_credential_count(toolset_id=obj.pk)
+        return format_html(
+            '{} person(s) connected their own account — <a href="{}">Connect yours</a>',
+            people,
+            link,
+        )
 
     @admin.display(description="HTTP headers (names)")
     def header_names(self, obj: Toolset) -> str:

@@ -97,6 +97,11 @@ def toolset_as_called(toolset: Toolset, *, session_id: int) -> Toolset | None:
     return toolset
 
 
+def toolset_credential_count(*, toolset_id: int) -> int:
+    """How many people connected their own credential (key or account) for a toolset."""
+    return ToolsetCredential.objects.filter(toolset_id=toolset_id).count()
+
+
 def session_toolset_ids(*, session_id: int) -> list[int]:
     return list(
         SessionToolset.objects.filter(session_id=session_id)

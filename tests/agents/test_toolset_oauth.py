@@ -226,3 +226,18 @@ def test_tokens_and_registration_never_follow_a_toolset_to_another_server(
     toolset.refresh_from_db()
     assert toolset.oauth_client == {} and toolset.oauth_tokens == {}
     assert ToolsetCredential.objects.get(user=user).oauth_tokens == {}
+
+
+def test_the_admin_shows_whether_the_account_is_connected_and_links_to_connect(
+    staff_admin: Any, oauth_server: OAuthServer
+) -> None:
+    toolset = oauth_toolset(staff_admin, oauth_server, access="shared")
+    admin = client_for(staff_admin)
+    page = admin.get(f"/admin/planboard/toolset/{toolset.pk}/change/").content.decode()
+    assert "Not connected" in page
+    assert f"/toolsets/{toolset.pk}/connect/?next=%2Fadmin%2Fplanboard%2Ftoolset%2F" in page
+    assert connect(staff_admin, toolset, oauth_server).status_code == 302
+    page = admin.get(f"/admin/planboard/toolset/{toolset.pk}/change/").content.decode()
+    assert "Connected —" in page
+    stored = Toolset.objects.get(pk=toolset.pk)
+    assert stored.oauth_tokens["token"]["access_token"] not in page  # never shown

@@ -105,19 +105,16 @@ def lock_plan(plan_id: int) -> Plan | None:
     return _plan(LOCK_PLAN if _db().vendor == "postgresql" else PLAN, plan_id)
 
 
-# The lock and the subtasks a change reads under it, in one round trip: the CTE (locking on
-# PostgreSQL) runs once; its plan's columns repeat on each subtask's row.
-AND_SUBTASKS = f"""SELECT p.*, t.{SUBTASK_COLUMNS.replace(", ", ", t.")} FROM p
-LEFT JOIN planboard_subtask t ON t.plan_id = p.id ORDER BY t.position"""
+SUBTASKS = f"SELECT {SUBTASK_COLUMNS} FROM planboard_subtask WHERE plan_id = %s ORDER BY position"
 
 
 def lock_plan_and_subtasks(plan_id: int) -> tuple[Plan, list[SubTask]] | None:
-    """`lock_plan`, and the plan's subtasks in board order read under the lock; None: no plan."""
-    locking = LOCK_PLAN if _db().vendor == "postgresql" else PLAN
-    found = _rows(f"WITH p AS ({locking}) {AND_SUBTASKS}", [plan_id]) if _is_id(plan_id) else []
-    at = PLAN_WIDTH + 1  # past the plan's owner
-    subtasks = [_load(SubTask, SUBTASK_COLUMNS, r[at:]) for r in found if r[at] is not None]
-    return (_plan_at(found[0], 0), subtasks) if found else None
+    """`lock_plan`, then the plan's subtasks in board order; None: no plan. Two statements:
+    one that waited for the lock still reads with the snapshot it started with (READ
+    COMMITTED), which misses the subtasks the transaction it waited for added or moved."""
+    plan = lock_plan(plan_id)
+    found = _rows(SUBTASKS, [plan.pk]) if plan is not None else []
+    return None if plan is None else (plan, [_load(SubTask, SUBTASK_COLUMNS, r) for r in found])
 
 
 # Never the usage counters: steps add to them without the plan's lock (`run_record_step`).

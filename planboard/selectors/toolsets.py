@@ -119,14 +119,19 @@ OFFERED_TOOL_FIELDS = (
 )  # fmt: skip
 
 
-def session_tools(*, session_id: int) -> list[ToolsetTool]:
+def session_tools(*, session_id: int, owner_id: int | None = None) -> list[ToolsetTool]:
     """The external tools a session's agent is offered: tools its server still lists (and
     Planboard can call), of enabled toolsets the session enables, that staff have not set to
     `never`; by toolset and tool name, each with its toolset (only `OFFERED_TOOL_FIELDS`;
     others load on first use).
     A toolset limited to teams is offered while the session's owner is in one of them, a
-    per-person one once the owner has connected their credential."""
-    owner = Subquery(ChatSession.objects.filter(pk=session_id).values("owner_id")[:1])
+    per-person one once the owner has connected their credential. `owner_id`: the session's
+    owner, when the caller has read the session (a simpler statement, compiled faster)."""
+    owner: Any = (
+        owner_id
+        if owner_id is not None
+        else Subquery(ChatSession.objects.filter(pk=session_id).values("owner_id")[:1])
+    )
     return list(
         ToolsetTool.objects.filter(
             open_to(owner, toolset="toolset_id"),
@@ -163,7 +168,7 @@ def session_tool_calls(*, session_id: int, status: str | None = None) -> list[di
 
 
 def session_tools_and_call_flags(
-    *, session_id: int, flagged: bool = True
+    *, session_id: int, owner_id: int | None = None, flagged: bool = True
 ) -> tuple[list[ToolsetTool], set[tuple[int, str]], list[ToolCall]]:
     """What an agent step needs of a session's external tools: `session_tools`, the
     (toolset, tool) pairs someone chose to "always allow", and the calls waiting for a person
@@ -178,7 +183,7 @@ def session_tools_and_call_flags(
             allowed.add((record.toolset_id, record.tool))
         if record.status == ToolCall.Status.PENDING:
             pending.append(record)
-    return session_tools(session_id=session_id), allowed, pending
+    return session_tools(session_id=session_id, owner_id=owner_id), allowed, pending
 
 
 def pending_tool_calls(*, session_id: int) -> list[ToolCall]:

@@ -30,7 +30,7 @@ def _subtask(number: int) -> dict[str, str]:
 
 # (tool, arguments, statements): one agent run over a plan of four subtasks. "Session" is the
 # session with its current plan's row and, in plan mode, its subtasks, in one statement. "Lock"
-# takes the session and the plan and reads the subtasks under it, in one statement.
+# takes the session and the plan; the subtasks are read under it by a statement of their own.
 CALLS: list[tuple[str, dict[str, Any], int]] = [
     # session; BEGIN, lock session, insert plan (at version 1), insert subtasks (ids returned),
     # insert event, set current plan, COMMIT; the new plan's subtasks for the result
@@ -47,15 +47,15 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
     # session
     ("view_subtasks", {"subtask_idx": [0, 1]}, 1),
     ("get_subtask_count", {}, 1),
-    # session; BEGIN, lock, update subtask, update plan, insert event, COMMIT
-    ("update_subtask_state", {"subtask_idx": 0, "state": "in_progress"}, 7),
-    ("revise_current_plan", {"subtask_idx": 1, "action": "revise", "subtask": _subtask(7)}, 7),
+    # session; BEGIN, lock, subtasks, update subtask, update plan, insert event, COMMIT
+    ("update_subtask_state", {"subtask_idx": 0, "state": "in_progress"}, 8),
+    ("revise_current_plan", {"subtask_idx": 1, "action": "revise", "subtask": _subtask(7)}, 8),
     # as above, and a second subtask update for the one started next
-    ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": "First done."}, 8),
+    ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": "First done."}, 9),
     # + the session's subtask limit, shift the later positions, and the subtasks for the result
-    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 10),
+    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 11),
     # + delete, shift the later positions, and the plan for the result
-    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 10),
+    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 11),
     # session; BEGIN, lock session+plan, update plan, insert event,
     # clear the session's current plan, COMMIT
     ("finish_plan", {"state": "done", "outcome": "Written."}, 7),

@@ -18,6 +18,7 @@ from agents import external_tools, tools
 from agents.memory import RunMemory
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
+from agents.runtime.control import RunControl
 from agents.runtime.lanes import Lane
 from agents.steps import record_tool_results, step_of_answer, unanswered_calls
 from planboard import broadcast, services
@@ -28,11 +29,12 @@ from planboard.services import Actor
 logger = logging.getLogger(__name__)
 
 
-async def call_server(record: ToolCall, *, lane: Lane) -> None:
+async def call_server(record: ToolCall, *, lane: Lane, control: RunControl) -> None:
     """An external tool call claimed by a unit: ask its server on the loop (a tool call is
-    never cut short, not even by a hand-off: its effect could not be undone), store the
-    answer in another unit."""
-    output = await external_tools.aserver_output(record, lane=lane)
+    never cut short, not even by a hand-off: its effect could not be undone; its growth of
+    the process is measured for the run, `agents.runtime.memory_limit`), store the answer in
+    another unit."""
+    output = await control.measured(external_tools.aserver_output(record, lane=lane))
     await lane.run(external_tools.finish_call, record=record, output=output)
 
 

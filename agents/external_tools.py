@@ -326,7 +326,14 @@ def _unexpected(record: ToolCall, exc: Exception) -> mcp_client.ToolOutput:
 
 
 def finish_call(*, record: ToolCall, output: mcp_client.ToolOutput) -> Outcome:
-    """Store what the server answered a claimed call (`advance_call`)."""
+    """Store what the server answered a claimed call (`advance_call`), and the OAuth tokens
+    the call refreshed (or that the provider refused: the person connects again)."""
+    if output.oauth_tokens is not None and record.toolset is not None:
+        services.toolset_oauth_tokens_store(
+            toolset_id=record.toolset.pk,
+            user_id=record.toolset.oauth_user_id,
+            tokens=output.oauth_tokens,
+        )
     status = ToolCall.Status.SUCCEEDED if output.ok else ToolCall.Status.FAILED
     return _answer(record, output.text, status=status, duration_ms=output.duration_ms)
 

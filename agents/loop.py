@@ -56,7 +56,7 @@ from agents.context import StepContext, StepRequest, build_request, read_step_co
 from agents.lease import LeaseKeeper, new_worker_id
 from agents.memory import RunMemory
 from agents.models import AgentStep
-from agents.runtime.control import HandedOff, RunControl
+from agents.runtime.control import HandedOff, MemoryLimitExceeded, RunControl
 from agents.runtime.lanes import CallerLane, Lane
 from agents.steps import (
     AnswerSuperseded,
@@ -109,6 +109,11 @@ async def drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl) 
     except HandedOff:
         await lane.run(services.run_hand_off, run_id=run.pk, worker=worker)
         return await lane.run(lambda: selectors.agent_run(run_id=run.pk) or run)
+    except MemoryLimitExceeded as exc:
+        logger.error("agent run %s stopped at the worker's memory limit", run.pk)
+        return await lane.run(
+            services.run_finish, run_id=run.pk, status=AgentRun.Status.FAILED, error=str(exc)
+        )
     except Exception as exc:
         logger.exception("agent run %s crashed", run.pk)
         return await lane.run(
@@ -139,7 +144,7 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
         if ready is _AGAIN:
             continue
         if isinstance(ready, ToolCall):
-            await call_server(ready, lane=lane)
+            await call_server(ready, lane=lane, control=control)
             continue
         if isinstance(ready, AgentRun):
             return ready
@@ -150,6 +155,9 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
             result = await _ask_model(ready, answer, lane=lane, control=control)
         except HandedOff:
             await lane.run(_close_handed_off, answer, step)
+            raise
+        except MemoryLimitExceeded as exc:
+            await lane.run(_close_over_memory, answer, step, str(exc))
             raise
         except llm.LLMCancelled:
             return await lane.run(_close_cancelled, answer, step, run)
@@ -167,7 +175,7 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
         await lane.drain()  # the streamed text has left before the stored message
         stopped = await lane.run(_store_and_act, ready, result, answer, worker, actor, memory)
         if isinstance(stopped, ToolCall):
-            await call_server(stopped, lane=lane)
+            await call_server(stopped, lane=lane, control=control)
         elif stopped is not None:
             return stopped
         # The next iteration settles a final answer or takes the next step.
@@ -223,7 +231,7 @@ async def _ask_model(
     listener = llm.StreamListener(
         on_text=lambda text: lane.post(answer.add, text),
         on_reset=lambda: lane.post(answer.reset),
-        should_stop=lambda: control.cancelled or control.handing_off,
+        should_stop=lambda: control.stopping,
     )
     if control.slots is None:
         return await control.watch(llm.acomplete(listener=listener, **call))
@@ -248,6 +256,11 @@ def _close_handed_off(answer: AnswerStream, step: AgentStep) -> None:
         status=AgentStep.Status.INTERRUPTED,
         error="The worker stopped while the model was answering; another worker asks again.",
     )
+
+
+def _close_over_memory(answer: AnswerStream, step: AgentStep, message: str) -> None:
+    answer.end()
+    close_step(step, status=AgentStep.Status.FAILED, error=message)
 
 
 def _close_failed(answer: AnswerStream, step: AgentStep, exc: llm.LLMError) -> None:

@@ -587,5 +587,9 @@ async def acall_tool(
     toolset: Toolset, tool: str, arguments: dict[str, Any], *, conversation: Conversation
 ) -> ToolOutput:
     """Call one tool in the chat session's live session with the toolset's server (opened
-    if it has none); never raises, like `mcp_client.call_tool`."""
+    if it has none); never raises, like `mcp_client.call_tool`. An OAuth toolset is called
+    on a connection of its own each time (its tokens are refreshed and handed back to be
+    stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built yet."""
+    if mcp_client.signs_in(toolset):
+        return await mcp_client.acall_tool(toolset, tool, arguments)
     return await pool().call(toolset, tool, arguments, conversation)

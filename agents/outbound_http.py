@@ -76,13 +76,19 @@ class CheckedTransport(httpx2.AsyncHTTPTransport):
 
 
 def checked_client(
-    *, headers: dict[str, str], timeout: float, event_hooks: dict[str, list[Any]] | None = None
+    *,
+    headers: dict[str, str],
+    timeout: float,
+    event_hooks: dict[str, list[Any]] | None = None,
+    auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
-    """An AsyncClient whose every connection (redirects included) passes the address rule.
-    Given a transport, httpx2 takes no proxy from the environment."""
+    """An AsyncClient whose every connection (redirects included) passes the address rule
+    (an OAuth `auth`'s discovery and token requests too). Given a transport, httpx2 takes no
+    proxy from the environment."""
     return httpx2.AsyncClient(
         headers=headers,
         timeout=httpx2.Timeout(timeout),
         transport=CheckedTransport(),
         event_hooks=event_hooks,
+        auth=auth,
     )

@@ -27,6 +27,7 @@ from celery.signals import (
     worker_process_shutdown,
     worker_shutting_down,
 )
+from django.conf import settings
 
 from agents import llm, loop
 from agents.lease import new_worker_id
@@ -90,6 +91,12 @@ def run_agent(run_id: int) -> str:
     else:
         worker = host.worker
         if not host.accepting:
+            if host.recycling is not None:
+                # This pool process is recycling (its memory limit): hold the message until
+                # the process ends; it then goes back to the broker (acks_late,
+                # reject_on_worker_lost) for the fresh process, instead of being sent on
+                # to this same process again and again meanwhile.
+                host.wait_for_recycle(float(settings.PLANBOARD_TOOL_TIMEOUT) + 30)
             dispatch_run(run_id)  # this worker is stopping: another one takes it
             return "handed on"
         run = services.run_start(run_id=run_id, worker=worker)

@@ -415,6 +415,10 @@ class Toolset(models.Model):
         SHARED = "shared", "Shared: the toolset's own credentials, for everyone"
         PER_PERSON = "per_person", "Per person: each person connects their own"
 
+    class Auth(models.TextChoices):
+        HEADERS = "headers", "Static headers (or none)"
+        OAUTH = "oauth", "OAuth: people connect an account at the server's provider"
+
     name = models.SlugField(max_length=TOOLSET_NAME_MAX, unique=True)
     title = models.CharField(max_length=NAME_MAX, blank=True, default="")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -429,6 +433,14 @@ class Toolset(models.Model):
     # Per person: calls in a session use its owner's `ToolsetCredential` (merged over the
     # toolset's env and headers); a session whose owner has none is not offered the tools.
     access = models.CharField(max_length=12, choices=Access.choices, default=Access.SHARED)
+    # How calls authenticate to an HTTP server: its static `headers`, or OAuth 2.1 tokens
+    # someone connected ("Connect", docs/TOOLS.md): for a shared toolset staff connect one
+    # account (`oauth_tokens` here), for a per-person one each person their own
+    # (`ToolsetCredential.oauth_tokens`). `oauth_client` is Planboard's registration at the
+    # server's authorization server and what discovery found (one for everyone).
+    auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.HEADERS)
+    oauth_client = EncryptedJSONField(default=dict, blank=True)
+    oauth_tokens = EncryptedJSONField(default=dict, blank=True)
     # Empty: everyone may use it; otherwise members of these teams only.
     teams = models.ManyToManyField(Team, blank=True, related_name="toolsets")
     # What the server answered to tools/list at the last refresh, as received.
@@ -447,6 +459,10 @@ class Toolset(models.Model):
             # own user's rights. No group gets it by default; superusers have it implicitly.
             ("run_stdio_toolset", "Can configure toolsets that run a program on the workers"),
         ]
+
+    # Not a field: whose OAuth tokens a toolset object as called carries (None: the shared
+    # ones), set by `selectors.toolset_as_called` so a refresh is stored where it belongs.
+    oauth_user_id: int | None = None
 
     def __str__(self) -> str:
         return self.title or self.name
@@ -500,6 +516,9 @@ class ToolsetCredential(models.Model):
     )
     env = EncryptedJSONField(default=dict, blank=True)
     headers = EncryptedJSONField(default=dict, blank=True)
+    # An OAuth toolset: this person's tokens (empty until they connect, and again once the
+    # provider refused to refresh them).
+    oauth_tokens = EncryptedJSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -333,6 +333,11 @@ PLANBOARD_USER_RUNS_IN_FLIGHT = int(os.environ.get("PLANBOARD_USER_RUNS_IN_FLIGH
 # the runs' database work, and requests at once to one model from one process.
 PLANBOARD_RUN_DB_THREADS = int(os.environ.get("PLANBOARD_RUN_DB_THREADS", "4"))
 PLANBOARD_MODEL_CONCURRENCY = int(os.environ.get("PLANBOARD_MODEL_CONCURRENCY", "500"))
+# The size (resident memory, MB) past which a worker process fails the run that grew it the
+# most, hands its other runs off and recycles (agents/runtime/memory_limit.py). 0 = no limit.
+PLANBOARD_WORKER_MEMORY_LIMIT_MB = float(
+    os.environ.get("PLANBOARD_WORKER_MEMORY_LIMIT_MB", "") or "2048"
+)
 # The demo model's made-up price, so costs show on the board (US dollars per 1000 tokens).
 PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
     os.environ.get("PLANBOARD_DEMO_PRICE_PER_1K_TOKENS", "0.002")
@@ -387,6 +392,10 @@ CELERY_BEAT_SCHEDULE = {
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# "Connect" for OAuth toolsets: begin (discovery, registration, PKCE) and finish (the code
+# exchanged for tokens) through the MCP SDK (docs/TOOLS.md).
+PLANBOARD_TOOL_OAUTH_START = "agents.mcp_client.oauth_start"
+PLANBOARD_TOOL_OAUTH_FINISH = "agents.mcp_client.oauth_finish"
 # Networks staff-entered URLs (toolsets, a profile's api_base) may reach although they are not
 # public: comma-separated CIDRs. Loopback, private, link-local (cloud metadata) and the like are
 # refused otherwise (planboard/outbound.py). The embedded mode may reach its own machine.

@@ -325,6 +325,7 @@ def serialize_toolset(
         "kind": toolset.kind,
         "enabled": toolset.enabled,
         "access": toolset.access,
+        "auth": toolset.auth,
         "refreshed_at": iso(toolset.refreshed_at),
         "tools": [serialize_toolset_tool(t) for t in tools],
     }

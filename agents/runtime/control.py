@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 
 from agents import llm
 from agents.runtime.lanes import Lane
 from planboard import selectors
+
+if TYPE_CHECKING:
+    from agents.runtime.memory_limit import MemoryMeter
 
 T = TypeVar("T")
 
@@ -29,14 +32,26 @@ class HandedOff(Exception):
     """The worker is stopping: the run goes back to the queue at this safe point."""
 
 
+class MemoryLimitExceeded(Exception):
+    """The worker went past its memory limit and this run grew it the most: the run fails
+    at this safe point, with the message (`agents.runtime.memory_limit`)."""
+
+
 class RunControl:
     def __init__(
-        self, *, run_id: int, poll: Lane | None = None, slots: ModelSlots | None = None
+        self,
+        *,
+        run_id: int,
+        poll: Lane | None = None,
+        slots: ModelSlots | None = None,
+        meter: MemoryMeter | None = None,
     ) -> None:
         self.run_id = run_id
         self.slots = slots
+        self.meter = meter  # set: the run's waits are measured for the memory limit
         self.cancelled = False
         self.handing_off = False
+        self.failure: str | None = None  # set: the run fails at its next safe point
         self._poll_lane = poll  # set: this run asks the database about its cancel itself
         self._stopped: asyncio.Event | None = None
 
@@ -48,27 +63,47 @@ class RunControl:
         self.handing_off = True
         self._wake()
 
+    def fail(self, message: str) -> None:
+        """The run fails with `message` at its next safe point (the memory limit)."""
+        self.failure = message
+        self._wake()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a wait on the model should end now."""
+        return self.cancelled or self.handing_off or self.failure is not None
+
+    async def measured(self, call: Awaitable[T]) -> T:
+        """Await `call` (a tool call, say), measuring the process's growth for this run."""
+        if self.meter is None:
+            return await call
+        return await self.meter.measured(self.run_id, call)
+
     def _wake(self) -> None:
         if self._stopped is not None:
             self._stopped.set()
 
     def check(self) -> None:
-        """At a safe point: leave when the worker hands its runs off."""
+        """At a safe point: leave when the run must fail or the worker hands its runs off."""
+        if self.failure is not None:
+            raise MemoryLimitExceeded(self.failure)
         if self.handing_off:
             raise HandedOff()
 
     async def watch(self, call: Coroutine[Any, Any, T]) -> T:
         """Await `call` (the model), ending it early with `LLMCancelled` on a cancel or
-        `HandedOff` on a hand-off."""
+        `HandedOff` on a hand-off (`MemoryLimitExceeded` when the run must fail)."""
         self._stopped = asyncio.Event()
-        if self.cancelled or self.handing_off:
+        if self.stopping:
             self._stopped.set()
         task = asyncio.ensure_future(call)
         watchers: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._stopped.wait())]
         if self._poll_lane is not None:
             watchers.append(asyncio.ensure_future(self._poll(self._poll_lane)))
         try:
-            await asyncio.wait({task, *watchers}, return_when=asyncio.FIRST_COMPLETED)
+            await self.measured(
+                asyncio.wait({task, *watchers}, return_when=asyncio.FIRST_COMPLETED)
+            )
         finally:
             for watcher in watchers:
                 watcher.cancel()
@@ -76,6 +111,8 @@ class RunControl:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+        if self.failure is not None:
+            raise MemoryLimitExceeded(self.failure)
         if self.handing_off:
             raise HandedOff()
         if self.cancelled or task.cancelled():

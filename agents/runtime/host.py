@@ -17,6 +17,12 @@ On worker shutdown (`stop`) the host takes no new runs, tells every run to hand 
 next safe point — a wait on the model ends at once, a database unit or a tool call is let
 finish (bounded by the tool timeout) — then each run's lease is released and the run is
 dispatched again, for another worker to take up from its stored state.
+
+The memory limit (`agents.runtime.memory_limit`, issue 28): every unit of a run's work is
+measured; past `PLANBOARD_WORKER_MEMORY_LIMIT_MB` the run that grew the process the most
+fails, and a pool process hands its other runs off (as on shutdown) and then recycles: it
+sends itself SIGTERM, so Celery's pool replaces it with a fresh process. A host that must not
+end its process (the embedded worker inside the web server) only fails the run.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -34,8 +41,9 @@ from typing import Any
 from django.conf import settings
 
 from agents import loop, mcp_sessions
+from agents.runtime import memory_limit
 from agents.runtime.control import ModelSlots, RunControl
-from agents.runtime.lanes import PoolLane
+from agents.runtime.lanes import Lane, PoolLane
 from planboard import selectors, services
 from planboard.models import AgentRun
 
@@ -49,8 +57,20 @@ TOOL_SESSION_SWEEP_SECONDS = 30.0
 STOP_MARGIN_SECONDS = 5.0
 
 
+def _terminate_this_process() -> None:
+    """Recycle: a pool process ends as on SIGTERM (Celery's pool starts another); the solo
+    pool's worker shuts down warm, for its supervisor to start again."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 class RunHost:
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        recycle: bool = True,
+        meter: memory_limit.MemoryMeter | None = None,
+        exit_process: Callable[[], None] = _terminate_this_process,
+    ) -> None:
         # One owner name for all the host's leases: one statement renews them all.
         self.pid = os.getpid()
         self.worker = f"{socket.gethostname()}:{self.pid}:{uuid.uuid4().hex[:12]}"
@@ -62,6 +82,17 @@ class RunHost:
         self._thread = threading.Thread(target=self._serve, name="run-host", daemon=True)
         self._periodic: list[asyncio.Task[Any]] = []
         self._ready = threading.Event()
+        # The memory limit: None when off. `recycle`: this process may end to free memory.
+        self.recycle = recycle
+        self.meter = meter or memory_limit.meter_from_settings(
+            limit_mb=float(settings.PLANBOARD_WORKER_MEMORY_LIMIT_MB)
+        )
+        if self.meter is not None:
+            self.meter.on_sample = self._after_unit
+        self._exit_process = exit_process
+        self._rearm_above = 0  # without recycling: act again only past this size
+        self.recycling: asyncio.Task[Any] | None = None
+        self._recycled = threading.Event()  # set only when the process outlived its recycle
 
     # --- the loop's thread ----------------------------------------------------------------
 
@@ -121,12 +152,76 @@ class RunHost:
             await pool.sweep(wanted)
 
     async def _host(self, run: AgentRun, control: RunControl) -> None:
+        lane: Lane = self.lane
+        if self.meter is not None:
+            lane = memory_limit.MeteredLane(self.lane, self.meter, run.pk)
         try:
-            await loop.drive(run, worker=self.worker, lane=self.lane, control=control)
+            await loop.drive(run, worker=self.worker, lane=lane, control=control)
         except Exception:
             logger.exception("run %s ended on an error of the host", run.pk)
         finally:
             self.runs.pop(run.pk, None)
+            if self.meter is not None:
+                self.meter.forget(run.pk)
+
+    # --- the memory limit -----------------------------------------------------------------
+
+    def _after_unit(self, rss: int) -> None:
+        """On the loop, after every measured unit: act when the process is past its limit."""
+        meter = self.meter
+        if meter is None or self.recycling is not None:
+            return
+        if rss <= meter.limit_bytes:
+            self._rearm_above = 0
+            return
+        if rss <= self._rearm_above:
+            return  # acted on already at this size (a host that cannot recycle)
+        growth = meter.charges(rss)
+        decision = memory_limit.decide(growth=growth, running=list(self.runs), recycle=self.recycle)
+        if decision.fail is not None:
+            message = memory_limit.failure_message(
+                limit_bytes=meter.limit_bytes, rss=rss, grown=growth.get(decision.fail, 0)
+            )
+            self.runs[decision.fail][1].fail(message)
+        logger.error(
+            "worker process at %d MB, past %s=%d: failing run %s, handing off %s%s "
+            "(MB grown by run: %s)",
+            rss // memory_limit.MB,
+            memory_limit.SETTING,
+            meter.limit_bytes // memory_limit.MB,
+            decision.fail,
+            decision.hand_off,
+            ", then recycling the process" if decision.recycle else "",
+            {run_id: round(grown / memory_limit.MB) for run_id, grown in growth.items()},
+        )
+        if not decision.recycle:
+            # The process cannot be replaced: the next run to blame must grow it further.
+            meter.reset()
+            self._rearm_above = rss + meter.limit_bytes // 10
+            return
+        self.accepting = False
+        for run_id in decision.hand_off:
+            self.runs[run_id][1].hand_off()
+        limit = float(settings.PLANBOARD_TOOL_TIMEOUT) + STOP_MARGIN_SECONDS
+        self.recycling = self.loop.create_task(self._recycle(limit))
+
+    async def _recycle(self, limit: float) -> None:
+        deadline = time.monotonic() + limit
+        while self.runs and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for task in self._periodic:
+            task.cancel()
+        logger.error(
+            "run host recycles its process (%d run(s) not handed off in time)", len(self.runs)
+        )
+        self._exit_process()
+        self._recycled.set()
+
+    def wait_for_recycle(self, timeout: float) -> None:
+        """From a task's thread of a recycling process: wait for the process to end (the
+        task's message then goes back to the broker for the fresh process), at most
+        `timeout` seconds."""
+        self._recycled.wait(timeout)
 
     # --- from other threads -----------------------------------------------------------------
 
@@ -148,7 +243,7 @@ class RunHost:
                 self.lane.run(services.run_hand_off, run_id=run.pk, worker=self.worker)
             )
             return
-        control = RunControl(run_id=run.pk, slots=self.slots)
+        control = RunControl(run_id=run.pk, slots=self.slots, meter=self.meter)
         self.runs[run.pk] = (self.loop.create_task(self._host(run, control)), control)
 
     def in_flight(self) -> int:
@@ -194,13 +289,17 @@ class RunHost:
 
 _host: RunHost | None = None
 _enabled = False
+_recycle = True
 _lock = threading.Lock()
 
 
-def enable() -> None:
-    """Mark this process (a worker) as one whose runs are hosted; the host starts on demand."""
-    global _enabled
+def enable(*, recycle: bool = True) -> None:
+    """Mark this process (a worker) as one whose runs are hosted; the host starts on demand.
+    `recycle=False` where the process must never end itself (the embedded worker, inside the
+    web server): past the memory limit the host only fails the run that grew it."""
+    global _enabled, _recycle
     _enabled = True
+    _recycle = _recycle and recycle
 
 
 def current() -> RunHost | None:
@@ -211,7 +310,7 @@ def current() -> RunHost | None:
         return None
     with _lock:
         if _host is None or _host.pid != os.getpid():
-            _host = RunHost().start()
+            _host = RunHost(recycle=_recycle).start()
         return _host
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
@@ -13,6 +14,8 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from planboard import selectors, services
 from planboard.exceptions import PlanError
@@ -72,8 +75,8 @@ class ToolsetAdminForm(forms.ModelForm):
     class Meta:
         model = Toolset
         fields = (
-            "name", "title", "kind", "command", "args", "env", "url", "headers", "enabled",
-            "access", "teams",
+            "name", "title", "kind", "command", "args", "env", "url", "headers", "auth",
+            "enabled", "access", "teams",
         )  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -88,7 +91,17 @@ class ToolsetAdminForm(forms.ModelForm):
         data = self.cleaned_data
         values: dict[str, Any] = {
             key: data.get(key)
-            for key in ("name", "title", "kind", "command", "args", "url", "enabled", "access")
+            for key in (
+                "name",
+                "title",
+                "kind",
+                "command",
+                "args",
+                "url",
+                "auth",
+                "enabled",
+                "access",
+            )
             if key in data
         }
         values["args"] = values.get("args") or []
@@ -134,7 +147,8 @@ class ToolsetToolInline(admin.TabularInline):
 # How a stdio toolset runs its program; only people allowed to run programs change these.
 _PROGRAM_FIELDS = ("command", "args", "env")
 _ALL_TOOLSET_FIELDS = (
-    "name", "title", "kind", "command", "args", "env", "url", "headers", "access", "teams",
+    "name", "title", "kind", "command", "args", "env", "url", "headers", "auth", "access",
+    "teams",
 )  # fmt: skip
 
 
@@ -201,14 +215,17 @@ class ToolsetAdmin(admin.ModelAdmin):
                 fields = tuple(f for f in fields if f not in _PROGRAM_FIELDS)
             else:
                 fields = tuple("env_names" if f == "env" else f for f in fields)
-        return (*fields, "refreshed_at", "refresh_error") if obj is not None else fields
+        if obj is None:
+            return fields
+        extra = ("oauth_connection",) if obj.auth == Toolset.Auth.OAUTH else ()
+        return (*fields, "refreshed_at", "refresh_error", *extra)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         readonly: tuple[str, ...] = ("env_names", "header_names")
         if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
             return (*readonly, "name", "kind", "refreshed_at")
         if obj is not None:
-            readonly = (*readonly, "name", "refreshed_at", "refresh_error")
+            readonly = (*readonly, "name", "refreshed_at", "refresh_error", "oauth_connection")
         if (
             obj is not None
             and obj.kind == Toolset.Kind.STDIO
@@ -238,6 +255,21 @@ class ToolsetAdmin(admin.ModelAdmin):
     def env_names(self, obj: Toolset) -> str:
         return ", ".join(sorted(obj.env or {})) or "-"
 
+    @admin.display(description="OAuth sign-in")
+    def oauth_connection(self, obj: Toolset) -> str:
+        """Whether the account is connected, and the link that connects it (docs/TOOLS.md)."""
+        back = reverse("admin:planboard_toolset_change", args=[obj.pk])
+        link = f"{reverse('web:toolset_connect', args=[obj.pk])}?{urlencode({'next': back})}"
+        if obj.access == Toolset.Access.SHARED:
+            state = "Connected" if obj.oauth_tokens else "Not connected"
+            return format_html('{} — <a href="{}">Connect the shared account</a>', state, link)
+        people = selectors.toolset_credential_count(toolset_id=obj.pk)
+        return format_html(
+            '{} person(s) connected their own account — <a href="{}">Connect yours</a>',
+            people,
+            link,
+        )
+
     @admin.display(description="HTTP headers (names)")
     def header_names(self, obj: Toolset) -> str:
         return ", ".join(sorted(obj.headers or {})) or "-"
@@ -247,7 +279,7 @@ class ToolsetAdmin(admin.ModelAdmin):
         # Only what the form showed is sent: a hidden field keeps its stored value.
         values: dict[str, Any] = {
             key: data[key]
-            for key in ("title", "kind", "command", "url", "enabled", "access")
+            for key in ("title", "kind", "command", "url", "auth", "enabled", "access")
             if key in shown and key in data
         }
         if "args" in shown:

@@ -646,6 +646,11 @@ class ToolsetSerializer(serializers.Serializer):
         help_text="shared: the toolset's own credentials serve everyone; per_person: each "
         "person connects their own (PUT /api/toolsets/{id}/credential/).",
     )
+    auth = serializers.ChoiceField(
+        choices=Toolset.Auth.choices,
+        help_text="oauth: calls sign in with an account connected at the server's provider "
+        "(open /toolsets/{id}/connect/ in a browser to connect or reconnect).",
+    )
     connected = serializers.BooleanField(
         help_text="Whether calls in your sessions can reach the server: always for a shared "
         "toolset, once you have set your credential for a per-person one."
@@ -706,6 +711,12 @@ class ToolsetWriteSerializer(InputSerializer):
     )
     enabled = StrictBooleanField(required=False)
     access = StrictChoiceField(choices=Toolset.Access.choices, required=False)
+    auth = StrictChoiceField(
+        choices=Toolset.Auth.choices,
+        required=False,
+        help_text="headers: the static headers above; oauth: people connect an account at the "
+        "server's provider (GET /toolsets/{id}/connect/ in a browser).",
+    )
     teams = serializers.ListField(
         child=serializers.IntegerField(min_value=1),
         required=False,

@@ -72,6 +72,8 @@ def toolset_data(toolset: Toolset, *, user: User) -> dict[str, Any]:
     data["connected"] = toolset.access == Toolset.Access.SHARED or bool(
         getattr(toolset, "connected", False)
     )
+    if toolset.auth == Toolset.Auth.OAUTH and toolset.access == Toolset.Access.SHARED:
+        data["connected"] = bool(toolset.oauth_tokens)  # staff connected the one account
     if configuration:
         data["teams"] = sorted(team.pk for team in toolset.teams.all())
     return data
@@ -89,6 +91,9 @@ def toolset_as_called(toolset: Toolset, *, session_id: int) -> Toolset | None:
         return None
     toolset.env = {**(toolset.env or {}), **(credential.env or {})}
     toolset.headers = {**(toolset.headers or {}), **(credential.headers or {})}
+    # OAuth: the owner's own tokens, and where a refresh of them is stored.
+    toolset.oauth_tokens = credential.oauth_tokens or {}
+    toolset.oauth_user_id = credential.user_id
     return toolset
 
 
@@ -114,6 +119,11 @@ def tool_sessions_wanted(*, pairs: list[tuple[int, int]]) -> set[tuple[int, int]
         toolset__enabled=True,
     ).values_list("session_id", "toolset_id")
     return set(pairs) & {(s, t) for s, t in found}
+
+
+def toolset_credential_count(*, toolset_id: int) -> int:
+    """How many people connected their own credential (key or account) for a toolset."""
+    return ToolsetCredential.objects.filter(toolset_id=toolset_id).count()
 
 
 def session_toolset_ids(*, session_id: int) -> list[int]:

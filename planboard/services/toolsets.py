@@ -52,6 +52,7 @@ TOOLSET_FIELDS = (
     "headers",
     "enabled",
     "access",
+    "auth",
     "teams",
     "tool_policies",
 )
@@ -161,6 +162,12 @@ def _clean_access(value: Any) -> str:
     return str(value)
 
 
+def _clean_auth(value: Any) -> str:
+    if value not in Toolset.Auth.values:
+        raise PlanError(f"'auth' must be one of: {', '.join(Toolset.Auth.values)}.")
+    return str(value)
+
+
 def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
     unknown = set(fields) - set(TOOLSET_FIELDS)
     if unknown:
@@ -178,6 +185,7 @@ def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
         "url": _clean_url,
         "enabled": _clean_enabled,
         "access": _clean_access,
+        "auth": _clean_auth,
         "teams": _clean_team_ids,
         "tool_policies": _clean_policies,
     }
@@ -202,6 +210,8 @@ def _check_complete(toolset: Toolset) -> None:
         raise PlanError("A stdio toolset needs the 'command' that starts its server.")
     if toolset.kind == Toolset.Kind.HTTP and not toolset.url:
         raise PlanError("An http toolset needs the 'url' of its server.")
+    if toolset.auth == Toolset.Auth.OAUTH and toolset.kind != Toolset.Kind.HTTP:
+        raise PlanError("Only an http toolset can sign in with OAuth.")
 
 
 def _program_of(toolset: Toolset) -> tuple[bool, str, list[str], dict[str, Any]]:
@@ -288,6 +298,10 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
                 setattr(toolset, key, value)
         # Secrets were given for one destination: they never follow the toolset to another.
         moved = _destination(toolset) != was
+        if moved or toolset.auth != Toolset.Auth.OAUTH:
+            # Tokens and the registration belong to one server (and to OAuth): gone.
+            toolset.oauth_client, toolset.oauth_tokens = {}, {}
+            ToolsetCredential.objects.filter(toolset=toolset).update(oauth_tokens={})
         for key in ("env", "headers"):
             merged = {} if moved else dict(getattr(toolset, key) or {})
             for name, secret in cleaned.get(key, {}).items():
@@ -477,6 +491,90 @@ def toolset_credential_delete(*, toolset_id: int, user: User) -> None:
         raise PlanError("You have no credential of your own for this toolset.", code="not_found")
 
 
+# --- OAuth: connecting an account (docs/TOOLS.md) ---------------------------------------------
+
+
+def toolset_oauth_connectable(*, toolset_id: int, user: User) -> Toolset:
+    """The OAuth toolset `user` may connect: for a per-person one, one they may use; for a
+    shared one (one account for everyone), staff allowed to change toolsets only."""
+    toolset = selectors.toolsets_usable_by(user).filter(pk=toolset_id).first()
+    if toolset is None:
+        raise PlanError(f"Toolset {toolset_id} does not exist.", code="not_found")
+    if toolset.kind != Toolset.Kind.HTTP or toolset.auth != Toolset.Auth.OAUTH:
+        raise PlanError(f"Toolset {toolset.name!r} does not sign in with OAuth.")
+    if not toolset.enabled:
+        raise PlanError(f"Toolset {toolset.name!r} is disabled.")
+    if toolset.access == Toolset.Access.SHARED and not (
+        user.is_staff and user.has_perm("planboard.change_toolset")
+    ):
+        raise Forbidden(
+            f"Toolset {toolset.name!r} signs in with one account for everyone: only staff "
+            "allowed to change toolsets may connect it."
+        )
+    return toolset
+
+
+def toolset_oauth_register(*, toolset_id: int, client: dict[str, Any]) -> None:
+    """Keep Planboard's registration at the toolset's authorization server and what discovery
+    found (`Toolset.oauth_client`), when "Connect" starts."""
+    with transaction.atomic():
+        toolset = Toolset.objects.select_for_update().filter(pk=toolset_id).first()
+        if toolset is not None:
+            toolset.oauth_client = client
+            toolset.save(update_fields=["oauth_client"])
+
+
+def toolset_oauth_connect(
+    *, toolset_id: int, user: User, tokens: dict[str, Any]
+) -> ToolsetCredential | Toolset:
+    """Store the tokens `user` just connected: the toolset's own for a shared toolset, the
+    person's `ToolsetCredential` for a per-person one (checked again: the callback comes
+    later than the start)."""
+    if not tokens:
+        raise PlanError("The provider gave no tokens.")
+    with transaction.atomic():
+        toolset = toolset_oauth_connectable(toolset_id=toolset_id, user=user)
+        if toolset.access == Toolset.Access.SHARED:
+            toolset = Toolset.objects.select_for_update().get(pk=toolset.pk)
+            toolset.oauth_tokens = tokens
+            toolset.save(update_fields=["oauth_tokens", "updated_at"])
+            return toolset
+        credential, _ = ToolsetCredential.objects.select_for_update().get_or_create(
+            toolset=toolset, user=user
+        )
+        credential.oauth_tokens = tokens
+        credential.save(update_fields=["oauth_tokens", "updated_at"])
+        return credential
+
+
+def toolset_oauth_tokens_store(
+    *, toolset_id: int, user_id: int | None, tokens: dict[str, Any]
+) -> None:
+    """Tokens a call changed: refreshed, or `{}` when the provider refused them (the person
+    connects again). `user_id` None: the toolset's shared tokens."""
+    with transaction.atomic():
+        if user_id is None:
+            toolset = Toolset.objects.select_for_update().filter(pk=toolset_id).first()
+            if toolset is not None:
+                toolset.oauth_tokens = tokens
+                toolset.save(update_fields=["oauth_tokens"])
+            return
+        credential = (
+            ToolsetCredential.objects.select_for_update()
+            .filter(toolset_id=toolset_id, user_id=user_id)
+            .first()
+        )
+        if credential is None:
+            return
+        if not tokens and not credential.env and not credential.headers:
+            # Refused by the provider and nothing else to keep: the person is no longer
+            # connected (their sessions stop being offered the tools until they reconnect).
+            credential.delete()
+            return
+        credential.oauth_tokens = tokens
+        credential.save(update_fields=["oauth_tokens"])
+
+
 def toolset_rotate_secrets() -> int:
     """Store every toolset's secrets again, so they are encrypted under the first of
     PLANBOARD_SECRETS_KEYS (planboard/secret_fields.py); returns how many toolsets."""
@@ -495,11 +593,11 @@ def toolset_rotate_secrets() -> int:
                 ToolsetCredential.objects.select_for_update().filter(pk=credential_id).first()
             )
             if credential is not None:
-                credential.save(update_fields=["env", "headers"])
+                credential.save(update_fields=["env", "headers", "oauth_tokens"])
     return count
 
 
-_SECRET_FIELDS = ("env", "headers", "url")
+_SECRET_FIELDS = ("env", "headers", "url", "oauth_client", "oauth_tokens")
 
 
 # --- sessions ---------------------------------------------------------------------------------

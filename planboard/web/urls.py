@@ -1,6 +1,6 @@
 from django.urls import path
 
-from planboard.web import links, views
+from planboard.web import links, oauth, views
 
 app_name = "web"
 
@@ -16,4 +16,6 @@ urlpatterns = [
     path("inbox/act/<str:token>/", links.action_link, name="action_link"),
     path("history/", views.history_list, name="history"),
     path("history/plans/<int:plan_id>/", views.history_plan, name="history_plan"),
+    path("toolsets/<int:toolset_id>/connect/", oauth.connect, name="toolset_connect"),
+    path("toolsets/oauth/callback/", oauth.callback, name="toolset_oauth_callback"),
 ]

@@ -20,6 +20,7 @@ HTTP_TOOLSET = {
     "env": "",
     "url": "https://tools.example.com/mcp",
     "headers": "",
+    "auth": "headers",
     "enabled": "on",
     "access": "shared",
 }

@@ -58,7 +58,7 @@ STEP_RECORDS_MODULE = "agents/steps.py"
 
 def sql_writes() -> set[str]:
     """planboard/sql.py's functions that lock or write: those whose statement (a module
-    constant) is an INSERT, UPDATE or DELETE or takes a row lock."""
+    constant) is an INSERT, UPDATE or DELETE or takes a row lock, and those that call one."""
     from planboard import sql
 
     statements = {
@@ -68,13 +68,17 @@ def sql_writes() -> set[str]:
         and (re.match(r"\s*(INSERT|UPDATE|DELETE)\b", value) or "FOR NO KEY UPDATE" in value)
     }
     tree = ast.parse((ROOT / CONNECTION_MODULE).read_text(encoding="utf-8"))
-    return {
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-        and not node.name.startswith("_")
-        and any(isinstance(n, ast.Name) and n.id in statements for n in ast.walk(node))
-    }
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    writers: set[str] = set()
+    while True:  # until no function is found to reach a writing statement or writer
+        found = writers | {
+            node.name
+            for node in functions
+            if any(isinstance(n, ast.Name) and n.id in statements | writers for n in ast.walk(node))
+        }
+        if found == writers:
+            return {name for name in writers if not name.startswith("_")}
+        writers = found
 
 
 def source_files() -> Iterator[tuple[str, ast.Module]]:

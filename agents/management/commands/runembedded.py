@@ -51,8 +51,10 @@ class EmbeddedWorker:
 
         app.finalize()
         app.set_current()
-        # Runs are hosted here as in a worker process: many at once on one event loop.
-        run_host.enable()
+        # Runs are hosted here as in a worker process: many at once on one event loop; past
+        # the memory limit the host fails the run that grew it but never ends this process
+        # (the web server).
+        run_host.enable(recycle=False)
         self.controller = Controller(
             app=app,
             pool="threads",

@@ -6,6 +6,7 @@ import { ApiError, api, listOf, messagesBefore } from "./api.js";
 import { VersionGap, applyEvent, emptyPlan, isFinished, isPlanSnapshot } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { setUpAnswerers } from "./answerers.js";
+import { setUpSessionTools } from "./session-tools.js";
 import { ChatView } from "./chat.js";
 import { FilesView } from "./files.js";
 import { askText } from "./dialog.js";
@@ -26,6 +27,8 @@ class SessionPage {
   constructor(page) {
     this.me = page.me;
     this.editable = page.can_edit;
+    /** Told the session's toolsets when they change (the "Tools" control). */
+    this.onToolsets = (/** @type {number[]} */ _ids) => {};
     this.historyUrl = page.history_url;
     this.session = page.session;
     this.run = page.session.latest_run;
@@ -154,6 +157,7 @@ class SessionPage {
         this.session = { ...this.session, ...message.session };
         this.chat.setPlanMode(this.session.plan_mode);
         this.showTitle();
+        if (message.toolsets) this.onToolsets(message.toolsets);
         break;
       default:
         break;
@@ -506,5 +510,7 @@ export function errorText(error) {
 loadStrings();
 const page = JSON.parse(document.getElementById("pb-page").textContent);
 // Exposed for debugging in the console and for the browser tests.
-window.planboard = new SessionPage(page);
+const sessionPage = new SessionPage(page);
+window.planboard = sessionPage;
 setUpAnswerers(page.session.id, page.answerers || []);
+sessionPage.onToolsets = setUpSessionTools(page.session.id, page.session.toolsets || []);

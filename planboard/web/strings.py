@@ -161,6 +161,31 @@ STRINGS: dict[str, str | Promise] = {
         "answer its questions. Separate usernames with commas."
     ),
     "answerers_label": _("Usernames"),
+    "tools_title": _("Tools for this session"),
+    "tools_help": _(
+        "Tick the toolsets the agent may use here. Some act as you: connect your own account or "
+        "key before the agent can use them."
+    ),
+    "tools_none": _("No toolsets are available to you yet; staff add them."),
+    "tools_count": _("{count} tools"),
+    "tools_saved": _("The session's tools are saved."),
+    "tools_shared": _("shared"),
+    "tools_shared_not_connected": _("not connected yet (staff connect it)"),
+    "tools_connected": _("connected as you"),
+    "tools_not_connected": _("not connected"),
+    "tools_connect": _("Connect"),
+    "tools_reconnect": _("Reconnect"),
+    "tools_set_key": _("Set my key"),
+    "tools_set_key_title": _("Your key for {name}"),
+    "tools_set_key_env": _(
+        "One NAME=value per line; the server is started with them when the agent calls it for you."
+    ),
+    "tools_set_key_headers": _(
+        "One header per line, as Name: value; they are sent when the agent calls it for you."
+    ),
+    "tools_set_key_label": _("Values (stored encrypted, never shown again)"),
+    "tools_set_key_empty": _("Nothing was given: write NAME=value or Name: value lines."),
+    "tools_key_saved": _("Your key for {name} is saved."),
     "agent_profile": _("Agent profile"),
     "agent_profile_default": _("the session's default"),
     "agent_profile_chip": _("Done by the agent profile {name}"),

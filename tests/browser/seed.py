@@ -129,12 +129,32 @@ def seed() -> dict[str, Any]:
     services.plan_recover(session_id=offsite_session.pk, actor=me, plan_id=offsite.pk)
 
     approval_session = seed_pending_approval(alice, users.get(username="sam"))
+    # Toolsets that act as each person: an account through OAuth, and a key (never reached).
+    sam = users.get(username="sam")
+    calendar = services.toolset_create(
+        user=sam,
+        name="calendar",
+        title="Team calendar",
+        kind="http",
+        url="https://calendar.example/mcp",
+        auth="oauth",
+        access="per_person",
+    )
+    services.toolset_create(
+        user=sam,
+        name="tickets",
+        title="Ticket desk",
+        kind="http",
+        url="https://tickets.example/mcp",
+        access="per_person",
+    )
     dressed_up_session = seed_dressed_up_answer(alice)
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
 
     return {
         "password": PASSWORD,
         "approval_session": approval_session,
+        "calendar_toolset": calendar.pk,
         "dressed_up_session": dressed_up_session,
         "inbox_sessions": inbox_sessions,
         "board_session": board_session.pk,

@@ -449,13 +449,14 @@ def _floor_lines(results: dict[str, dict[str, Any]]) -> list[str]:
         f"({floor['mutating_mean'] / floor['mean']:.2f}x on average); read-only "
         f"calls at most 1.5x: {'met' if max(read_only) <= 1.5 else 'NOT met'} (at most "
         f"{common.fmt_ratio(max(read_only))}). The floor runs 3 statements in one transaction; "
-        "a mutating call reads the session with its current plan and the subtasks (2 "
-        "statements, to resolve the model's indices), then locks session and plan in one "
+        "a mutating call reads the session with its current plan and its subtasks (one "
+        "statement, to resolve the model's indices), then locks session and plan in one "
         "statement, reads the subtasks under the lock and writes 2-4 rows. "
-        "revise_current_plan's add and delete also read the new plan back (2 statements) to "
-        "show it in their result; create_plan and recover_historical_plan read only its "
-        "subtasks. The column above says how much of each call is spent inside statements; the "
-        "rest is Python (validation, the result text, building the event) and BEGIN/COMMIT.",
+        "revise_current_plan's delete also reads the plan back (2 statements) to show it in its "
+        "result; create_plan, recover_historical_plan and the add show the subtasks as the "
+        "change left them, unread. The column above says how much of each call is spent inside "
+        "statements; the rest is Python (validation, the result text, building the event) and "
+        "BEGIN/COMMIT.",
     ]
     if r.get("publish"):
         lines += [

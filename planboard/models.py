@@ -195,6 +195,11 @@ class Plan(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    # Not a column: the subtasks in board order as the change that returned this instance left
+    # them (set by `planboard.services`), so its caller can show the plan without reading it
+    # back (`selectors.plan_snapshot_of`). None: not known.
+    written_subtasks: list[SubTask] | None = None
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [

@@ -27,6 +27,7 @@ from planboard.selectors.access import plans_visible_to, sees_all_teams
 from planboard.shapes import PlanEventData, PlanSnapshot
 from planboard.snapshots import (
     apply_event,
+    build_plan_snapshot,
     build_plan_snapshot_from_values,
     serialize_event,
     serialize_usage,
@@ -53,7 +54,10 @@ def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
 
 def plan_snapshot_of(plan: Plan) -> PlanSnapshot:
     """`plan_snapshot` of a plan row just read (e.g. with its session,
-    `session_with_plan`): one query for its subtasks."""
+    `session_with_plan`): one query for its subtasks; none for a plan a change has just
+    returned with them (`Plan.written_subtasks`)."""
+    if plan.written_subtasks is not None:
+        return build_plan_snapshot(plan, plan.written_subtasks)
     return build_plan_snapshot_from_values(plan, sql.subtask_values(plan.pk))
 
 

@@ -264,6 +264,7 @@ def _record(
     inserted: bool = False,
 ) -> PlanEvent:
     """Bump the version, store the event, and broadcast it once the transaction commits.
+    `subtasks`: all the plan's, in board order, as the change leaves them.
 
     `inserted`: the plan row was just inserted at version 1 with its final fields, so it
     needs no update."""
@@ -275,6 +276,8 @@ def _record(
             _sync_plan_state(plan, subtasks)
         plan.version += 1
         sql.plan_update(plan)
+    if subtasks is not None:
+        plan.written_subtasks = list(subtasks)  # as this change leaves them, in board order
     patch: PlanPatch = {
         "plan": serialize_plan_header(plan),
         "upsert": [serialize_subtask(s) for s in upsert],

@@ -33,7 +33,7 @@ def _subtask(number: int) -> dict[str, str]:
 # takes the session and the plan; the subtasks are read under it by a statement of their own.
 CALLS: list[tuple[str, dict[str, Any], int]] = [
     # session; BEGIN, lock session, insert plan (at version 1), insert subtasks (ids returned),
-    # insert event, set current plan, COMMIT; the new plan's subtasks for the result
+    # insert event, set current plan, COMMIT (the result shows the subtasks it wrote)
     (
         "create_plan",
         {
@@ -42,7 +42,7 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
             "expected_outcome": "A report.",
             "subtasks": [_subtask(n) for n in range(4)],
         },
-        9,
+        8,
     ),
     # session
     ("view_subtasks", {"subtask_idx": [0, 1]}, 1),
@@ -52,8 +52,9 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
     ("revise_current_plan", {"subtask_idx": 1, "action": "revise", "subtask": _subtask(7)}, 8),
     # as above, and a second subtask update for the one started next
     ("finish_subtask", {"subtask_idx": 0, "subtask_outcome": "First done."}, 9),
-    # + the session's subtask limit, shift the later positions, and the subtasks for the result
-    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 11),
+    # + the session's subtask limit, shift the later positions, insert (the result shows the
+    # subtasks as the change left them)
+    ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 10),
     # + delete, shift the later positions, and the plan for the result
     ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 11),
     # session; BEGIN, lock session+plan, update plan, insert event,

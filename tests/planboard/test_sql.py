@@ -373,3 +373,33 @@ def test_the_lock_holds_the_session_then_the_plan(postgres: None, plan: Plan, ac
     finally:
         release.set()
         thread.join()
+
+
+def test_a_changed_plan_shows_what_the_database_holds_without_reading_it(
+    chat_session: ChatSession, actor: Actor
+) -> None:
+    """A change returns its plan with the subtasks as it left them (`Plan.written_subtasks`):
+    the snapshot built from them is the one read back, and costs no statement."""
+    from planboard import selectors
+
+    def same_without_reading(plan: Plan) -> None:
+        assert plan.written_subtasks is not None
+        with db.statements() as run:
+            shown = selectors.plan_snapshot_of(plan)
+        assert len(run) == 0
+        assert shown == selectors.plan_snapshot(plan_id=plan.pk)
+
+    steps = [
+        {"name": f"Step {n}", "description": "京都 <b>", "expected_outcome": ""} for n in (1, 2)
+    ]
+    plan, _ = services.plan_create(
+        session_id=chat_session.pk, actor=actor, name="P", subtasks=steps
+    )
+    same_without_reading(plan)
+    added = services.subtask_add(plan_id=plan.pk, actor=actor, name="Between", index=1)
+    same_without_reading(added.plan)
+    services.plan_finish(plan_id=plan.pk, actor=actor, state="done", outcome="Done.")
+    recovered, _ = services.plan_recover(session_id=chat_session.pk, actor=actor, plan_id=plan.pk)
+    same_without_reading(recovered)
+    fresh = selectors.plan_row(plan_id=plan.pk)
+    assert fresh is not None and fresh.written_subtasks is None  # a row read: not known

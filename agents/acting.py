@@ -34,7 +34,9 @@ async def call_server(record: ToolCall, *, lane: Lane, control: RunControl) -> N
     never cut short, not even by a hand-off: its effect could not be undone; its growth of
     the process is measured for the run, `agents.runtime.memory_limit`), store the answer in
     another unit."""
-    output = await control.measured(external_tools.aserver_output(record, lane=lane))
+    output = await control.measured(
+        external_tools.aserver_output(record, lane=lane, control=control)
+    )
     await lane.run(external_tools.finish_call, record=record, output=output)
 
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import markers, mcp_client, mcp_sessions, workspace
+from agents import elicitation, markers, mcp_client, mcp_sessions, workspace
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
+from agents.runtime.control import RunControl
 from agents.runtime.lanes import Lane
 from planboard import selectors, services
 from planboard.exceptions import PlanError
@@ -290,10 +291,14 @@ def server_output(record: ToolCall) -> mcp_client.ToolOutput:
         return _unexpected(record, exc)
 
 
-async def aserver_output(record: ToolCall, *, lane: Lane) -> mcp_client.ToolOutput:
+async def aserver_output(
+    record: ToolCall, *, lane: Lane, control: RunControl | None = None
+) -> mcp_client.ToolOutput:
     """The call, in the chat session's live session with the server (`agents.mcp_sessions`,
     on the loop driving the run); `lane` asks the database, only when a session has to be
-    opened, whether an earlier one of the conversation was lost."""
+    opened, whether an earlier one of the conversation was lost, and polls the answer to a
+    question the server asks a person meanwhile (`agents.elicitation`; `control`: the run's
+    cancel ends that wait)."""
     assert record.toolset is not None, "a claimed external call has its toolset"
 
     async def used_before() -> bool:
@@ -307,7 +312,11 @@ async def aserver_output(record: ToolCall, *, lane: Lane) -> mcp_client.ToolOutp
     conversation = mcp_sessions.Conversation(record.session_id, used_before=used_before)
     try:
         return await mcp_sessions.acall_tool(
-            record.toolset, record.tool, record.arguments or {}, conversation=conversation
+            record.toolset,
+            record.tool,
+            record.arguments or {},
+            conversation=conversation,
+            elicit=elicitation.asker(record, lane=lane, control=control),
         )
     except Exception as exc:
         return _unexpected(record, exc)

@@ -43,7 +43,7 @@ from django.conf import settings
 from mcp import ClientSession as ClientSession  # re-exported for agents.mcp_sessions
 from mcp import StdioServerParameters
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, PKCEParameters
-from mcp.client.session import MessageHandlerFnT
+from mcp.client.session import ClientRequestContext, MessageHandlerFnT
 from mcp.client.stdio import (
     _aclose_all,
     _create_platform_compatible_process,
@@ -64,7 +64,16 @@ from mcp.shared.auth import (
 from mcp.shared.auth_utils import calculate_token_expiry
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.types import PaginatedRequestParams, ToolListChangedNotification
+from mcp.types import (
+    INVALID_PARAMS,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    ErrorData,
+    PaginatedRequestParams,
+    ToolListChangedNotification,
+)
 
 from agents import mcp_limits
 from agents.outbound_http import checked_client
@@ -103,6 +112,80 @@ class ToolOutput:
 
 def timeout_seconds() -> float:
     return float(getattr(settings, "PLANBOARD_TOOL_TIMEOUT", 60))
+
+
+# --- elicitation: a server asks a person something during a call (issue 24) -------------------
+
+
+@dataclass(frozen=True)
+class Elicited:
+    """A server's `elicitation/create`, without the SDK's types: `mode` "form" (fill in
+    `schema`) or "url" (open `url`; `elicitation_id` names it), and the server's `message`."""
+
+    mode: str
+    message: str
+    schema: dict[str, Any]
+    url: str = ""
+    elicitation_id: str = ""
+
+
+@dataclass(frozen=True)
+class ElicitReply:
+    """What the server is told: `action` accept (with `content` for a form), decline or
+    cancel; or, with `error`, that its request was refused (a form we cannot show)."""
+
+    action: str
+    content: dict[str, Any] | None = None
+    error: str = ""
+
+
+def elicitation_seconds() -> float:
+    """How long a server's question waits for a person (`PLANBOARD_ELICITATION_TIMEOUT`);
+    then the server is told `decline`."""
+    return float(getattr(settings, "PLANBOARD_ELICITATION_TIMEOUT", 600))
+
+
+# Asked during a call; answers when a person did, the time ran out or the run stopped.
+Elicitor = Callable[[Elicited], Awaitable[ElicitReply]]
+NOBODY_ASKS = ElicitReply("decline")
+
+
+async def _no_person(asked: Elicited) -> ElicitReply:
+    """Outside a run's call (discovery, a listing, a connection of its own) nobody is there
+    to answer: the server is told `decline` at once."""
+    return NOBODY_ASKS
+
+
+def elicitation_callback(elicitor: Elicitor | None) -> Any:
+    """The SDK's `elicitation_callback` over `elicitor` (None: decline). Every session
+    Planboard opens has one, so servers know it can ask (the reference server lists its
+    elicitation tools only to clients that can)."""
+    ask = elicitor or _no_person
+
+    async def callback(
+        context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
+        if isinstance(params, ElicitRequestURLParams):
+            asked = Elicited(
+                mode="url",
+                message=params.message,
+                schema={},
+                url=params.url,
+                elicitation_id=params.elicitation_id or "",
+            )
+        elif isinstance(params, ElicitRequestFormParams):
+            asked = Elicited(
+                mode="form", message=params.message, schema=dict(params.requested_schema or {})
+            )
+        else:  # pragma: no cover - the SDK's union has two members
+            return ErrorData(code=INVALID_PARAMS, message="Unknown elicitation mode.")
+        reply = await ask(asked)
+        if reply.error:
+            return ErrorData(code=INVALID_PARAMS, message=reply.error)
+        content = reply.content if reply.action == "accept" and asked.mode == "form" else None
+        return ElicitResult(action=reply.action, content=content)  # type: ignore[arg-type]
+
+    return callback
 
 
 output_limit = mcp_limits.output_limit
@@ -203,11 +286,19 @@ async def acall_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> 
 
 
 async def call_on(
-    session: ClientSession, toolset: Toolset, tool: str, arguments: dict[str, Any]
+    session: ClientSession,
+    toolset: Toolset,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    read_timeout: float | None = None,
 ) -> ToolOutput:
     """One tools/call on an initialized session, its result as the model gets it (cut,
-    secrets removed)."""
-    result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout_seconds())
+    secrets removed). `read_timeout`: the SDK's own limit on the wait for the answer
+    (`PLANBOARD_TOOL_TIMEOUT` unless given; a live session gives `math.inf` and keeps the
+    limit itself, with its clock stopped while a person answers the server's question)."""
+    limit = timeout_seconds() if read_timeout is None else read_timeout
+    result = await session.call_tool(tool, arguments, read_timeout_seconds=limit)
     rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
     text = _redact(rendered.text, toolset)
     if result.is_error:
@@ -296,12 +387,15 @@ async def opened(
     message_handler: MessageHandlerFnT | None = None,
     on_end: Callable[[], None] | None = None,
     oauth: _OAuthUse | None = None,
+    elicitor: Elicitor | None = None,
 ) -> AsyncIterator[ClientSession]:
     """An initialized session with the toolset's server: started (stdio) or reached (HTTP),
     reading through `reading`, the server's stderr in `errlog`. `message_handler` gets what
     the server sends unasked (notifications); `on_end` is called once a stdio server's output
-    ends (it stopped). Closed, and a stdio server stopped, on exit."""
+    ends (it stopped); `elicitor` answers the server's questions to a person (None: they are
+    declined). Closed, and a stdio server stopped, on exit."""
     limit = timeout_seconds()
+    eliciting = elicitation_callback(elicitor)
     if toolset.kind == Toolset.Kind.STDIO:
         params = StdioServerParameters(
             command=toolset.command,
@@ -314,7 +408,11 @@ async def opened(
                 write,
             ),
             ClientSession(
-                read, write, read_timeout_seconds=limit, message_handler=message_handler
+                read,
+                write,
+                read_timeout_seconds=limit,
+                message_handler=message_handler,
+                elicitation_callback=eliciting,
             ) as session,
         ):
             await session.initialize()
@@ -325,6 +423,8 @@ async def opened(
         checked_client(
             headers=headers,
             timeout=limit,
+            # The call's stream is silent while a person answers the server's question.
+            read_timeout=limit if elicitor is None else max(limit, elicitation_seconds()) + limit,
             auth=oauth.provider if oauth is not None else None,
             event_hooks={
                 "request": [reading.on_request],
@@ -335,7 +435,11 @@ async def opened(
             toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
         ) as (read, write),
         ClientSession(
-            read, write, read_timeout_seconds=limit, message_handler=message_handler
+            read,
+            write,
+            read_timeout_seconds=limit,
+            message_handler=message_handler,
+            elicitation_callback=eliciting,
         ) as session,
     ):
         await session.initialize()

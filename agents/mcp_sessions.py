@@ -55,7 +55,7 @@ import anyio
 from django.conf import settings
 
 from agents import mcp_client, mcp_limits
-from agents.mcp_client import ClientSession, Failure, ToolOutput
+from agents.mcp_client import ClientSession, Elicited, Elicitor, ElicitReply, Failure, ToolOutput
 from planboard import services
 from planboard.models import Toolset
 from planboard.sql import close_thread_connection
@@ -142,6 +142,8 @@ class _Job:
     deadline: float  # the loop's clock
     future: asyncio.Future[Any]
     call: bool = True  # a tool call (the server may keep state of it), not a listing
+    # Answers what the server asks a person during this call (None: declined at once).
+    elicit: Elicitor | None = None
 
 
 def _settle(
@@ -182,6 +184,10 @@ class _Live:
         self.recorded = False
         self.why = ""
         self.errlog: TextIO | None = None
+        self.current: _Job | None = None  # the job being served
+        self.scope: anyio.CancelScope | None = None  # its deadline is the job's
+        self._pauses = 0
+        self._budget = 0.0  # what was left of the job's time when a person was asked
         self.task = loop.create_task(self._own(), name=f"mcp-session-{key[0]}-{key[1]}")
 
     @property
@@ -203,6 +209,31 @@ class _Live:
     async def _on_message(self, message: Any) -> None:
         if mcp_client.is_tools_changed(message):
             self.pool.tools_changed(self)
+
+    async def _on_elicit(self, asked: Elicited) -> ElicitReply:
+        """The server asks a person something during the current call: the call's clock
+        stops while they think (`PLANBOARD_TOOL_TIMEOUT` measures the server, not people;
+        the wait has its own limit, `PLANBOARD_ELICITATION_TIMEOUT`), and goes on after."""
+        job = self.current
+        if job is None or job.elicit is None:
+            return mcp_client.NOBODY_ASKS
+        self._pause()
+        try:
+            return await job.elicit(asked)
+        finally:
+            self._resume(job)
+
+    def _pause(self) -> None:
+        scope = self.scope
+        if self._pauses == 0 and scope is not None:
+            self._budget = max(0.0, scope.deadline - anyio.current_time())
+            scope.deadline = math.inf
+        self._pauses += 1
+
+    def _resume(self, job: _Job) -> None:
+        self._pauses -= 1
+        if self._pauses == 0 and self.scope is not None and self.current is job:
+            self.scope.deadline = anyio.current_time() + self._budget
 
     async def submit(self, job: _Job) -> Any:
         if self.ended:
@@ -239,6 +270,7 @@ class _Live:
         self.errlog = errlog
         reading = mcp_limits.ReadLimit()
         scope = anyio.CancelScope(deadline=anyio.current_time() + mcp_client.timeout_seconds())
+        self.scope = scope
         current: _Job | None = None
         failure: BaseException | None = None
         try:
@@ -249,6 +281,7 @@ class _Live:
                     reading=reading,
                     message_handler=self._on_message,
                     on_end=self._stopped,
+                    elicitor=self._on_elicit,
                 ) as session:
                     scope.deadline = math.inf
                     _settle(self.ready)
@@ -256,9 +289,10 @@ class _Live:
                         if self.ended:
                             _settle(job.future, error=_Gone())
                             continue
-                        current = job
+                        current = self.current = job
                         self.served = self.served or job.call
                         scope.deadline = job.deadline
+                        self._pauses = 0
                         try:
                             value = await job.action(session)
                         except Exception as exc:
@@ -275,7 +309,7 @@ class _Live:
                             _settle(job.future, error=error)
                         else:
                             _settle(job.future, value)
-                        current = None
+                        current = self.current = None
                         scope.deadline = math.inf
                         self.last_used = self.pool.clock()
                         self.trim_stderr()
@@ -283,6 +317,7 @@ class _Live:
             failure = exc
         finally:
             self.ended = True
+            self.current = None
             if failure is None and scope.cancelled_caught:
                 failure = TimeoutError()
             described: BaseException = _Gone()
@@ -351,7 +386,12 @@ class SessionPool:
     # --- calls -------------------------------------------------------------------------------
 
     async def call(
-        self, toolset: Toolset, tool: str, arguments: dict[str, Any], conversation: Conversation
+        self,
+        toolset: Toolset,
+        tool: str,
+        arguments: dict[str, Any],
+        conversation: Conversation,
+        elicit: Elicitor | None = None,
     ) -> ToolOutput:
         started = time.monotonic()
         loop = asyncio.get_running_loop()
@@ -367,9 +407,14 @@ class SessionPool:
                     note = lost_note(toolset.name, why)
                 job = _Job(
                     tool=tool,
-                    action=lambda session: mcp_client.call_on(session, toolset, tool, arguments),
+                    # The session's own deadline bounds the call (its clock stops while a
+                    # person answers the server): the SDK's per-request limit is lifted.
+                    action=lambda session: mcp_client.call_on(
+                        session, toolset, tool, arguments, read_timeout=math.inf
+                    ),
                     deadline=deadline,
                     future=loop.create_future(),
+                    elicit=elicit,
                 )
                 live.busy += 1
                 try:
@@ -584,12 +629,19 @@ async def close_pool(timeout: float = CLOSE_WAIT_SECONDS) -> None:
 
 
 async def acall_tool(
-    toolset: Toolset, tool: str, arguments: dict[str, Any], *, conversation: Conversation
+    toolset: Toolset,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    conversation: Conversation,
+    elicit: Elicitor | None = None,
 ) -> ToolOutput:
     """Call one tool in the chat session's live session with the toolset's server (opened
     if it has none); never raises, like `mcp_client.call_tool`. An OAuth toolset is called
     on a connection of its own each time (its tokens are refreshed and handed back to be
-    stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built yet."""
+    stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built yet,
+    and a question such a server asks a person is declined. `elicit` answers the questions
+    the server asks a person during the call (`agents.elicitation`)."""
     if mcp_client.signs_in(toolset):
         return await mcp_client.acall_tool(toolset, tool, arguments)
-    return await pool().call(toolset, tool, arguments, conversation)
+    return await pool().call(toolset, tool, arguments, conversation, elicit)

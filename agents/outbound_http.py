@@ -81,13 +81,15 @@ def checked_client(
     timeout: float,
     event_hooks: dict[str, list[Any]] | None = None,
     auth: httpx2.Auth | None = None,
+    read_timeout: float | None = None,
 ) -> httpx2.AsyncClient:
     """An AsyncClient whose every connection (redirects included) passes the address rule
     (an OAuth `auth`'s discovery and token requests too). Given a transport, httpx2 takes no
-    proxy from the environment."""
+    proxy from the environment. `read_timeout`: the longest silence on a response (default
+    `timeout`; longer where a call's stream may wait while a person answers the server)."""
     return httpx2.AsyncClient(
         headers=headers,
-        timeout=httpx2.Timeout(timeout),
+        timeout=httpx2.Timeout(timeout, read=timeout if read_timeout is None else read_timeout),
         transport=CheckedTransport(),
         event_hooks=event_hooks,
         auth=auth,

@@ -613,6 +613,65 @@ class ToolCall(models.Model):
         return f"{self.tool_name} ({self.status})"
 
 
+class Elicitation(models.Model):
+    """A question an MCP server asked a person in the middle of a tool call
+    (`elicitation/create`, issue 24): a form built from the server's `requested_schema`, or a
+    URL the person is asked to open. The call waits (without holding anything of the
+    database) until someone who may answer the session accepts, declines or cancels it, or
+    until `expires_at` (then the server is told `decline`).
+
+    pending -> accepted | declined | cancelled (a person answered; or the run was cancelled)
+    | expired (nobody answered in time).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for an answer"
+        ACCEPTED = "accepted", "Accepted"
+        DECLINED = "declined", "Declined"
+        CANCELLED = "cancelled", "Cancelled"
+        EXPIRED = "expired", "Expired"
+
+    class Mode(models.TextChoices):
+        FORM = "form", "Form"
+        URL = "url", "Open a URL"
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="elicitations")
+    run = models.ForeignKey(
+        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="elicitations"
+    )
+    tool_call = models.ForeignKey(
+        ToolCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="elicitations"
+    )
+    toolset = models.ForeignKey(
+        Toolset, null=True, blank=True, on_delete=models.SET_NULL, related_name="elicitations"
+    )
+    # The toolset's name when it asked (kept if the toolset is removed).
+    toolset_name = models.CharField(max_length=NAME_MAX, blank=True, default="")
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.FORM)
+    # The server's words and schema: data, never markup.
+    message = models.TextField(blank=True, default="")
+    requested_schema = models.JSONField(default=dict, blank=True)
+    url = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    # What the person sent with "accept" (checked against the schema).
+    content = models.JSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Through which channel the answer came (`Channel`); empty while pending or without one.
+    answered_via = models.CharField(max_length=12, blank=True, default="")
+    answered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "status"])]
+
+    def __str__(self) -> str:
+        return f"elicitation {self.pk} ({self.status})"
+
+
 # --- files the agent produces -----------------------------------------------------------------
 
 # A workspace path: ASCII segments joined by "/" (see `planboard.workspace.clean_path`).
@@ -690,6 +749,7 @@ class Decision(models.Model):
         CONFIRMATION = "confirmation", "Plan confirmation"
         BUDGET = "budget", "Budget pause"
         QUESTION = "question", "Question"
+        ELICITATION = "elicitation", "A tool's question"
 
     class Choice(models.TextChoices):
         APPROVE = "approve", "Approved"
@@ -698,6 +758,9 @@ class Decision(models.Model):
         CONFIRM = "confirm", "Confirmed"
         RAISE_BUDGET = "raise_budget", "Raised the budget"
         REPLY = "reply", "Replied"
+        ACCEPT = "accept", "Accepted"
+        DECLINE = "decline", "Declined"
+        CANCEL = "cancel", "Cancelled"
 
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="decisions")
     run = models.ForeignKey(
@@ -708,6 +771,9 @@ class Decision(models.Model):
     )
     tool_call = models.ForeignKey(
         ToolCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
+    )
+    elicitation = models.ForeignKey(
+        Elicitation, null=True, blank=True, on_delete=models.SET_NULL, related_name="decisions"
     )
     kind = models.CharField(max_length=20, choices=Kind.choices)
     decision = models.CharField(max_length=20, choices=Choice.choices)

@@ -30,6 +30,7 @@ _KIND_TITLES: dict[str, str] = {
     Decision.Kind.CONFIRMATION: "A plan waits for your go-ahead",
     Decision.Kind.BUDGET: "A run stopped at its spending limit",
     Decision.Kind.QUESTION: "The agent asked you something",
+    Decision.Kind.ELICITATION: "A tool asks you something",
 }
 
 
@@ -54,6 +55,9 @@ def summary(claimed: Claimed) -> tuple[str, str]:
         )
     if item["question"]:
         lines.append(f"The agent wrote: {item['question']}")
+    asked = item.get("elicitation")
+    if asked is not None:
+        lines.append(f"The tool {asked['tool_name'] or asked['toolset']} asks: {asked['message']}")
     lines.append("")
     for decision, url in claimed.links.items():
         lines.append(f"{decision.capitalize()}: {url}")

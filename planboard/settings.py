@@ -390,6 +390,9 @@ CELERY_BEAT_SCHEDULE = {
 # how much of its output the model gets (characters), and the function `planboard` calls to
 # ask a toolset's server for its tools (planboard never imports `agents`).
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
+# How long a server's question to a person (MCP elicitation) waits for an answer (seconds);
+# then the server is told "decline". The wait does not count against PLANBOARD_TOOL_TIMEOUT.
+PLANBOARD_ELICITATION_TIMEOUT = float(os.environ.get("PLANBOARD_ELICITATION_TIMEOUT", "600"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
 # "Connect" for OAuth toolsets: begin (discovery, registration, PKCE) and finish (the code

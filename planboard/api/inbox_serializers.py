@@ -48,6 +48,18 @@ class InboxBudgetSerializer(serializers.Serializer):
     budget_tokens = serializers.IntegerField(allow_null=True)
 
 
+class InboxElicitationSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    toolset = serializers.CharField()
+    tool_name = serializers.CharField(allow_null=True)
+    mode = serializers.CharField(help_text="form or url")
+    message = serializers.CharField(help_text="The server's words (cut at 600 characters).")
+    requested_schema = serializers.JSONField()
+    url = serializers.CharField()
+    run_id = serializers.IntegerField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
 class InboxItemSerializer(serializers.Serializer):
     key = serializers.CharField(help_text=ITEM_KEY_HELP)
     kind = serializers.ChoiceField(choices=Decision.Kind.choices)
@@ -57,13 +69,18 @@ class InboxItemSerializer(serializers.Serializer):
     url = serializers.CharField(help_text="The spot in the session page.")
     actions = serializers.ListField(
         child=serializers.CharField(),
-        help_text="approve, deny, always_allow, confirm, raise_budget, reply: what you may do.",
+        help_text="approve, deny, always_allow, confirm, raise_budget, reply, accept, decline, "
+        "cancel: what you may do.",
     )
     snoozed_until = serializers.DateTimeField(allow_null=True)
     tool_call = InboxToolCallSerializer(allow_null=True)
     plan = InboxRefSerializer(allow_null=True)
     budget = InboxBudgetSerializer(allow_null=True)
     question = serializers.CharField(allow_null=True, help_text="The agent's last answer.")
+    elicitation = InboxElicitationSerializer(
+        allow_null=True,
+        help_text="A tool's question (answer: POST /api/elicitations/{id}/answer/).",
+    )
 
 
 class InboxSerializer(serializers.Serializer):

@@ -25,6 +25,7 @@ from planboard.models import (
     BudgetPeriod,
     Channel,
     ChatSession,
+    Elicitation,
     Message,
     State,
     ToolCall,
@@ -469,6 +470,56 @@ class ToolCallSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField(allow_null=True)
 
 
+class ElicitationSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    session_id = serializers.IntegerField()
+    run_id = serializers.IntegerField(allow_null=True)
+    tool_call_id = serializers.CharField(allow_null=True, help_text="The call that asked.")
+    tool_name = serializers.CharField(allow_null=True)
+    toolset = serializers.CharField()
+    mode = serializers.ChoiceField(
+        choices=Elicitation.Mode.choices,
+        help_text="form: fill in `requested_schema`; url: open `url` (nothing is sent back).",
+    )
+    message = serializers.CharField(help_text="The server's words (text, not markup).")
+    requested_schema = serializers.JSONField(
+        help_text="A flat object schema of primitive fields (MCP elicitation)."
+    )
+    url = serializers.CharField()
+    status = serializers.ChoiceField(choices=Elicitation.Status.choices)
+    content = serializers.JSONField(allow_null=True, help_text="What was accepted.")
+    answered_by = serializers.CharField(allow_null=True)
+    answered_via = serializers.CharField()
+    answered_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="Unanswered by then: the server is told 'decline'."
+    )
+
+
+class ElicitationsPageSerializer(serializers.Serializer):
+    results = ElicitationSerializer(many=True)
+
+
+class ElicitationsQuerySerializer(InputSerializer):
+    status = StrictChoiceField(choices=Elicitation.Status.choices, required=False)
+
+
+class ElicitationAnswerSerializer(InputSerializer):
+    action = StrictChoiceField(
+        choices=[("accept", "Accept"), ("decline", "Decline"), ("cancel", "Cancel")]
+    )
+    content = serializers.JSONField(
+        required=False,
+        default=None,
+        help_text="With accept of a form: the field values, checked against its schema.",
+    )
+
+
+class ElicitationAnsweredSerializer(serializers.Serializer):
+    elicitation = ElicitationSerializer()
+
+
 class WorkspaceFileSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     path = serializers.CharField(help_text="Relative path, like 'notes/day-1.md'.")
@@ -494,6 +545,9 @@ class SessionSnapshotSerializer(SessionSerializer):
     )
     pending_tool_calls = ToolCallSerializer(
         many=True, help_text="Tool calls waiting for a person's decision."
+    )
+    pending_elicitations = ElicitationSerializer(
+        many=True, help_text="Questions the tools' servers ask, waiting for an answer."
     )
     files = WorkspaceFileSerializer(many=True, help_text="Files the agent wrote here.")
 

@@ -12,7 +12,17 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from planboard.api.views import auth, base, files, inbox, plans, profiles, sessions, toolsets
+from planboard.api.views import (
+    auth,
+    base,
+    elicitations,
+    files,
+    inbox,
+    plans,
+    profiles,
+    sessions,
+    toolsets,
+)
 
 
 class IdConverter:
@@ -51,6 +61,16 @@ urlpatterns = [
         "sessions/<api_id:session_id>/tool-calls/<str:call_id>/decision/",
         toolsets.ToolCallDecisionView.as_view(),
         name="api-tool-call-decision",
+    ),
+    path(
+        "sessions/<api_id:session_id>/elicitations/",
+        elicitations.SessionElicitationsView.as_view(),
+        name="api-session-elicitations",
+    ),
+    path(
+        "elicitations/<api_id:elicitation_id>/answer/",
+        elicitations.ElicitationAnswerView.as_view(),
+        name="api-elicitation-answer",
     ),
     path(
         "sessions/<api_id:session_id>/files/",

@@ -38,6 +38,14 @@ from planboard.selectors.access import (
     staff_may_view,
     team_choices,
 )
+from planboard.selectors.elicitations import (
+    elicitation_key,
+    elicitation_row,
+    elicitation_wait_state,
+    pending_elicitations,
+    serialize_elicitation,
+    session_elicitations,
+)
 from planboard.selectors.inbox import (
     InboxItem,
     arguments_summary,
@@ -127,6 +135,9 @@ __all__ = [
     "can_decide_tool_calls",
     "can_edit_board",
     "decisions",
+    "elicitation_key",
+    "elicitation_row",
+    "elicitation_wait_state",
     "filter_history",
     "historical_plans",
     "inbox_item",
@@ -139,6 +150,7 @@ __all__ = [
     "may_run_programs",
     "owner_choices",
     "parse_item_key",
+    "pending_elicitations",
     "pending_tool_calls",
     "permission",
     "plan_events_since",
@@ -162,7 +174,9 @@ __all__ = [
     "sees_profile_configuration",
     "sees_toolset_configuration",
     "serialize_decision",
+    "serialize_elicitation",
     "session_answerers",
+    "session_elicitations",
     "session_files",
     "session_messages",
     "session_snapshot",

@@ -1,8 +1,9 @@
 """What waits on a person (the inbox), and the record of who decided what.
 
-An inbox item is keyed `tool_call:<record id>` (a call waiting for approval) or `run:<run id>`
+An inbox item is keyed `tool_call:<record id>` (a call waiting for approval), `run:<run id>`
 (a run waiting for the user: its plan's go-ahead, a raised budget, or an answer to its
-question). The key is what "not now", notifications and action links refer to.
+question) or `elicitation:<id>` (a tool's server asks a person something during a call).
+The key is what "not now", notifications and action links refer to.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from planboard.models import (
     AgentRun,
     ChatSession,
     Decision,
+    Elicitation,
     InboxSnooze,
     Message,
     State,
@@ -33,6 +35,7 @@ from planboard.selectors.access import (
     can_act_in_session,
     sessions_answerable_by,
 )
+from planboard.selectors.elicitations import elicitation_key
 from planboard.snapshots import iso
 
 ARGUMENTS_SUMMARY_MAX = 300
@@ -52,6 +55,7 @@ class InboxItem(TypedDict):
     plan: dict[str, Any] | None
     budget: dict[str, Any] | None
     question: str | None
+    elicitation: dict[str, Any] | None
 
 
 def tool_call_key(record_id: int) -> str:
@@ -63,9 +67,9 @@ def run_key(run_id: int) -> str:
 
 
 def parse_item_key(key: str) -> tuple[str, int] | None:
-    """`("tool_call", id)` or `("run", id)`; None for anything else."""
+    """`("tool_call", id)`, `("run", id)` or `("elicitation", id)`; None for anything else."""
     kind, _, number = key.partition(":")
-    if kind not in ("tool_call", "run") or not number.isdigit() or len(number) > 18:
+    if kind not in ("tool_call", "run", "elicitation") or not number.isdigit() or len(number) > 18:
         return None
     return kind, int(number)
 
@@ -120,6 +124,7 @@ def _base(
         "plan": None,
         "budget": None,
         "question": None,
+        "elicitation": None,
     }
 
 
@@ -147,6 +152,40 @@ def _approval_items(sessions: Iterable[int]) -> list[InboxItem]:
             "same_request": request_fingerprint(record.tool_name, record.arguments),
         }
         item["actions"] = ["approve", "deny", "always_allow"]
+        items.append(item)
+    return items
+
+
+def _elicitation_items(sessions: Iterable[int]) -> list[InboxItem]:
+    rows = (
+        Elicitation.objects.filter(session_id__in=sessions, status=Elicitation.Status.PENDING)
+        .select_related("session__owner", "tool_call")
+        .order_by("id")
+    )
+    items = []
+    for row in rows:
+        item = _base(
+            elicitation_key(row.pk),
+            Decision.Kind.ELICITATION,
+            row.session,
+            row.created_at,
+            f"elicitation-{row.pk}",
+        )
+        message = row.message
+        if len(message) > QUESTION_MAX:
+            message = message[: QUESTION_MAX - 1] + "…"
+        item["elicitation"] = {
+            "id": row.pk,
+            "toolset": row.toolset_name,
+            "tool_name": row.tool_call.tool_name if row.tool_call is not None else None,
+            "mode": row.mode,
+            "message": message,
+            "requested_schema": row.requested_schema,
+            "url": row.url,
+            "run_id": row.run_id,
+            "expires_at": iso(row.expires_at),
+        }
+        item["actions"] = ["accept", "decline", "cancel"]
         items.append(item)
     return items
 
@@ -230,7 +269,7 @@ def inbox_items(
     sessions = list(sessions_answerable_by(user).values_list("pk", flat=True))
     if not sessions:
         return []
-    items = _approval_items(sessions) + _run_items(sessions, user)
+    items = _approval_items(sessions) + _elicitation_items(sessions) + _run_items(sessions, user)
     items.sort(key=lambda item: item["since"] or "")
     now = now or timezone.now()
     snoozes = dict(

@@ -12,6 +12,7 @@ from django.db.models import Count, Max, Q, QuerySet
 from planboard import sql, streams
 from planboard.models import AgentRun, ChatSession, Message, Plan, State
 from planboard.selectors.access import sessions_visible_to
+from planboard.selectors.elicitations import pending_elicitations
 from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
 from planboard.selectors.runs import run_shown
 from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
@@ -101,6 +102,8 @@ def session_snapshot(*, session_id: int) -> dict[str, Any]:
     data["pending_tool_calls"] = [
         serialize_tool_call(r) for r in pending_tool_calls(session_id=session_id)
     ]
+    # Questions its tools' servers ask a person (MCP elicitation), waiting for an answer.
+    data["pending_elicitations"] = pending_elicitations(session_id=session_id)
     # The files its agent wrote (the `workspace` toolset); `url` downloads one.
     data["files"] = session_files(session_id=session_id)
     return data

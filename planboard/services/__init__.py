@@ -24,11 +24,17 @@ nothing.
 |             | `session_set_toolsets`                                              |
 | `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
+| `elicitations` | `elicitation_open/answer/close`: MCP servers' questions to people |
 | `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, `session_set_answerers`     |
 | `notifications` | notification settings, the outbox (claim/finish), action links     |
 """
 
 from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
+from planboard.services.elicitations import (
+    elicitation_answer,
+    elicitation_close,
+    elicitation_open,
+)
 from planboard.services.inbox import (
     inbox_snooze,
     session_set_answerers,
@@ -131,6 +137,9 @@ __all__ = [
     "action_link_find",
     "action_link_use",
     "action_links_expire",
+    "elicitation_answer",
+    "elicitation_close",
+    "elicitation_open",
     "inbox_snooze",
     "message_post",
     "message_record_agent",

@@ -22,6 +22,7 @@ from planboard.models import (
     Channel,
     ChatSession,
     Decision,
+    Elicitation,
     Notification,
     NotificationSettings,
     ToolCall,
@@ -39,6 +40,7 @@ def _record_decision(
     channel: str,
     run_id: int | None = None,
     tool_call: ToolCall | None = None,
+    elicitation: Elicitation | None = None,
     summary: str = "",
 ) -> Decision:
     if channel not in CHANNELS:
@@ -48,6 +50,7 @@ def _record_decision(
         run_id=run_id,
         plan_id=session.current_plan_id,
         tool_call=tool_call,
+        elicitation=elicitation,
         kind=kind,
         decision=decision,
         user=user,

@@ -32,6 +32,7 @@ from planboard.models import (
     ActionLink,
     AgentRun,
     Decision,
+    Elicitation,
     Notification,
     NotificationSettings,
     ToolCall,
@@ -284,6 +285,8 @@ def _still_waits(key: str) -> bool:
     kind, pk = parsed
     if kind == "tool_call":
         return ToolCall.objects.filter(pk=pk, status=ToolCall.Status.PENDING).exists()
+    if kind == "elicitation":
+        return Elicitation.objects.filter(pk=pk, status=Elicitation.Status.PENDING).exists()
     return AgentRun.objects.filter(pk=pk, status=AgentRun.Status.WAITING_FOR_USER).exists()
 
 

@@ -8,6 +8,7 @@ how many times a call that changes things really ran.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -113,8 +114,44 @@ def build_server(notes_path: str | None = None) -> MCPServer:
         await ctx.session.send_tool_list_changed()
         return f"grown: {line}"
 
+    @server.tool()
+    async def ask(ctx: Context, mode: str = "form") -> str:  # type: ignore[type-arg]
+        """Ask the person something (MCP elicitation) and say what they answered: `form` a
+        small form, `url` a page to open, `bad` a form no client may show (nested)."""
+        session = ctx.session
+        if mode == "url":
+            result = await session.elicit_url(
+                "Sign in at the provider, please.",
+                "https://auth.example.com/connect?state=abc",
+                "connect-1",
+                related_request_id=ctx.request_id,
+            )
+        else:
+            schema = ELICIT_BAD_SCHEMA if mode == "bad" else ELICIT_SCHEMA
+            result = await session.elicit_form(
+                "Which city, and how many nights?",
+                requested_schema=schema,
+                related_request_id=ctx.request_id,
+            )
+        return f"{result.action}: {json.dumps(result.content, sort_keys=True)}"
+
     _apply_tool_changes(server, write_note)
     return server
+
+
+ELICIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "title": "City", "minLength": 2},
+        "nights": {"type": "integer", "title": "Nights", "minimum": 1, "maximum": 30},
+        "breakfast": {"type": "boolean", "title": "Breakfast"},
+    },
+    "required": ["city", "nights"],
+}
+ELICIT_BAD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"address": {"type": "object", "properties": {"street": {"type": "string"}}}},
+}
 
 
 def _apply_tool_changes(server: MCPServer, write_note: Any) -> None:

@@ -114,6 +114,12 @@ def build_server(notes_path: str | None = None) -> MCPServer:
         await ctx.session.send_tool_list_changed()
         return f"grown: {line}"
 
+    _add_ask(server)
+    _apply_tool_changes(server, write_note)
+    return server
+
+
+def _add_ask(server: MCPServer) -> None:
     @server.tool()
     async def ask(ctx: Context, mode: str = "form") -> str:  # type: ignore[type-arg]
         """Ask the person something (MCP elicitation) and say what they answered: `form` a
@@ -134,9 +140,6 @@ def build_server(notes_path: str | None = None) -> MCPServer:
                 related_request_id=ctx.request_id,
             )
         return f"{result.action}: {json.dumps(result.content, sort_keys=True)}"
-
-    _apply_tool_changes(server, write_note)
-    return server
 
 
 ELICIT_SCHEMA: dict[str, Any] = {

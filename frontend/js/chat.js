@@ -5,6 +5,7 @@ import { h, icon, replaceChildren } from "./dom.js";
 import { formatCost } from "./board.js";
 import { formatTime, formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
+import { elicitationCard } from "./elicitation-form.js";
 
 const ACTIVE_RUN = new Set(["queued", "running"]);
 const FINISHED_RUN = new Set(["succeeded", "failed", "cancelled"]);
@@ -24,6 +25,9 @@ const RESULT_PREVIEW = 140;
  * @property {(on: boolean) => Promise<boolean>} [onPlanMode] the composer's plan-mode switch
  * @property {(callId: string, decision: {decision: string, note: string,
  *   always_allow: boolean}) => Promise<boolean>} [onDecide] a tool call's approval
+ * @property {(id: number, body: {action: string, content?: Record<string, any>}) =>
+ *   Promise<boolean | string>} [onElicitation] answering a tool's question (true: answered;
+ *   text: why not)
  * @property {boolean} [planMode] whether the session plans (plan tools and hint) or just chats
  */
 
@@ -40,6 +44,7 @@ export class ChatView {
     this.streams = new Map(); // answer id -> {element, text, seq}: answers being written
     this.callRows = new Map(); // tool call id -> <details> row
     this.approvals = new Map(); // tool call id -> approval card (calls waiting for a person)
+    this.elicitations = new Map(); // elicitation id -> card (a tool's question to a person)
     this.run = null;
     this.dismissedRuns = new Set();
     this.build();
@@ -402,6 +407,48 @@ export class ChatView {
       ),
     );
     return card;
+  }
+
+  // --- a tool's questions to a person (MCP elicitation) -----------------------------------------
+
+  /** All questions waiting for an answer (snapshot `pending_elicitations`). */
+  setElicitations(records) {
+    const pending = new Set((records || []).map((record) => record.id));
+    for (const id of [...this.elicitations.keys()]) {
+      if (!pending.has(id)) this.dropElicitation(id);
+    }
+    for (const record of records || []) this.updateElicitation(record);
+  }
+
+  /** One question changed (`session.elicitation`): show it while it waits, then take it down. */
+  updateElicitation(record) {
+    if (record.status !== "pending") {
+      this.dropElicitation(record.id);
+      return;
+    }
+    if (this.elicitations.has(record.id)) return;
+    const card = elicitationCard(record, {
+      editable: this.editable,
+      onAnswer: (id, body) =>
+        this.options.onElicitation ? this.options.onElicitation(id, body) : Promise.resolve(false),
+    });
+    this.elicitations.set(record.id, card);
+    const stick = this.isNearEnd();
+    const row = record.tool_call_id ? this.callRows.get(record.tool_call_id) : null;
+    const item = h("li", { class: "msg msg-tool" }, card);
+    if (row && row.closest("li")) row.closest("li").after(item);
+    else this.list.append(item);
+    this.emptyNote.hidden = true;
+    this.scrollToEnd(stick);
+  }
+
+  dropElicitation(id) {
+    const card = this.elicitations.get(id);
+    if (!card) return;
+    const item = card.parentElement;
+    card.remove();
+    if (item && item.tagName === "LI" && item.childElementCount === 0) item.remove();
+    this.elicitations.delete(id);
   }
 
   // --- answers being written (streamed) -----------------------------------------------------

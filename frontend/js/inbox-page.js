@@ -6,6 +6,7 @@
 import { api, ApiError } from "./api.js";
 import { askText } from "./dialog.js";
 import { h, replaceChildren } from "./dom.js";
+import { elicitationCard } from "./elicitation-form.js";
 import { formatWhen, loadStrings, t } from "./i18n.js";
 import { refreshInbox } from "./inbox-feed.js";
 import { setUpNotifySettings } from "./notify-settings.js";
@@ -106,6 +107,25 @@ class InboxPage {
   }
 
   what(item) {
+    if (item.elicitation) {
+      // Answered right here, with the same form as on the session page.
+      return h(
+        "div",
+        { class: "inbox-what" },
+        elicitationCard(item.elicitation, {
+          editable: true,
+          onAnswer: async (id, body) => {
+            try {
+              await api("POST", `/api/elicitations/${id}/answer/`, body);
+            } catch (error) {
+              return error instanceof Error ? error.message : String(error);
+            }
+            refreshInbox();
+            return true;
+          },
+        }),
+      );
+    }
     if (item.tool_call) {
       return h(
         "div",

@@ -69,6 +69,7 @@ class SessionPage {
       onKeepEditing: () => this.tabs.show("board"),
       onPlanMode: (on) => this.setPlanMode(on),
       onDecide: (callId, decision) => this.decideToolCall(callId, decision),
+      onElicitation: (id, body) => this.answerElicitation(id, body),
       planMode: this.session.plan_mode,
     });
     this.board.setUsage(this.session.usage);
@@ -84,6 +85,7 @@ class SessionPage {
     }
     this.chat.setRun(this.run);
     this.chat.setToolCalls(this.session.pending_tool_calls);
+    this.chat.setElicitations(this.session.pending_elicitations);
 
     this.live = new LiveSocket(`/ws/sessions/${this.session.id}/`, {
       onMessage: (message) => this.onMessage(message),
@@ -138,6 +140,10 @@ class SessionPage {
       case "session.tool_call":
         this.chat.updateToolCall(message.tool_call);
         break;
+      case "session.elicitation":
+        this.chat.updateElicitation(message.elicitation);
+        this.tabs.notify("chat");
+        break;
       case "plan.usage":
         this.board.setUsage(message);
         break;
@@ -174,6 +180,7 @@ class SessionPage {
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
     this.chat.setStreaming(session.streaming || null);
     this.chat.setToolCalls(session.pending_tool_calls);
+    this.chat.setElicitations(session.pending_elicitations);
     this.files.render(session.files);
     this.chat.scrollToEnd(true);
     if (session.current_plan) {
@@ -231,6 +238,17 @@ class SessionPage {
     } catch (error) {
       toastError(error);
       return false;
+    }
+  }
+
+  /** Answer a tool's question; true when answered, else the reason (shown on its card). */
+  async answerElicitation(id, body) {
+    try {
+      const answer = await api("POST", `/api/elicitations/${id}/answer/`, body);
+      if (answer && answer.elicitation) this.chat.updateElicitation(answer.elicitation);
+      return true;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
     }
   }
 

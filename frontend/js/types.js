@@ -129,6 +129,7 @@
  *   | {type: "session.run", run: RunSnapshot}
  *   | {type: "session.updated", session: Record<string, any>, toolsets?: number[]}
  *   | {type: "session.tool_call", tool_call: Record<string, any>}
+ *   | {type: "session.elicitation", elicitation: Record<string, any>}
  *   | {type: "session.files", session_id: number, action: string, path: string,
  *      files: Record<string, any>[]}
  *   | PlanUsage & {type: "plan.usage", session_id: number | null}

@@ -150,6 +150,7 @@ def seed() -> dict[str, Any]:
     )
     dressed_up_session = seed_dressed_up_answer(alice)
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
+    elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -157,6 +158,7 @@ def seed() -> dict[str, Any]:
         "calendar_toolset": calendar.pk,
         "dressed_up_session": dressed_up_session,
         "inbox_sessions": inbox_sessions,
+        "elicitation_session": elicitation_session,
         "board_session": board_session.pk,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,
@@ -294,6 +296,49 @@ href="https://evil.example/cover">Open the plan</a></p>
 # Plan text and a tool result carrying the same kind of markup.
 DRESSED_UP_PLAN = '<div class="dialog" id="chat" style="position:fixed;inset:0">Send now</div>'
 DRESSED_UP_TOOL_RESULT = '<div class="toasts" id="chat-pane"><b class="toast">Sent</b></div>'
+
+
+# A server's question whose words try to be markup: shown as text only.
+ELICIT_MESSAGE = 'Where do you stay? <img src=x onerror="window.__xss=1">'
+ELICIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "format": "email", "title": "Email <b>address</b>"},
+        "nights": {"type": "integer", "title": "Nights", "minimum": 1, "maximum": 14},
+        "arrival": {"type": "string", "format": "date", "title": "Arrival"},
+        "breakfast": {"type": "boolean", "title": "Breakfast", "description": "Served 7-10"},
+        "room": {
+            "type": "string",
+            "title": "Room",
+            "oneOf": [{"const": "r1", "title": "Single"}, {"const": "r2", "title": "Double"}],
+        },
+        "extras": {
+            "type": "array",
+            "title": "Extras",
+            "items": {"type": "string", "enum": ["parking", "late checkout", "gym"]},
+        },
+    },
+    "required": ["email", "nights"],
+}
+
+
+def seed_elicitation(ester: Any) -> int:
+    """A session in which a tool's server waits for ester to fill in a form (elicitation)."""
+    from planboard import services
+
+    session = services.session_create(owner=ester, title="Hotel booking")
+    services.elicitation_open(
+        session_id=session.pk,
+        run_id=None,
+        tool_call_id=None,
+        toolset_id=None,
+        toolset_name="hotels",
+        mode="form",
+        message=ELICIT_MESSAGE,
+        requested_schema=ELICIT_SCHEMA,
+        timeout_seconds=86400,
+    )
+    return int(session.pk)
 
 
 def seed_dressed_up_answer(alice: Any) -> int:

@@ -1,0 +1,85 @@
+"""A tool's question to a person (MCP elicitation, issue 24): the inbox lists it with a link to
+its session; the session page renders the form from the server's schema (the server's words
+as text only); a wrong value is refused with the reason; accept sends the values."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import Browsing
+from tests.browser.helpers import open_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_the_form_renders_from_the_schema_and_accept_sends_the_values(
+    browsing: Browsing, screenshot: Any
+) -> None:
+    session_id = browsing.server.data["elicitation_session"]
+    page = browsing.new_page("ester")
+    page.goto(f"{browsing.server.url}/inbox/")
+    item = page.locator(".inbox-item[data-kind='elicitation']")
+    expect(item.locator(".inbox-kind")).to_have_text("A tool asks")
+    expect(item.locator(".inbox-session")).to_have_attribute(
+        "href", re.compile(rf"^/sessions/{session_id}/#elicitation-\d+$")
+    )
+    expect(item.locator(".elicit-message")).to_contain_text("<img src=x")
+    screenshot(page, "elicitation-inbox")
+
+    open_session(page, browsing.server.url, session_id)
+    card = page.locator("#chat .elicitation")
+    expect(card).to_be_visible()
+    expect(card.locator(".elicit-title")).to_have_text("The tool hotels asks you:")
+    # The server's words stay text: no element is made of them, no script runs.
+    expect(card.locator(".elicit-message")).to_have_text(
+        'Where do you stay? <img src=x onerror="window.__xss=1">'
+    )
+    expect(card.locator(".elicit-message img")).to_have_count(0)
+    assert page.evaluate("window.__xss") is None
+    field = lambda name: card.locator(f'.elicit-field[data-field="{name}"]')  # noqa: E731
+    expect(field("email").locator(".elicit-label")).to_contain_text("Email <b>address</b>")
+    expect(field("email").locator("input")).to_have_attribute("type", "email")
+    expect(field("nights").locator("input")).to_have_attribute("type", "number")
+    expect(field("nights").locator("input")).to_have_attribute("max", "14")
+    expect(field("arrival").locator("input")).to_have_attribute("type", "date")
+    expect(field("breakfast").locator("input")).to_have_attribute("type", "checkbox")
+    expect(field("breakfast")).to_contain_text("Served 7-10")
+    expect(field("room").locator("option")).to_have_text(["—", "Single", "Double"])
+    expect(field("extras").locator("input[type=checkbox]")).to_have_count(3)
+    expect(field("email").locator(".elicit-required")).to_have_count(1)
+    expect(field("arrival").locator(".elicit-required")).to_have_count(0)
+
+    field("email").locator("input").fill("ester@example.com")
+    field("nights").locator("input").fill("3")
+    field("arrival").locator("input").fill("2026-12-24")
+    field("breakfast").locator("input").check()
+    field("room").locator("select").select_option("r2")
+    field("extras").locator("label", has_text="late checkout").locator("input").check()
+    screenshot(page, "elicitation-form")
+
+    # A value past the limit is refused by the form itself: nothing is sent.
+    field("nights").locator("input").fill("30")
+    card.locator('[data-action="elicit-accept"]').click()
+    expect(card).to_be_visible()
+    field("nights").locator("input").fill("3")
+    card.locator('[data-action="elicit-accept"]').click()
+    expect(card).to_have_count(0)
+
+    answered = page.request.get(
+        f"{browsing.server.url}/api/sessions/{session_id}/elicitations/"
+    ).json()["results"]
+    assert answered[0]["status"] == "accepted"
+    assert answered[0]["answered_by"] == "ester"
+    assert answered[0]["content"] == {
+        "email": "ester@example.com",
+        "nights": 3,
+        "arrival": "2026-12-24",
+        "breakfast": True,
+        "room": "r2",
+        "extras": ["late checkout"],
+    }
+    screenshot(page, "elicitation-answered")

@@ -183,7 +183,7 @@ def elicitation_callback(elicitor: Elicitor | None) -> Any:
         if reply.error:
             return ErrorData(code=INVALID_PARAMS, message=reply.error)
         content = reply.content if reply.action == "accept" and asked.mode == "form" else None
-        return ElicitResult(action=reply.action, content=content)  # type: ignore[arg-type]
+        return ElicitResult.model_validate({"action": reply.action, "content": content})
 
     return callback
 

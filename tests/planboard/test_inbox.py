@@ -344,12 +344,24 @@ def test_the_inbox_reads_a_fixed_number_of_statements(user: Any) -> None:
             waiting_approval(session_of(user, f"A{n}"), user, call_id=f"call_{n}")
             waiting_confirmation(session_of(user, f"C{n}"), user)
             waiting_question(session_of(user, f"Q{n}"), user, "Which dates?")
+            services.elicitation_open(
+                session_id=session_of(user, f"E{n}").pk,
+                run_id=None,
+                tool_call_id=None,
+                toolset_id=None,
+                toolset_name="hotels",
+                mode="form",
+                message="Which room?",
+                requested_schema={"type": "object", "properties": {"room": {"type": "string"}}},
+                timeout_seconds=600,
+            )
         return db.count_statements(lambda: selectors.inbox_items(user=user))
 
-    # The calls, the waiting runs, their plans' subtasks (states and the one in progress),
-    # the agent's last answers, the sessions, the snoozes: however many items there are.
-    assert grow(1) == grow(5) == 7
-    assert len(selectors.inbox_items(user=user)) == 18
+    # The calls, the tools' questions, the waiting runs, their plans' subtasks (states and the
+    # one in progress), the agent's last answers, the sessions, the snoozes: however many
+    # items there are.
+    assert grow(1) == grow(5) == 8
+    assert len(selectors.inbox_items(user=user)) == 24
 
 
 def test_session_page_lets_named_answerers_write_but_not_edit(

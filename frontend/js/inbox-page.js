@@ -21,6 +21,10 @@ class InboxPage {
   constructor(root, items) {
     this.root = root;
     this.items = items;
+    // A tool question's form, kept across re-renders so what someone is typing survives a
+    // refetch of the list (by item key).
+    /** @type {Map<string, HTMLElement>} */
+    this.forms = new Map();
     /** @type {HTMLInputElement} */
     this.showSnoozed = /** @type {HTMLInputElement} */ (document.getElementById("show-snoozed"));
     this.showSnoozed.addEventListener("change", () => this.render());
@@ -32,6 +36,8 @@ class InboxPage {
   }
 
   render() {
+    const keys = new Set(this.items.map((item) => item.key));
+    for (const key of [...this.forms.keys()]) if (!keys.has(key)) this.forms.delete(key);
     const shown = this.items.filter((item) => this.showSnoozed.checked || !item.snoozed_until);
     if (shown.length === 0) {
       replaceChildren(this.root, h("p", { class: "empty-panel inbox-empty", text: t("inbox_empty") }));
@@ -109,22 +115,22 @@ class InboxPage {
   what(item) {
     if (item.elicitation) {
       // Answered right here, with the same form as on the session page.
-      return h(
-        "div",
-        { class: "inbox-what" },
-        elicitationCard(item.elicitation, {
-          editable: true,
-          onAnswer: async (id, body) => {
-            try {
-              await api("POST", `/api/elicitations/${id}/answer/`, body);
-            } catch (error) {
-              return error instanceof Error ? error.message : String(error);
-            }
-            refreshInbox();
-            return true;
-          },
-        }),
-      );
+      const kept = this.forms.get(item.key);
+      if (kept) return h("div", { class: "inbox-what" }, kept);
+      const card = elicitationCard(item.elicitation, {
+        editable: true,
+        onAnswer: async (id, body) => {
+          try {
+            await api("POST", `/api/elicitations/${id}/answer/`, body);
+          } catch (error) {
+            return error instanceof Error ? error.message : String(error);
+          }
+          refreshInbox();
+          return true;
+        },
+      });
+      this.forms.set(item.key, card);
+      return h("div", { class: "inbox-what" }, card);
     }
     if (item.tool_call) {
       return h(

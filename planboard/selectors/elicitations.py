@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from planboard.models import AgentRun, Elicitation
 from planboard.snapshots import iso
 
@@ -54,7 +56,14 @@ def session_elicitations(*, session_id: int, status: str | None = None) -> list[
 
 
 def pending_elicitations(*, session_id: int) -> list[dict[str, Any]]:
-    return session_elicitations(session_id=session_id, status=Elicitation.Status.PENDING)
+    """The session's questions still waiting for an answer (not past their time: one whose
+    worker died unanswered is no longer shown)."""
+    rows = _rows(
+        session_id=session_id,
+        status=Elicitation.Status.PENDING,
+        expires_at__gt=timezone.now(),
+    )
+    return [serialize_elicitation(row) for row in rows]
 
 
 def elicitation_row(*, elicitation_id: int) -> Elicitation | None:

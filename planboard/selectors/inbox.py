@@ -158,7 +158,11 @@ def _approval_items(sessions: Iterable[int]) -> list[InboxItem]:
 
 def _elicitation_items(sessions: Iterable[int]) -> list[InboxItem]:
     rows = (
-        Elicitation.objects.filter(session_id__in=sessions, status=Elicitation.Status.PENDING)
+        Elicitation.objects.filter(
+            session_id__in=sessions,
+            status=Elicitation.Status.PENDING,
+            expires_at__gt=timezone.now(),  # past it, nobody waits any more (a dead worker's)
+        )
         .select_related("session__owner", "tool_call")
         .order_by("id")
     )

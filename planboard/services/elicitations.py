@@ -129,6 +129,11 @@ def elicitation_answer(
                 f"This question is no longer waiting for an answer (it is {row.status}).",
                 code="already_decided",
             )
+        if row.expires_at <= timezone.now():
+            raise PlanError(
+                "This question is no longer waiting for an answer (its time ran out).",
+                code="already_decided",
+            )
         status, choice = ACTIONS[action]
         answer: dict[str, Any] | None = None
         if action == "accept" and row.mode == Elicitation.Mode.FORM:
@@ -155,6 +160,23 @@ def elicitation_answer(
         )
         _inbox_changed(session.pk)
     return row
+
+
+def _take_down_questions(*, tool_call_id: int) -> None:
+    """Inside the caller's transaction: a call's questions still pending when the call is
+    tried again or answered after its worker died are void (nobody waits for their answer)."""
+    rows = list(
+        Elicitation.objects.select_for_update(no_key=True, of=("self",))
+        .select_related("tool_call", "answered_by")
+        .filter(tool_call_id=tool_call_id, status=Elicitation.Status.PENDING)
+    )
+    for row in rows:
+        row.status = Elicitation.Status.CANCELLED
+        row.answered_at = timezone.now()
+        row.save(update_fields=["status", "answered_at"])
+        _publish(row)
+    if rows:
+        _inbox_changed(rows[0].session_id)
 
 
 def elicitation_close(*, elicitation_id: int, status: str) -> Elicitation | None:

@@ -30,6 +30,7 @@ from planboard.models import (
 from planboard.pgtext import without_nul
 from planboard.services._core import _clean_text, _lock_session
 from planboard.services._inbox import _inbox_changed, _item_waits, _record_decision
+from planboard.services.elicitations import _take_down_questions
 from planboard.services.runs import (
     DENIED_BY_STOP,
     _deny_pending_calls,
@@ -107,6 +108,8 @@ def tool_call_claim(*, record_id: int, retry: bool = False) -> ToolCall | None:
         )
         if record is None or (record.status == ToolCall.Status.RUNNING and not repeatable(record)):
             return None
+        if record.status == ToolCall.Status.RUNNING:
+            _take_down_questions(tool_call_id=record.pk)  # asked by the worker that died
         record.status = ToolCall.Status.RUNNING
         record.started_at = timezone.now()
         record.save(update_fields=["status", "started_at"])
@@ -155,6 +158,8 @@ def tool_call_answer(
         if fields:
             record.save(update_fields=fields)
             _publish_tool_call(record)
+        if status == ToolCall.Status.INTERRUPTED:
+            _take_down_questions(tool_call_id=record.pk)  # its worker died waiting on them
     return message
 
 

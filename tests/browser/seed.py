@@ -338,6 +338,17 @@ def seed_elicitation(ester: Any) -> int:
         requested_schema=ELICIT_SCHEMA,
         timeout_seconds=86400,
     )
+    services.elicitation_open(
+        session_id=session.pk,
+        run_id=None,
+        tool_call_id=None,
+        toolset_id=None,
+        toolset_name="hotels",
+        mode="url",
+        message="Sign in to the hotel's site, please.",
+        url="https://hotels.example/connect?state=s1",
+        timeout_seconds=86400,
+    )
     return int(session.pk)
 
 

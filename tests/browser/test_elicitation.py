@@ -22,13 +22,30 @@ def test_the_form_renders_from_the_schema_and_accept_sends_the_values(
     session_id = browsing.server.data["elicitation_session"]
     page = browsing.new_page("ester")
     page.goto(f"{browsing.server.url}/inbox/")
-    item = page.locator(".inbox-item[data-kind='elicitation']")
+    items = page.locator(".inbox-item[data-kind='elicitation']")
+    expect(items).to_have_count(2)
+    item = items.filter(has=page.locator(".elicitation[data-mode='form']"))
+    link = items.filter(has=page.locator(".elicitation[data-mode='url']"))
     expect(item.locator(".inbox-kind")).to_have_text("A tool asks")
     expect(item.locator(".inbox-session")).to_have_attribute(
         "href", re.compile(rf"^/sessions/{session_id}/#elicitation-\d+$")
     )
     expect(item.locator(".elicit-message")).to_contain_text("<img src=x")
+    expect(link.locator("a.elicit-url")).to_have_attribute(
+        "href", "https://hotels.example/connect?state=s1"
+    )
+    expect(link.locator("a.elicit-url")).to_have_attribute("target", "_blank")
     screenshot(page, "elicitation-inbox")
+    link.scroll_into_view_if_needed()
+    screenshot(page, "elicitation-inbox-url")
+    # Declined right in the inbox; what was typed in the other form survives the refetch.
+    item.locator('.elicit-field[data-field="email"] input').fill("typed@example.com")
+    link.locator('[data-action="elicit-decline"]').click()
+    expect(items).to_have_count(1)
+    expect(page.locator(".topbar .inbox-count")).to_have_text("1")
+    expect(item.locator('.elicit-field[data-field="email"] input')).to_have_value(
+        "typed@example.com"
+    )
 
     open_session(page, browsing.server.url, session_id)
     card = page.locator("#chat .elicitation")
@@ -72,8 +89,8 @@ def test_the_form_renders_from_the_schema_and_accept_sends_the_values(
     answered = page.request.get(
         f"{browsing.server.url}/api/sessions/{session_id}/elicitations/"
     ).json()["results"]
-    assert answered[0]["status"] == "accepted"
-    assert answered[0]["answered_by"] == "ester"
+    assert [a["status"] for a in answered] == ["accepted", "declined"]
+    assert answered[0]["answered_by"] == answered[1]["answered_by"] == "ester"
     assert answered[0]["content"] == {
         "email": "ester@example.com",
         "nights": 3,

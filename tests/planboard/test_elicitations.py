@@ -349,3 +349,47 @@ def test_rest_lists_and_answers_with_permissions_and_clear_errors(
         ).status_code
         == 404
     )
+
+
+# --- a worker that died while a person was asked ------------------------------------------------
+
+
+def test_a_dead_workers_question_is_taken_down(chat_session: ChatSession, user: Any) -> None:
+    _, run = services.message_post(session_id=chat_session.pk, author=user, content="Book")
+    record = services.tool_call_open(
+        session_id=chat_session.pk,
+        run_id=run.pk,
+        tool_call_id="call_q",
+        tool_name="hotels__ask",
+        toolset_id=None,
+        tool="ask",
+        arguments={},
+        read_only=False,
+        status="approved",
+    )
+    claimed = services.tool_call_claim(record_id=record.pk)
+    assert claimed is not None
+    row = asked(chat_session, run_id=run.pk, tool_call_id=record.pk)
+    assert selectors.inbox_items(user=user)[0]["key"] == f"elicitation:{row.pk}"
+    # The worker died; the run's next driver answers the call "interrupted".
+    services.tool_call_answer(
+        record_id=record.pk, content="Error: interrupted", status="interrupted"
+    )
+    assert Elicitation.objects.get(pk=row.pk).status == "cancelled"
+    assert selectors.inbox_items(user=user) == []
+    with pytest.raises(PlanError) as caught:
+        services.elicitation_answer(elicitation_id=row.pk, user=user, action="decline")
+    assert caught.value.code == "already_decided"
+
+
+def test_a_question_past_its_time_is_neither_listed_nor_answered(
+    chat_session: ChatSession, user: Any
+) -> None:
+    row = asked(chat_session)
+    Elicitation.objects.filter(pk=row.pk).update(expires_at=row.created_at)  # a dead worker's
+    assert selectors.inbox_items(user=user) == []
+    assert selectors.session_snapshot(session_id=chat_session.pk)["pending_elicitations"] == []
+    with pytest.raises(PlanError) as caught:
+        services.elicitation_answer(elicitation_id=row.pk, user=user, action="decline")
+    assert "time ran out" in caught.value.message
+    assert Elicitation.objects.get(pk=row.pk).status == "pending"

@@ -393,3 +393,34 @@ def test_a_question_past_its_time_is_neither_listed_nor_answered(
         services.elicitation_answer(elicitation_id=row.pk, user=user, action="decline")
     assert "time ran out" in caught.value.message
     assert Elicitation.objects.get(pk=row.pk).status == "pending"
+
+
+def test_a_question_notifies_with_its_words_and_is_skipped_once_answered(
+    chat_session: ChatSession, user: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from planboard.notifications import summary
+
+    user.email = "alice@example.com"
+    user.save()
+    NotificationSettings.objects.create(user=user, kinds=["elicitation"], email=True)
+    first = asked(chat_session)
+    second = asked(chat_session, message="Second question")
+    Notification.objects.update(send_after=timezone.now() - timedelta(seconds=1))
+    row = Notification.objects.get(item_key=f"elicitation:{first.pk}")
+    claimed = services.notification_claim(notification_id=row.pk)
+    assert isinstance(claimed, services.Claimed)
+    # Answering needs the form: only a link to the question, no one-click decisions.
+    assert list(claimed.links) == ["open"]
+    assert claimed.links["open"].endswith(f"/sessions/{chat_session.pk}/#elicitation-{first.pk}")
+    subject, body = summary(claimed)
+    assert subject == "A tool asks you something: Trip"
+    assert "The tool travel asks: <b>Which</b> city?" in body
+
+    services.elicitation_answer(elicitation_id=second.pk, user=user, action="decline")
+    later = Notification.objects.get(item_key=f"elicitation:{second.pk}")
+    assert services.notification_claim(notification_id=later.pk) is None
+    assert Notification.objects.get(pk=later.pk).status == "skipped"

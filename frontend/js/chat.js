@@ -225,6 +225,10 @@ export class ChatView {
     const stopping = Boolean(run && run.cancel_requested && ACTIVE_RUN.has(status));
     this.runStatus.className = `run-status run-${status}`;
     this.runStatus.textContent = stopping ? t("run_stopping") : t(`run_${status}`);
+    // A tool waits on a person's answer (its question's card is in the transcript).
+    if (run && status === "running" && !stopping && this.elicitations.size) {
+      this.runStatus.textContent = t("run_waiting_answer");
+    }
     // Waiting behind the owner's other runs (the per-user cap): say where in line it is.
     if (run && status === "queued" && !stopping && typeof run.queue_position === "number") {
       this.runStatus.textContent = t("run_queue_position", { position: run.queue_position });
@@ -433,6 +437,7 @@ export class ChatView {
         this.options.onElicitation ? this.options.onElicitation(id, body) : Promise.resolve(false),
     });
     this.elicitations.set(record.id, card);
+    this.setRun(this.run);
     const stick = this.isNearEnd();
     const row = record.tool_call_id ? this.callRows.get(record.tool_call_id) : null;
     const item = h("li", { class: "msg msg-tool" }, card);
@@ -449,6 +454,7 @@ export class ChatView {
     card.remove();
     if (item && item.tagName === "LI" && item.childElementCount === 0) item.remove();
     this.elicitations.delete(id);
+    this.setRun(this.run);
   }
 
   // --- answers being written (streamed) -----------------------------------------------------

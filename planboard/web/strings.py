@@ -210,6 +210,7 @@ STRINGS: dict[str, str | Promise] = {
     "approval_always": _("Always allow this tool in this session"),
     "approve": _("Approve"),
     "elicit_title": _("The tool {tool} asks you:"),
+    "run_waiting_answer": _("A tool waits for your answer"),
     "elicit_url_note": _("It asks you to open this page (in a new tab):"),
     "elicit_required": _("required"),
     "elicit_expires": _("Unanswered by {when}, the tool is told you declined."),

@@ -21,7 +21,12 @@ import pytest
 
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Decision, Elicitation, Toolset
-from tests.support.mcp_servers import everything_server_argv, stdio_toolset
+from tests.support.mcp_servers import (
+    HttpServer,
+    everything_server_argv,
+    http_toolset,
+    stdio_toolset,
+)
 from tests.support.runs import HostLoop, post, result_of
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
 from tests.support.web import api_client_for
@@ -251,3 +256,29 @@ def test_url_mode_is_accepted_and_a_form_outside_the_rules_is_refused(
     refused = result_of(session, "b1")
     assert refused.startswith("Error:") and "not one Planboard can show" in refused
     assert Elicitation.objects.count() == 1
+
+
+def test_over_streamable_http_a_slow_answer_is_still_delivered(
+    staff_admin: Any,
+    session: ChatSession,
+    user: Any,
+    mcp_http: HttpServer,
+    scripted_model: ScriptedModel,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The call's stream stays silent while the person thinks: longer than the tool timeout
+    # (which also bounds the HTTP client's reads), and still the answer arrives.
+    settings.PLANBOARD_TOOL_TIMEOUT = 3
+    toolset = http_toolset(staff_admin, mcp_http, name="remote")
+    services.toolset_update(toolset_id=toolset.pk, user=None, tool_policies={"ask": "auto"})
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
+    scripted_model.script.extend([tool_calls(call("remote__ask", call_id="h1")), say("Ok.")])
+    checks: list[Any] = []
+    body = {"action": "accept", "content": {"city": "Lima", "nights": 2, "breakfast": False}}
+    seen = answer_when_asked(monkeypatch, rest_answer(user, body, checks), after=4.5)
+    with HostLoop() as host:
+        run = host.drive(post(session, user))
+    assert run.status == AgentRun.Status.SUCCEEDED, run.error
+    assert seen[-1]["at"] >= 4.5
+    assert result_of(session, "h1") == ('accept: {"breakfast": false, "city": "Lima", "nights": 2}')

@@ -26,6 +26,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import secrets
 import tempfile
 import time
@@ -156,6 +157,37 @@ async def _no_person(asked: Elicited) -> ElicitReply:
     return NOBODY_ASKS
 
 
+class PausingClock:
+    """A call's deadline (`scope`) that stops while a person answers the server: what was
+    left of it goes on once they did (nested questions pause it once)."""
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        self.scope = scope
+        self.pauses = 0
+        self.left = 0.0
+
+    def pause(self) -> None:
+        if self.pauses == 0:
+            self.left = max(0.0, self.scope.deadline - anyio.current_time())
+            self.scope.deadline = math.inf
+        self.pauses += 1
+
+    def resume(self) -> None:
+        self.pauses -= 1
+        if self.pauses == 0:
+            self.scope.deadline = anyio.current_time() + self.left
+
+    def around(self, elicitor: Elicitor) -> Elicitor:
+        async def asking(asked: Elicited) -> ElicitReply:
+            self.pause()
+            try:
+                return await elicitor(asked)
+            finally:
+                self.resume()
+
+        return asking
+
+
 def elicitation_callback(elicitor: Elicitor | None) -> Any:
     """The SDK's `elicitation_callback` over `elicitor` (None: decline). Every session
     Planboard opens has one, so servers know it can ask (the reference server lists its
@@ -263,17 +295,24 @@ def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOut
     return _run(lambda: acall_tool(toolset, tool, arguments))
 
 
-async def acall_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOutput:
+async def acall_tool(
+    toolset: Toolset, tool: str, arguments: dict[str, Any], *, elicit: Elicitor | None = None
+) -> ToolOutput:
     """`call_tool` awaited on the caller's event loop (the run host's): the wait for the
-    server costs no thread."""
+    server costs no thread. `elicit` answers what the server asks a person meanwhile (the
+    call's clock stopped while they think); without it such a question is declined."""
     started = time.monotonic()
 
     async def calling(session: ClientSession) -> ToolOutput:
-        return await call_on(session, toolset, tool, arguments)
+        # The connection's own deadline (which pauses for a person) bounds the call.
+        unbounded = math.inf if elicit is not None else None
+        return await call_on(session, toolset, tool, arguments, read_timeout=unbounded)
 
     oauth = _oauth_for(toolset)
     try:
-        output = await _connected_signed_in(toolset, calling, tool=tool, oauth=oauth)
+        output = await _connected_signed_in(
+            toolset, calling, tool=tool, oauth=oauth, elicitor=elicit
+        )
     except Failure as failure:
         output = ToolOutput(f"Error: {failure.message}", ok=False)
     except Exception as exc:  # a bug of ours or of the SDK: still an answer for the model
@@ -343,15 +382,23 @@ async def _connected(
     *,
     tool: str = "",
     oauth: _OAuthUse | None = None,
+    elicitor: Elicitor | None = None,
 ) -> T:
-    """Connect, initialize, run `action`, close; every failure becomes a `Failure`."""
+    """Connect, initialize, run `action`, close; every failure becomes a `Failure`. The
+    `PLANBOARD_TOOL_TIMEOUT` covers it all, except the time a person takes to answer what
+    the server asks (`elicitor`)."""
     limit = timeout_seconds()
     errlog: TextIO = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
     reading = mcp_limits.ReadLimit()  # how large a message the server may send
+    scope = anyio.CancelScope(deadline=anyio.current_time() + limit)
+    asking = PausingClock(scope).around(elicitor) if elicitor is not None else None
     try:
-        with anyio.fail_after(limit):
-            async with opened(toolset, errlog=errlog, reading=reading, oauth=oauth) as session:
+        with scope:
+            async with opened(
+                toolset, errlog=errlog, reading=reading, oauth=oauth, elicitor=asking
+            ) as session:
                 return await action(session)
+        raise TimeoutError()  # only reached when the deadline cancelled the scope
     except Failure:
         raise
     except BaseException as exc:
@@ -452,15 +499,16 @@ async def _connected_signed_in(
     *,
     tool: str = "",
     oauth: _OAuthUse | None = None,
+    elicitor: Elicitor | None = None,
 ) -> T:
     """`_connected`, and once more with a refreshed token when the server refused the one we
     held (it never ran anything for an unauthenticated request)."""
     try:
-        return await _connected(toolset, action, tool=tool, oauth=oauth)
+        return await _connected(toolset, action, tool=tool, oauth=oauth, elicitor=elicitor)
     except Failure:
         if oauth is None or not oauth.refresh_instead():
             raise
-    return await _connected(toolset, action, tool=tool, oauth=oauth)
+    return await _connected(toolset, action, tool=tool, oauth=oauth, elicitor=elicitor)
 
 
 @asynccontextmanager

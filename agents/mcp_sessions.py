@@ -639,9 +639,9 @@ async def acall_tool(
     """Call one tool in the chat session's live session with the toolset's server (opened
     if it has none); never raises, like `mcp_client.call_tool`. An OAuth toolset is called
     on a connection of its own each time (its tokens are refreshed and handed back to be
-    stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built yet,
-    and a question such a server asks a person is declined. `elicit` answers the questions
-    the server asks a person during the call (`agents.elicitation`)."""
+    stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built yet.
+    `elicit` answers the questions the server asks a person during the call
+    (`agents.elicitation`)."""
     if mcp_client.signs_in(toolset):
-        return await mcp_client.acall_tool(toolset, tool, arguments)
+        return await mcp_client.acall_tool(toolset, tool, arguments, elicit=elicit)
     return await pool().call(toolset, tool, arguments, conversation, elicit)

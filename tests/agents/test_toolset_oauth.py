@@ -18,6 +18,7 @@ from django.test import Client
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Toolset, ToolsetCredential
 from tests.support import db
+from tests.support.elicitation import answer_when_asked, rest_answer
 from tests.support.mcp_oauth_server import OAuthServer, oauth_mcp_server
 from tests.support.runs import drive, post, result_of
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
@@ -241,3 +242,29 @@ def test_the_admin_shows_whether_the_account_is_connected_and_links_to_connect(
     assert "Connected —" in page
     stored = Toolset.objects.get(pk=toolset.pk)
     assert stored.oauth_tokens["token"]["access_token"] not in page  # never shown
+
+
+def test_a_signed_in_servers_question_reaches_the_person_with_the_clock_stopped(
+    user: Any,
+    staff_admin: Any,
+    oauth_server: OAuthServer,
+    scripted_model: ScriptedModel,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # OAuth toolsets are called on a connection of their own per call: the question still
+    # reaches the person, and their time does not count against the tool timeout.
+    settings.PLANBOARD_TOOL_TIMEOUT = 3
+    toolset = oauth_toolset(staff_admin, oauth_server, access="per_person")
+    services.toolset_refresh_tools(toolset_id=toolset.pk, tools=[{"name": "ask"}])
+    services.toolset_update(toolset_id=toolset.pk, user=None, tool_policies={"ask": "auto"})
+    session = services.session_create(owner=user, need_user_confirm=False)
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk], user=user)
+    assert connect(user, toolset, oauth_server).status_code == 302
+    scripted_model.script.extend([tool_calls(call("remote__ask", call_id="a1")), say("Ok.")])
+    body = {"action": "accept", "content": {"city": "Quito", "nights": 4}}
+    seen = answer_when_asked(monkeypatch, rest_answer(user, body, []), after=4.5)
+    run = drive(post(session, user, "Book it"))
+    assert run.status == AgentRun.Status.SUCCEEDED, run.error
+    assert seen[-1]["at"] >= 4.5
+    assert result_of(session, "a1") == 'accept: {"city": "Quito", "nights": 4}'

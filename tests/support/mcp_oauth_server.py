@@ -31,6 +31,7 @@ from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, Re
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from tests.support.mcp_test_server import add_ask
 from tests.support.processes import free_port
 
 TOKEN_SECONDS = 3600
@@ -163,6 +164,7 @@ def build_server(provider: MemoryProvider, base: str) -> MCPServer:
         """Who the server thinks is calling."""
         return f"signed in as {provider.subject}; tokens issued: {provider.issued}"
 
+    add_ask(server)  # asks a person (elicitation), like the plain test server
     return server
 
 

@@ -114,12 +114,12 @@ def build_server(notes_path: str | None = None) -> MCPServer:
         await ctx.session.send_tool_list_changed()
         return f"grown: {line}"
 
-    _add_ask(server)
+    add_ask(server)
     _apply_tool_changes(server, write_note)
     return server
 
 
-def _add_ask(server: MCPServer) -> None:
+def add_ask(server: MCPServer) -> None:
     @server.tool()
     async def ask(ctx: Context, mode: str = "form") -> str:  # type: ignore[type-arg]
         """Ask the person something (MCP elicitation) and say what they answered: `form` a

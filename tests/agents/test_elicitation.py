@@ -156,15 +156,24 @@ def test_the_tool_timeout_stops_while_a_person_answers(
     settings: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    settings.PLANBOARD_TOOL_TIMEOUT = 3
-    scripted_model.script.extend([tool_calls(call("asking__ask", call_id="q1")), say("Ok.")])
+    settings.PLANBOARD_TOOL_TIMEOUT = 4
+    scripted_model.script.extend(
+        [
+            # The server is started by a first call (its start counts against that call's
+            # limit, not the question's).
+            tool_calls(call("asking__echo", call_id="e0", text="warm")),
+            tool_calls(call("asking__ask", call_id="q1")),
+            say("Ok."),
+        ]
+    )
     checks: list[Any] = []
     body = {"action": "accept", "content": {"city": "Oslo", "nights": 1}}
-    seen = answer_when_asked(monkeypatch, rest_answer(user, body, checks), after=4.5)
+    seen = answer_when_asked(monkeypatch, rest_answer(user, body, checks), after=5.5)
     with HostLoop() as host:
         run = host.drive(post(session, user))
     assert run.status == AgentRun.Status.SUCCEEDED, run.error
-    assert seen[-1]["at"] >= 4.5  # answered past the tool's own limit
+    assert result_of(session, "e0") == "warm"
+    assert seen[-1]["at"] >= 5.5  # answered past the tool's own limit
     assert result_of(session, "q1") == 'accept: {"city": "Oslo", "nights": 1}'
 
 
@@ -229,16 +238,16 @@ def test_over_streamable_http_a_slow_answer_is_still_delivered(
 ) -> None:
     # The call's stream stays silent while the person thinks: longer than the tool timeout
     # (which also bounds the HTTP client's reads), and still the answer arrives.
-    settings.PLANBOARD_TOOL_TIMEOUT = 3
+    settings.PLANBOARD_TOOL_TIMEOUT = 4
     toolset = http_toolset(staff_admin, mcp_http, name="remote")
     services.toolset_update(toolset_id=toolset.pk, user=None, tool_policies={"ask": "auto"})
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
     scripted_model.script.extend([tool_calls(call("remote__ask", call_id="h1")), say("Ok.")])
     checks: list[Any] = []
     body = {"action": "accept", "content": {"city": "Lima", "nights": 2, "breakfast": False}}
-    seen = answer_when_asked(monkeypatch, rest_answer(user, body, checks), after=4.5)
+    seen = answer_when_asked(monkeypatch, rest_answer(user, body, checks), after=5.5)
     with HostLoop() as host:
         run = host.drive(post(session, user))
     assert run.status == AgentRun.Status.SUCCEEDED, run.error
-    assert seen[-1]["at"] >= 4.5
+    assert seen[-1]["at"] >= 5.5
     assert result_of(session, "h1") == ('accept: {"breakfast": false, "city": "Lima", "nights": 2}')

@@ -14,7 +14,8 @@ child or the HTTP connection, the `ClientSession`), serves the calls queued to i
 and leaves them again, so anyio's cancel scopes are entered and left in the same task and a
 stdio child is always stopped and reaped. A session is
 
-- opened at its first call (the call's `PLANBOARD_TOOL_TIMEOUT` covers the start, as before);
+- opened at its first call (the call's `PLANBOARD_TOOL_TIMEOUT` covers the start, as before;
+  it stops while a person answers a question the server asks during the call: `_on_elicit`);
 - closed after `PLANBOARD_MCP_SESSION_IDLE_SECONDS` unused, when the toolset's settings or the
   person's credential change (a different fingerprint: reopened), when the run host's sweep finds
   the toolset disabled, left out of the chat session, or the chat session deleted, to make room

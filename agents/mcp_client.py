@@ -11,8 +11,8 @@ connection, does one thing and closes it, so no state is shared with anyone's se
 
 `call_tool` never raises: server start failures, crashes, timeouts (`PLANBOARD_TOOL_TIMEOUT`
 seconds for the whole call, server start included, the time a person takes to answer the
-server's question — MCP elicitation, `Elicitor` — excluded), unknown tools and MCP error results all
-come back as `Error: …` text naming the toolset. Output longer than
+server's question — MCP elicitation, `Elicitor` — excluded), unknown tools and MCP error
+results all come back as `Error: …` text naming the toolset. Output longer than
 `PLANBOARD_TOOL_OUTPUT_LIMIT` characters is cut, with a note saying so. `discover_tools`
 raises `PlanError` with the same kind of message (it is `settings.PLANBOARD_TOOL_DISCOVERER`).
 How much a server can make us read, and hand to the model, is bounded (`agents.mcp_limits`).

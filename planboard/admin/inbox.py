@@ -1,5 +1,6 @@
-"""The inbox's records in the admin, read-only: who decided what (and how), and the
-notifications sent or waiting. Staff see them with the models' view permissions."""
+"""The inbox's records in the admin, read-only: who decided what (and how), the
+notifications sent or waiting, and the questions tools asked people (elicitations). Staff
+see them with the models' view permissions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from planboard.models import Decision, Notification
+from planboard.models import Decision, Elicitation, Notification
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -35,3 +36,20 @@ class NotificationAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "user", "kind", "channel", "status", "attempts", "sent_at")
     list_filter = ("channel", "status", "kind")
     list_select_related = ("user",)
+
+
+@admin.register(Elicitation)
+class ElicitationAdmin(ReadOnlyAdmin):
+    list_display = (
+        "created_at",
+        "session",
+        "toolset_name",
+        "mode",
+        "status",
+        "answered_by",
+        "answered_via",
+        "answered_at",
+    )
+    list_filter = ("status", "mode", "answered_via")
+    list_select_related = ("session", "answered_by")
+    search_fields = ("message", "toolset_name", "answered_by__username")

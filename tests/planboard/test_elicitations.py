@@ -424,3 +424,17 @@ def test_a_question_notifies_with_its_words_and_is_skipped_once_answered(
     later = Notification.objects.get(item_key=f"elicitation:{second.pk}")
     assert services.notification_claim(notification_id=later.pk) is None
     assert Notification.objects.get(pk=later.pk).status == "skipped"
+
+
+def test_the_admin_lists_questions_read_only_to_staff_with_the_view_permission(
+    chat_session: ChatSession, user: Any, staff: Any, staff_admin: Any
+) -> None:
+    from tests.support.web import client_for
+
+    row = asked(chat_session, message="Which hotel, please?")
+    assert client_for(staff).get("/admin/planboard/elicitation/").status_code == 403
+    page = client_for(staff_admin).get("/admin/planboard/elicitation/")
+    assert page.status_code == 200 and b"travel" in page.content
+    change = client_for(staff_admin).get(f"/admin/planboard/elicitation/{row.pk}/change/")
+    assert change.status_code == 200 and b"Which hotel, please?" in change.content
+    assert b'name="_save"' not in change.content

@@ -438,3 +438,11 @@ def test_the_admin_lists_questions_read_only_to_staff_with_the_view_permission(
     change = client_for(staff_admin).get(f"/admin/planboard/elicitation/{row.pk}/change/")
     assert change.status_code == 200 and b"Which hotel, please?" in change.content
     assert b'name="_save"' not in change.content
+
+
+def test_every_decision_and_inbox_kind_has_words_on_the_pages() -> None:
+    from planboard.web.strings import STRINGS
+
+    # The review page's timeline says each decision, the inbox each kind (elicitation too).
+    assert {f"decision_{c}" for c in Decision.Choice.values} <= set(STRINGS)
+    assert {f"inbox_kind_{k}" for k in Decision.Kind.values} <= set(STRINGS)

@@ -126,9 +126,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, sdk in TRANSPORTS.items():
                 settings.PLANBOARD_LLM_OPENAI_SDK = sdk
-                cpu = asyncio.run(
-                    timed_calls(args.calls, args.concurrency, args.turns, args.tools)
-                )
+                cpu = asyncio.run(timed_calls(args.calls, args.concurrency, args.turns, args.tools))
                 per_call[name].append(cpu)
                 print(f"{name}: {cpu * 1000:.2f} ms CPU per call", flush=True)
     finally:

@@ -74,6 +74,7 @@ from planboard.exceptions import PlanError
 from planboard.models import Toolset
 from planboard.services.tool_listing import (
     listing_bytes,
+    max_catalog_items,
     max_tools,
     tool_schema_max_bytes,
     toolset_schema_max_bytes,
@@ -119,8 +120,14 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
     refresh refuses it then, and nothing more needs to be read."""
 
     oauth = _oauth_for(toolset)
+
+    async def listing_all(session: ClientSession) -> Discovered:
+        found = Discovered(await _listing(session))
+        found.catalog = await _catalog(session)
+        return found
+
     try:
-        found = _run(lambda: _connected_signed_in(toolset, _listing, oauth=oauth))
+        found = _run(lambda: _connected_signed_in(toolset, listing_all, oauth=oauth))
     except Failure as failure:
         raise PlanError(failure.message, code="toolset_unreachable") from None
     finally:
@@ -129,6 +136,96 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
     for item in found:
         item.pop("weight", None)
     return found
+
+
+class Discovered(list[dict[str, Any]]):
+    """What `discover_tools` found: the tools (the list itself), and the server's resources,
+    resource templates and prompts (`catalog`, as `_catalog` reads them; a discoverer that
+    returns a plain list lists none). One connection lists them all."""
+
+    catalog: dict[str, list[dict[str, Any]]]
+
+
+async def _catalog(session: ClientSession) -> dict[str, list[dict[str, Any]]]:
+    """The server's resources, resource templates and prompts, as far as it offers them
+    (its capabilities say so) and at most one item past `tool_listing.max_catalog_items()`
+    each (the service keeps the first ones). A server that fails to list one of them lists
+    none of it: its tools still count."""
+    capabilities = session.server_capabilities
+    found: dict[str, list[dict[str, Any]]] = {"resources": [], "templates": [], "prompts": []}
+    if capabilities is None:
+        return found
+    keep = max_catalog_items() + 1
+    if capabilities.resources is not None:
+        found["resources"] = await _pages(session.list_resources, "resources", keep, _resource)
+        found["templates"] = await _pages(
+            session.list_resource_templates, "resource_templates", keep, _template
+        )
+    if capabilities.prompts is not None:
+        found["prompts"] = await _pages(session.list_prompts, "prompts", keep, _prompt)
+    return found
+
+
+async def _pages(
+    lister: Callable[..., Awaitable[Any]],
+    field_name: str,
+    keep: int,
+    shape: Callable[[Any], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    cursor: str | None = None
+    try:
+        for _ in range(MAX_TOOL_PAGES):
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await lister(params=params)
+            for item in getattr(page, field_name):
+                found.append(shape(item))
+                if len(found) >= keep:
+                    return found
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except MCPError:
+        logger.info("listing %s failed", field_name, exc_info=True)
+        return []
+    return found
+
+
+def _resource(item: Any) -> dict[str, Any]:
+    return {
+        "uri": str(item.uri),
+        "name": item.name,
+        "title": item.title or "",
+        "description": item.description or "",
+        "mime_type": item.mime_type or "",
+        "size": item.size,
+    }
+
+
+def _template(item: Any) -> dict[str, Any]:
+    return {
+        "uri_template": str(item.uri_template),
+        "name": item.name,
+        "title": item.title or "",
+        "description": item.description or "",
+        "mime_type": item.mime_type or "",
+    }
+
+
+def _prompt(item: Any) -> dict[str, Any]:
+    return {
+        "name": item.name,
+        "title": item.title or "",
+        "description": item.description or "",
+        "arguments": [
+            {
+                "name": argument.name,
+                "description": argument.description or "",
+                "required": bool(argument.required),
+            }
+            for argument in item.arguments or []
+        ],
+    }
 
 
 async def _listing(session: ClientSession) -> list[dict[str, Any]]:

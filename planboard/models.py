@@ -451,6 +451,10 @@ class Toolset(models.Model):
     # What the server answered to tools/list at the last refresh, as received.
     tools_cache = models.JSONField(default=list, blank=True)
     refreshed_at = models.DateTimeField(null=True, blank=True)
+    # What else the server offered at the last refresh, cleaned and bounded
+    # (`tool_listing.clean_catalog`): `resources`, resource `templates` and `prompts`, each a
+    # list of dicts; a key's name in `truncated` when the server listed more than was kept.
+    catalog = models.JSONField(default=dict, blank=True)
     # Why the last attempt to list its tools failed (the server unreachable, over a limit);
     # empty once a listing succeeds. Shown to staff where the toolset is configured.
     refresh_error = models.TextField(blank=True, default="")
@@ -499,6 +503,9 @@ class ToolsetTool(models.Model):
     # Why Planboard does not offer the tool although the server lists it (e.g. it runs only
     # as an MCP task); empty: offered.
     unsupported = models.CharField(max_length=300, blank=True, default="")
+    # Planboard's own tool, not the server's: reads one of the server's resources
+    # (`resources/read`), added by a refresh while the server lists resources.
+    reads_resources = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["toolset_id", "name"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from planboard.models import (
@@ -780,3 +781,43 @@ class ToolCallDecisionSerializer(InputSerializer):
 class ToolCallDecidedSerializer(serializers.Serializer):
     tool_call = ToolCallSerializer()
     run = RunSerializer(allow_null=True)
+
+
+# --- what a session's toolsets offer besides tools: resources and prompts (issue 24) -----------
+
+
+class SessionResourceSerializer(serializers.Serializer):
+    toolset_id = serializers.IntegerField()
+    toolset = serializers.CharField(help_text="The toolset's name.")
+    uri = serializers.CharField()
+    name = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    mime_type = serializers.CharField()
+    size = serializers.IntegerField(allow_null=True)
+
+
+class SessionResourcesSerializer(serializers.Serializer):
+    results = SessionResourceSerializer(many=True)
+
+
+class SessionPromptSerializer(serializers.Serializer):
+    toolset_id = serializers.IntegerField()
+    toolset = serializers.CharField(help_text="The toolset's name.")
+    name = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    # `required` is a Field attribute: the argument's fields are declared as a mapping.
+    arguments = inline_serializer(
+        name="PromptArgument",
+        fields={
+            "name": serializers.CharField(),
+            "description": serializers.CharField(),
+            "required": serializers.BooleanField(),
+        },
+        many=True,
+    )
+
+
+class SessionPromptsSerializer(serializers.Serializer):
+    results = SessionPromptSerializer(many=True)

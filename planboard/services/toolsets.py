@@ -34,9 +34,12 @@ from planboard.models import (
 )
 from planboard.services._core import _clean_text, _lock_session, _publish_session
 from planboard.services.tool_listing import (
+    RESOURCE_TOOL,
     apply_listing,
+    clean_catalog,
     clean_listing,
     default_policy_of,
+    resource_tool_listing,
     tool_fingerprint,
 )
 from planboard.snapshots import serialize_session
@@ -391,6 +394,8 @@ def toolset_refresh_tools(
             discover = import_string(settings.PLANBOARD_TOOL_DISCOVERER)
             tools = discover(toolset)  # outside any transaction: a server may be slow
         listing = clean_listing(toolset, tools)
+        found_catalog = getattr(tools, "catalog", None)
+        catalog = clean_catalog(found_catalog) if found_catalog is not None else None
     except PlanError as failure:
         # Kept for staff to see where the toolset is configured; the tools stay as they were.
         Toolset.objects.filter(pk=toolset_id).update(refresh_error=str(failure)[:TEXT_MAX])
@@ -400,6 +405,10 @@ def toolset_refresh_tools(
     with transaction.atomic():
         toolset = Toolset.objects.select_for_update().defer("tools_cache").get(pk=toolset_id)
         result.toolset = toolset
+        if catalog is not None:  # a listing without one leaves the stored one as it was
+            toolset.catalog = catalog
+        if (toolset.catalog or {}).get("resources") and RESOURCE_TOOL not in found:
+            found[RESOURCE_TOOL] = resource_tool_listing()
         existing = {t.name: t for t in ToolsetTool.objects.filter(toolset=toolset)}
         for name, clean in found.items():
             tool = existing.get(name)
@@ -419,10 +428,12 @@ def toolset_refresh_tools(
                 tool.save(update_fields=["available"])
                 result.removed.append(name)
         # The tools taken, as cleaned: within the limits, whatever the server sent.
-        toolset.tools_cache = list(found.values())
+        toolset.tools_cache = [t for t in found.values() if not t.get("reads_resources")]
         toolset.refreshed_at = timezone.now()
         toolset.refresh_error = ""
-        toolset.save(update_fields=["tools_cache", "refreshed_at", "refresh_error", "updated_at"])
+        toolset.save(
+            update_fields=["tools_cache", "catalog", "refreshed_at", "refresh_error", "updated_at"]
+        )
     return result
 
 

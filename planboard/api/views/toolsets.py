@@ -214,3 +214,33 @@ class ToolCallDecisionView(ApiView):
         )
         run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
         return Response({"tool_call": serialize_tool_call(record), "run": selectors.run_shown(run)})
+
+
+class SessionResourcesView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        operation_id="sessions_resources_list",
+        responses={200: s.SessionResourcesSerializer, **READ_ERRORS},
+        summary="The resources the session's toolsets offer (as their last refresh listed).",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(signed_in(request), session_id)
+        return Response(
+            {"results": selectors.session_catalog(session_id=session_id, kind="resources")}
+        )
+
+
+class SessionPromptsView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        operation_id="sessions_prompts_list",
+        responses={200: s.SessionPromptsSerializer, **READ_ERRORS},
+        summary="The prompts the session's toolsets offer (as their last refresh listed).",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(signed_in(request), session_id)
+        return Response(
+            {"results": selectors.session_catalog(session_id=session_id, kind="prompts")}
+        )

@@ -1,0 +1,133 @@
+"""Resources, prompts and roots of MCP servers (issue 24), against the reference "everything"
+server: a refresh lists its resources, templates and prompts (bounded); a session lists what
+its toolsets offer to those who may see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from planboard import services
+from planboard.models import ChatSession, Toolset, ToolsetTool
+from planboard.services.tool_listing import RESOURCE_TOOL, clean_catalog
+from tests.support.mcp_servers import everything_server_argv
+from tests.support.web import api_client_for
+
+pytestmark = pytest.mark.django_db
+
+README = "demo://resource/static/document/architecture.md"
+
+
+def everything_toolset(superuser: Any, *, name: str = "everything") -> Toolset:
+    node, script, mode = everything_server_argv()
+    toolset = services.toolset_create(
+        user=superuser, name=name, kind="stdio", command=node, args=[script, mode]
+    )
+    services.toolset_refresh_tools(toolset_id=toolset.pk)
+    toolset.refresh_from_db()
+    return toolset
+
+
+@pytest.fixture
+def everything(superuser: Any) -> Toolset:
+    return everything_toolset(superuser)
+
+
+@pytest.fixture
+def session(user: Any, everything: Toolset) -> ChatSession:
+    session = services.session_create(owner=user)
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[everything.pk], user=user)
+    return session
+
+
+# --- discovery and storage --------------------------------------------------------------------
+
+
+def test_a_refresh_lists_the_servers_resources_templates_and_prompts(everything: Toolset) -> None:
+    catalog = everything.catalog
+    uris = {r["uri"] for r in catalog["resources"]}
+    assert README in uris
+    templates = {t["uri_template"] for t in catalog["templates"]}
+    assert "demo://resource/dynamic/text/{resourceId}" in templates
+    prompts = {p["name"]: p for p in catalog["prompts"]}
+    assert {"simple-prompt", "args-prompt"} <= set(prompts)
+    arguments = {a["name"]: a for a in prompts["args-prompt"]["arguments"]}
+    assert arguments["city"]["description"] == "Name of the city"
+    assert arguments["city"]["required"] is True
+    assert arguments["state"]["required"] is False
+    assert catalog["truncated"] == []
+    # The resource reader is Planboard's own read-only tool, added beside the server's.
+    reader = ToolsetTool.objects.get(toolset=everything, name=RESOURCE_TOOL)
+    assert reader.reads_resources and reader.read_only
+    assert reader.policy == ToolsetTool.Policy.AUTO
+    assert not ToolsetTool.objects.get(toolset=everything, name="echo").reads_resources
+    # The stored tool listing stays the server's own.
+    assert RESOURCE_TOOL not in {t["name"] for t in everything.tools_cache}
+
+
+def test_a_server_that_stops_listing_resources_loses_the_reader(everything: Toolset) -> None:
+    tools = [dict(t) for t in everything.tools_cache]
+
+    class Listing(list[dict[str, Any]]):
+        catalog: dict[str, Any]
+
+    listing = Listing(tools)
+    listing.catalog = {"resources": [], "templates": [], "prompts": []}
+    services.toolset_refresh_tools(toolset_id=everything.pk, tools=listing)
+    reader = ToolsetTool.objects.get(toolset=everything, name=RESOURCE_TOOL)
+    assert not reader.available
+    everything.refresh_from_db()
+    assert everything.catalog["resources"] == []
+
+
+def test_the_catalog_is_bounded_cleaned_and_cut(settings: Any) -> None:
+    settings.PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS = 3
+    resources = [{"uri": f"x://{i}", "name": f"r{i}", "description": "d" * 5000} for i in range(5)]
+    resources.insert(0, {"uri": "", "name": "no uri"})
+    resources.insert(2, {"uri": "x://0", "name": "duplicate"})
+    resources.insert(3, {"uri": "x://" + "y" * 3000, "name": "too long to name exactly"})
+    catalog = clean_catalog(
+        {
+            "resources": resources,
+            "prompts": [{"name": "p", "arguments": [{"name": "a\x00b", "required": "yes"}]}],
+        }
+    )
+    assert [r["uri"] for r in catalog["resources"]] == ["x://0", "x://1", "x://2"]
+    assert catalog["resources"][0]["name"] == "r0"  # the first of the same URI is kept
+    assert len(catalog["resources"][0]["description"]) == 1000
+    assert catalog["truncated"] == ["resources"]
+    # NUL characters are dropped, and only `true` makes an argument required.
+    assert catalog["prompts"][0]["arguments"] == [
+        {"name": "ab", "description": "", "required": False}
+    ]
+
+
+# --- the session's listings -------------------------------------------------------------------
+
+
+def test_the_session_lists_its_toolsets_resources_and_prompts(
+    user: Any, session: ChatSession, everything: Toolset
+) -> None:
+    client = api_client_for(user)
+    resources = client.get(f"/api/sessions/{session.pk}/resources/")
+    assert resources.status_code == 200
+    found = {r["uri"]: r for r in resources.json()["results"]}
+    assert found[README]["toolset_id"] == everything.pk
+    assert found[README]["toolset"] == "everything"
+    prompts = client.get(f"/api/sessions/{session.pk}/prompts/")
+    assert prompts.status_code == 200
+    assert "args-prompt" in {p["name"] for p in prompts.json()["results"]}
+
+    # A toolset the session leaves out (or that is disabled) offers nothing.
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[], user=user)
+    assert client.get(f"/api/sessions/{session.pk}/resources/").json()["results"] == []
+    assert client.get(f"/api/sessions/{session.pk}/prompts/").json()["results"] == []
+
+
+def test_a_stranger_sees_no_resources_or_prompts(other_user: Any, session: ChatSession) -> None:
+    client = api_client_for(other_user)
+    for kind in ("resources", "prompts"):
+        assert client.get(f"/api/sessions/{session.pk}/{kind}/").status_code == 404
+    assert APIClient().get(f"/api/sessions/{session.pk}/resources/").status_code == 401

@@ -64,7 +64,14 @@ from mcp.shared.auth import (
 from mcp.shared.auth_utils import calculate_token_expiry
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.types import PaginatedRequestParams, ToolListChangedNotification
+from mcp.types import (
+    EmbeddedResource,
+    PaginatedRequestParams,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolListChangedNotification,
+)
 
 from agents import mcp_limits
 from agents.outbound_http import checked_client
@@ -313,6 +320,82 @@ async def call_on(
             f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
         )
     return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+
+
+# --- resources and prompts (issue 24) ---------------------------------------------------------
+
+
+async def read_on(session: ClientSession, toolset: Toolset, uri: str) -> ToolOutput:
+    """One resources/read on an initialized session: the contents as the model may get them
+    (cut to `PLANBOARD_TOOL_OUTPUT_LIMIT`, binary contents described, secrets removed)."""
+    result = await session.read_resource(uri)
+    rendered = mcp_limits.render_contents(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
+    text = _redact(rendered.text, toolset)
+    return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+
+
+def read_resource(toolset: Toolset, uri: str) -> ToolOutput:
+    """Read one resource on a connection of its own (never raises: `Error: …` text)."""
+    return _run(lambda: aread_resource(toolset, uri))
+
+
+async def aread_resource(toolset: Toolset, uri: str) -> ToolOutput:
+    """`read_resource` awaited on the caller's event loop."""
+    started = time.monotonic()
+    oauth = _oauth_for(toolset)
+    try:
+        output = await _connected_signed_in(
+            toolset, lambda session: read_on(session, toolset, uri), tool=READING, oauth=oauth
+        )
+    except Failure as failure:
+        output = ToolOutput(f"Error: {failure.message}", ok=False)
+    except Exception as exc:
+        output = unexpected(toolset, READING, exc)
+    output = finished(output, started)
+    tokens = oauth.changed_tokens() if oauth is not None else None
+    return ToolOutput(output.text, output.ok, output.duration_ms, oauth_tokens=tokens)
+
+
+# What failures of resources/read call the operation ("calling 'resources/read' failed").
+READING = "resources/read"
+
+
+def get_prompt(toolset: Toolset, name: str, arguments: dict[str, str]) -> str:
+    """A prompt's text (`settings.PLANBOARD_TOOL_PROMPT_GETTER`): prompts/get on a connection
+    of its own, bounded by `PLANBOARD_TOOL_TIMEOUT`; its messages' text joined, anything else
+    described, cut to `PLANBOARD_TOOL_OUTPUT_LIMIT`, secrets removed. Raises `PlanError`
+    saying why the server could not give it."""
+
+    async def getting(session: ClientSession) -> str:
+        result = await session.get_prompt(name, arguments)
+        pieces: list[str] = []
+        for message in result.messages:
+            content = message.content
+            if isinstance(content, TextContent):
+                pieces.append(content.text)
+            elif isinstance(content, EmbeddedResource):
+                inner = content.resource
+                if isinstance(inner, TextResourceContents):
+                    pieces.append(inner.text)
+                else:
+                    uri = str(inner.uri)[: mcp_limits.URI_SHOWN]
+                    pieces.append(f"[resource {uri} ({inner.mime_type or 'binary'})]")
+            elif isinstance(content, ResourceLink):
+                pieces.append(f"[resource: {str(content.uri)[: mcp_limits.URI_SHOWN]}]")
+            else:
+                pieces.append(f"[{content.type} omitted]")
+            if sum(len(p) for p in pieces) > output_limit() + mcp_limits.REDACTION_ROOM:
+                break
+        return mcp_limits.cut(_redact("\n\n".join(pieces), toolset))
+
+    oauth = _oauth_for(toolset)
+    try:
+        return _run(lambda: _connected_signed_in(toolset, getting, tool="prompts/get", oauth=oauth))
+    except Failure as failure:
+        raise PlanError(failure.message, code="toolset_unreachable") from None
+    finally:
+        if oauth is not None:
+            store_oauth_tokens(toolset, oauth.changed_tokens())
 
 
 def unexpected(toolset: Toolset, tool: str, exc: BaseException) -> ToolOutput:

@@ -353,6 +353,22 @@ class SessionPool:
     async def call(
         self, toolset: Toolset, tool: str, arguments: dict[str, Any], conversation: Conversation
     ) -> ToolOutput:
+        return await self.serve(
+            toolset,
+            tool,
+            lambda session: mcp_client.call_on(session, toolset, tool, arguments),
+            conversation,
+        )
+
+    async def serve(
+        self,
+        toolset: Toolset,
+        tool: str,
+        action: Callable[[ClientSession], Awaitable[ToolOutput]],
+        conversation: Conversation,
+    ) -> ToolOutput:
+        """`action` (a tool call, a resource read) on the conversation's session with the
+        toolset's server; never raises (an `Error: …` output instead)."""
         started = time.monotonic()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + mcp_client.timeout_seconds()
@@ -367,7 +383,7 @@ class SessionPool:
                     note = lost_note(toolset.name, why)
                 job = _Job(
                     tool=tool,
-                    action=lambda session: mcp_client.call_on(session, toolset, tool, arguments),
+                    action=action,
                     deadline=deadline,
                     future=loop.create_future(),
                 )
@@ -593,3 +609,17 @@ async def acall_tool(
     if mcp_client.signs_in(toolset):
         return await mcp_client.acall_tool(toolset, tool, arguments)
     return await pool().call(toolset, tool, arguments, conversation)
+
+
+async def aread_resource(toolset: Toolset, uri: str, *, conversation: Conversation) -> ToolOutput:
+    """Read one of the server's resources (`resources/read`) in the chat session's live
+    session with it, like `acall_tool` (never raises; OAuth toolsets on a connection of
+    their own)."""
+    if mcp_client.signs_in(toolset):
+        return await mcp_client.aread_resource(toolset, uri)
+    return await pool().serve(
+        toolset,
+        mcp_client.READING,
+        lambda session: mcp_client.read_on(session, toolset, uri),
+        conversation,
+    )

@@ -616,6 +616,10 @@ class ToolCall(models.Model):
         ]
         indexes = [models.Index(fields=["run", "status"])]
 
+    # Not a field: set on a claimed call of a toolset's `read_resource` (Planboard's own tool,
+    # `ToolsetTool.reads_resources`), which reads a resource instead of calling a tool.
+    reads_resource: bool = False
+
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"
 

@@ -187,7 +187,7 @@ def session_toolset_ids(*, session_id: int) -> list[int]:
 # secrets or how its server starts (read when a call is made: `services.tool_call_claim`).
 OFFERED_TOOL_FIELDS = (
     "id", "toolset", "name", "description", "input_schema", "read_only", "policy",
-    "needs_review", "toolset__id", "toolset__name",
+    "needs_review", "reads_resources", "toolset__id", "toolset__name",
 )  # fmt: skip
 
 

@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from agents.external_tools import resource_template_matches
 from planboard import services
 from planboard.models import ChatSession, Toolset, ToolsetTool
 from planboard.services.tool_listing import RESOURCE_TOOL, clean_catalog
 from tests.support.mcp_servers import everything_server_argv
+from tests.support.runs import HostLoop, drive, post, record, result_of
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
 from tests.support.web import api_client_for
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +40,7 @@ def everything(superuser: Any) -> Toolset:
 
 @pytest.fixture
 def session(user: Any, everything: Toolset) -> ChatSession:
-    session = services.session_create(owner=user)
+    session = services.session_create(owner=user, need_user_confirm=False)
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[everything.pk], user=user)
     return session
 
@@ -131,3 +134,62 @@ def test_a_stranger_sees_no_resources_or_prompts(other_user: Any, session: ChatS
     for kind in ("resources", "prompts"):
         assert client.get(f"/api/sessions/{session.pk}/{kind}/").status_code == 404
     assert APIClient().get(f"/api/sessions/{session.pk}/resources/").status_code == 401
+
+
+# --- the agent's read_resource tool -----------------------------------------------------------
+
+
+def test_the_agent_reads_a_resource_through_its_tool(
+    user: Any, session: ChatSession, scripted_model: ScriptedModel
+) -> None:
+    scripted_model.script.extend(
+        [
+            tool_calls(call("everything__read_resource", call_id="r1", uri=README)),
+            tool_calls(
+                call(
+                    "everything__read_resource", call_id="r2", uri="demo://resource/dynamic/text/7"
+                )
+            ),
+            tool_calls(call("everything__read_resource", call_id="r3", uri="file:///etc/passwd")),
+            say("Read."),
+        ]
+    )
+    with HostLoop() as host:
+        assert host.drive(post(session, user)).status == "succeeded"
+    # Offered with the resources it may read named in its description.
+    offered = {t["function"]["name"]: t for t in scripted_model.tools[0] or []}
+    description = offered["everything__read_resource"]["function"]["description"]
+    assert README in description and "demo://resource/dynamic/text/{resourceId}" in description
+    # Read-only: it ran without asking, through the recorded claim/answer path.
+    first = record(session, "r1")
+    assert first.status == "succeeded" and first.read_only
+    assert "# Everything Server" in result_of(session, "r1")  # the document's contents
+    assert record(session, "r2").status == "succeeded"
+    assert "7" in result_of(session, "r2")
+    # A URI the server does not list (nor fits a template of) is refused unread.
+    assert record(session, "r3").status == "failed"
+    assert "lists no resource 'file:///etc/passwd'" in result_of(session, "r3")
+
+
+def test_a_staff_policy_makes_the_reader_ask(
+    user: Any, session: ChatSession, everything: Toolset, scripted_model: ScriptedModel
+) -> None:
+    services.toolset_update(
+        toolset_id=everything.pk, user=None, tool_policies={RESOURCE_TOOL: "ask"}
+    )
+    scripted_model.script.extend(
+        [tool_calls(call("everything__read_resource", call_id="r1", uri=README)), say("Ok.")]
+    )
+    run = drive(post(session, user))
+    assert run.status == "waiting_for_approval"
+    assert record(session, "r1").status == "pending"
+
+
+def test_resource_templates_match_one_segment_per_expression() -> None:
+    template = "demo://resource/dynamic/text/{resourceId}"
+    assert resource_template_matches(template, "demo://resource/dynamic/text/12")
+    assert not resource_template_matches(template, "demo://resource/dynamic/text/1/../../x")
+    assert not resource_template_matches(template, "demo://resource/dynamic/text/")
+    assert not resource_template_matches("", "")
+    assert resource_template_matches("a.b://{x}", "a.b://y")
+    assert not resource_template_matches("a.b://{x}", "aXb://y")  # the dot is literal

@@ -334,6 +334,13 @@ class Message(models.Model):
     # For an assistant answer that was streamed: the id its `message.delta` events carried,
     # so clients replace the partial text with this stored message.
     answer_id = models.CharField(max_length=64, blank=True, default="")
+    # A person's message: the MCP resources they attached (`{toolset_id, toolset, uri,
+    # name}` each), read by the run from the servers (`attachment` messages).
+    attachments = models.JSONField(null=True, blank=True)
+    # Stored by the run: the contents (`content`) of one resource a person attached, as data
+    # from its server: `{toolset_id, toolset, uri, name, of_message, ok, fence}`. Its
+    # `tool_call_id` is `attach:<message id>:<index>`, so it is stored once.
+    attachment = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -183,8 +183,19 @@ class SessionUpdateSerializer(InputSerializer):
         return attrs
 
 
+class ResourceRefSerializer(InputSerializer):
+    toolset_id = StrictIntegerField(min_value=1, max_value=2**62)
+    uri = StrictCharField(min_length=1, max_length=2000)
+
+
 class MessageCreateSerializer(InputSerializer):
     content = StrictCharField(min_length=1, max_length=MESSAGE_MAX)
+    resources = ResourceRefSerializer(
+        many=True,
+        required=False,
+        help_text="MCP resources to attach (at most 5): each listed by a toolset the session "
+        "uses (GET /api/sessions/<id>/resources/); the run reads them from the server.",
+    )
     intent = StrictChoiceField(
         choices=[("reply", "Reply"), ("confirm", "Confirm the plan")],
         required=False,
@@ -416,6 +427,14 @@ class MessageSerializer(serializers.Serializer):
     tool_name = serializers.CharField(allow_null=True)
     answer_id = serializers.CharField(
         allow_null=True, help_text="For a streamed answer: the id its message.delta events had."
+    )
+    attachments = serializers.JSONField(
+        help_text="A person's message: the resources attached ({toolset_id, toolset, uri, name})."
+    )
+    attachment = serializers.JSONField(
+        allow_null=True,
+        help_text="The contents of one attached resource as the run read them (`content`): "
+        "{toolset_id, toolset, uri, name, of_message, ok}.",
     )
     created_at = serializers.DateTimeField(allow_null=True)
 

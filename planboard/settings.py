@@ -392,6 +392,8 @@ CELERY_BEAT_SCHEDULE = {
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# Gets an MCP prompt's text for the composer (prompts/get on a connection of its own).
+PLANBOARD_TOOL_PROMPT_GETTER = "agents.mcp_client.get_prompt"
 # "Connect" for OAuth toolsets: begin (discovery, registration, PKCE) and finish (the code
 # exchanged for tokens) through the MCP SDK (docs/TOOLS.md).
 PLANBOARD_TOOL_OAUTH_START = "agents.mcp_client.oauth_start"

@@ -840,3 +840,18 @@ class SessionPromptSerializer(serializers.Serializer):
 
 class SessionPromptsSerializer(serializers.Serializer):
     results = SessionPromptSerializer(many=True)
+
+
+class PromptGetSerializer(InputSerializer):
+    toolset_id = StrictIntegerField(min_value=1, max_value=2**62)
+    name = StrictCharField(min_length=1, max_length=200)
+    arguments = serializers.DictField(
+        child=StrictCharField(allow_blank=True, max_length=2000),
+        required=False,
+        default=dict,
+        help_text="The prompt's arguments by name (text).",
+    )
+
+
+class PromptTextSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="The prompt's text, for the person to edit and send.")

@@ -63,6 +63,11 @@ urlpatterns = [
         name="api-session-prompts",
     ),
     path(
+        "sessions/<api_id:session_id>/prompts/get/",
+        toolsets.SessionPromptGetView.as_view(),
+        name="api-session-prompt-get",
+    ),
+    path(
         "sessions/<api_id:session_id>/files/",
         files.SessionFilesView.as_view(),
         name="api-session-files",

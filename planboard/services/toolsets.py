@@ -32,6 +32,7 @@ from planboard.models import (
     ToolsetCredential,
     ToolsetTool,
 )
+from planboard.pgtext import without_nul
 from planboard.services._core import _clean_text, _lock_session, _publish_session
 from planboard.services.tool_listing import (
     RESOURCE_TOOL,
@@ -456,6 +457,50 @@ def toolset_discover(*, toolset_id: int, changed: Iterable[str] | None = None) -
         return toolset_refresh_tools(toolset_id=toolset_id)
     except PlanError:
         return None
+
+
+# --- a server's prompts, for the composer (issue 24) ----------------------------------------
+
+PROMPT_ARGUMENT_MAX = 2000
+
+
+def toolset_prompt_get(
+    *, session_id: int, toolset_id: int, name: str, arguments: Any = None
+) -> str:
+    """The text of the prompt `name` of a toolset the session uses now, filled with
+    `arguments` (strings by the prompt's argument names; the required ones given), asked of
+    its server (`settings.PLANBOARD_TOOL_PROMPT_GETTER`, no transaction open, bounded by
+    `PLANBOARD_TOOL_TIMEOUT`) with the session's credentials. Nothing is stored; `PlanError`
+    for a prompt not offered, bad arguments, or a server that cannot give it."""
+    prompt = selectors.session_prompt(session_id=session_id, toolset_id=toolset_id, name=name)
+    if prompt is None:
+        raise PlanError(
+            f"Toolset {toolset_id} offers no prompt {str(name)[:100]!r} in this session.",
+            code="unknown_prompt",
+        )
+    given = {} if arguments is None else arguments
+    if not isinstance(given, dict):
+        raise PlanError("'arguments' must be an object of text values.")
+    known = {a["name"]: a for a in prompt.get("arguments") or []}
+    clean: dict[str, str] = {}
+    for key, value in given.items():
+        if key not in known:
+            raise PlanError(f"The prompt {name!r} takes no argument {str(key)[:100]!r}.")
+        if not isinstance(value, str) or len(value) > PROMPT_ARGUMENT_MAX:
+            raise PlanError(
+                f"The argument {key!r} must be text of at most {PROMPT_ARGUMENT_MAX} characters."
+            )
+        if value.strip():
+            clean[key] = without_nul(value)
+    missing = [k for k, a in known.items() if a.get("required") and k not in clean]
+    if missing:
+        raise PlanError(f"The prompt {name!r} needs: {', '.join(missing)}.")
+    toolset = Toolset.objects.filter(pk=toolset_id).first()
+    called = selectors.toolset_as_called(toolset, session_id=session_id) if toolset else None
+    if called is None:
+        raise PlanError("The toolset is no longer usable in this session.", code="unknown_prompt")
+    getter = import_string(settings.PLANBOARD_TOOL_PROMPT_GETTER)
+    return str(getter(called, name, clean))
 
 
 # --- a person's own credentials ------------------------------------------------------------

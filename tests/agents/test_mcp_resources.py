@@ -321,3 +321,75 @@ def test_an_attachment_whose_toolset_left_the_session_is_said_so(
     assert "no longer enabled" in stored.content
     framed = [m["content"] for m in scripted_model.requests[0] if m["role"] == "user"][1]
     assert "could not be read" in framed
+
+
+# --- prompts for the composer -----------------------------------------------------------------
+
+
+def get_prompt(client: APIClient, session: ChatSession, **body: Any) -> Any:
+    return client.post(f"/api/sessions/{session.pk}/prompts/get/", body, format="json")
+
+
+def test_a_prompt_is_got_from_the_server_with_its_arguments(
+    user: Any, session: ChatSession, everything: Toolset
+) -> None:
+    client = api_client_for(user)
+    filled = get_prompt(
+        client,
+        session,
+        toolset_id=everything.pk,
+        name="args-prompt",
+        arguments={"city": "Kyoto", "state": "Kansai"},
+    )
+    assert filled.status_code == 200, filled.json()
+    assert filled.json() == {"text": "What's weather in Kyoto, Kansai?"}
+    simple = get_prompt(client, session, toolset_id=everything.pk, name="simple-prompt")
+    assert simple.status_code == 200 and simple.json()["text"].strip()
+    # Nothing is posted: the person edits the text and sends it themself.
+    assert not Message.objects.filter(session=session).exists()
+
+
+def test_a_prompt_needs_its_required_arguments_and_no_others(
+    user: Any, session: ChatSession, everything: Toolset
+) -> None:
+    client = api_client_for(user)
+    missing = get_prompt(client, session, toolset_id=everything.pk, name="args-prompt")
+    assert missing.status_code == 400 and "city" in missing.json()["error"]
+    extra = get_prompt(
+        client,
+        session,
+        toolset_id=everything.pk,
+        name="args-prompt",
+        arguments={"city": "Kyoto", "country": "JP"},
+    )
+    assert extra.status_code == 400 and "country" in extra.json()["error"]
+    unknown = get_prompt(client, session, toolset_id=everything.pk, name="no-such-prompt")
+    assert unknown.status_code == 400 and unknown.json()["code"] == "unknown_prompt"
+    bad = get_prompt(
+        client, session, toolset_id=everything.pk, name="args-prompt", arguments={"city": 3}
+    )
+    assert bad.status_code == 400
+
+
+def test_a_servers_prompt_error_is_shown_clearly(
+    user: Any, session: ChatSession, everything: Toolset
+) -> None:
+    # The server refuses an id it cannot turn into a resource.
+    failed = get_prompt(
+        api_client_for(user),
+        session,
+        toolset_id=everything.pk,
+        name="resource-prompt",
+        arguments={"resourceType": "Nope", "resourceId": "x"},
+    )
+    assert failed.status_code == 400
+    assert failed.json()["error"].startswith("toolset 'everything':")
+
+
+def test_a_stranger_cannot_get_prompts(
+    other_user: Any, session: ChatSession, everything: Toolset
+) -> None:
+    response = get_prompt(
+        api_client_for(other_user), session, toolset_id=everything.pk, name="simple-prompt"
+    )
+    assert response.status_code == 404

@@ -14,7 +14,12 @@ from rest_framework.response import Response
 
 from planboard import selectors, services
 from planboard.api import serializers as s
-from planboard.api.permissions import decidable_session, require_model_permission, visible_session
+from planboard.api.permissions import (
+    answerable_session,
+    decidable_session,
+    require_model_permission,
+    visible_session,
+)
 from planboard.api.views.base import (
     ERRORS,
     READ_ERRORS,
@@ -244,3 +249,23 @@ class SessionPromptsView(ApiView):
         return Response(
             {"results": selectors.session_catalog(session_id=session_id, kind="prompts")}
         )
+
+
+class SessionPromptGetView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        request=s.PromptGetSerializer,
+        responses={200: s.PromptTextSerializer, **ERRORS},
+        summary="Get a prompt's text from its server (prompts/get), to put in the message box.",
+    )
+    def post(self, request: Request, session_id: int) -> Response:
+        answerable_session(signed_in(request), session_id)
+        data = parse(s.PromptGetSerializer, request.data)
+        text = services.toolset_prompt_get(
+            session_id=session_id,
+            toolset_id=data["toolset_id"],
+            name=data["name"],
+            arguments=dict(data.get("arguments") or {}),
+        )
+        return Response({"text": text})

@@ -29,7 +29,7 @@ import logging
 import secrets
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -43,7 +43,8 @@ from django.conf import settings
 from mcp import ClientSession as ClientSession  # re-exported for agents.mcp_sessions
 from mcp import StdioServerParameters
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, PKCEParameters
-from mcp.client.session import MessageHandlerFnT
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import ListRootsFnT, MessageHandlerFnT
 from mcp.client.stdio import (
     _aclose_all,
     _create_platform_compatible_process,
@@ -66,8 +67,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import (
     EmbeddedResource,
+    ListRootsResult,
     PaginatedRequestParams,
     ResourceLink,
+    Root,
     TextContent,
     TextResourceContents,
     ToolListChangedNotification,
@@ -476,12 +479,16 @@ async def opened(
     message_handler: MessageHandlerFnT | None = None,
     on_end: Callable[[], None] | None = None,
     oauth: _OAuthUse | None = None,
+    roots: Sequence[str] = (),
 ) -> AsyncIterator[ClientSession]:
     """An initialized session with the toolset's server: started (stdio) or reached (HTTP),
     reading through `reading`, the server's stderr in `errlog`. `message_handler` gets what
     the server sends unasked (notifications); `on_end` is called once a stdio server's output
-    ends (it stopped). Closed, and a stdio server stopped, on exit."""
+    ends (it stopped); `roots` (`file://` URIs) answer the server's roots/list (the roots
+    capability is always declared: a connection with no conversation answers none). Closed,
+    and a stdio server stopped, on exit."""
     limit = timeout_seconds()
+    list_roots = _roots_answer(roots)
     if toolset.kind == Toolset.Kind.STDIO:
         params = StdioServerParameters(
             command=toolset.command,
@@ -494,7 +501,11 @@ async def opened(
                 write,
             ),
             ClientSession(
-                read, write, read_timeout_seconds=limit, message_handler=message_handler
+                read,
+                write,
+                read_timeout_seconds=limit,
+                message_handler=message_handler,
+                list_roots_callback=list_roots,
             ) as session,
         ):
             await session.initialize()
@@ -515,11 +526,28 @@ async def opened(
             toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
         ) as (read, write),
         ClientSession(
-            read, write, read_timeout_seconds=limit, message_handler=message_handler
+            read,
+            write,
+            read_timeout_seconds=limit,
+            message_handler=message_handler,
+            list_roots_callback=list_roots,
         ) as session,
     ):
         await session.initialize()
         yield session
+
+
+def _roots_answer(roots: Sequence[str]) -> ListRootsFnT:
+    """The answer to a server's roots/list: the conversation's workspace folder when it is
+    on this machine (`planboard.workspace.local_root_uri`), else no roots."""
+    answer = ListRootsResult(
+        roots=[Root.model_validate({"uri": uri, "name": "workspace"}) for uri in roots]
+    )
+
+    async def list_roots(context: ClientRequestContext) -> ListRootsResult:
+        return answer
+
+    return list_roots
 
 
 async def _connected_signed_in(

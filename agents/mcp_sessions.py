@@ -56,7 +56,7 @@ from django.conf import settings
 
 from agents import mcp_client, mcp_limits
 from agents.mcp_client import ClientSession, Failure, ToolOutput
-from planboard import services
+from planboard import services, workspace
 from planboard.models import Toolset
 from planboard.sql import close_thread_connection
 
@@ -92,6 +92,12 @@ class Conversation:
 
     session_id: int
     used_before: Callable[[], Awaitable[bool]] | None = None
+
+    def roots(self) -> list[str]:
+        """What a server asking for roots is given: the chat session's workspace folder when
+        it is on this machine (`planboard.workspace.local_root_uri`), else nothing."""
+        uri = workspace.local_root_uri(self.session_id)
+        return [uri] if uri else []
 
 
 def lost_note(toolset_name: str, why: str) -> str:
@@ -164,8 +170,16 @@ def _keeps_session(exc: BaseException, reading: mcp_limits.ReadLimit) -> bool:
 class _Live:
     """One open session and the task that owns it."""
 
-    def __init__(self, pool: SessionPool, key: Key, toolset: Toolset, previous: str | None):
+    def __init__(
+        self,
+        pool: SessionPool,
+        key: Key,
+        toolset: Toolset,
+        previous: str | None,
+        roots: list[str] | None = None,
+    ):
         self.pool = pool
+        self.roots = roots or []  # answered to the server's roots/list
         self.key = key
         self.toolset = toolset
         self.fingerprint = fingerprint_of(toolset)
@@ -249,6 +263,7 @@ class _Live:
                     reading=reading,
                     message_handler=self._on_message,
                     on_end=self._stopped,
+                    roots=self.roots,
                 ) as session:
                     scope.deadline = math.inf
                     _settle(self.ready)
@@ -431,7 +446,7 @@ class SessionPool:
                 live = self.live.get(key)  # opened meanwhile by another call of the pair?
             if live is None or live.ended:
                 self._make_room()
-                live = _Live(self, key, toolset, previous=why or None)
+                live = _Live(self, key, toolset, previous=why or None, roots=conversation.roots())
                 self.live[key] = live
                 self._remember(pair, "")
                 self._owners[live.task] = live

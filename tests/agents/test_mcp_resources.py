@@ -7,10 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.files.storage import InMemoryStorage
 from rest_framework.test import APIClient
 
+from agents import mcp_sessions
 from agents.external_tools import resource_template_matches
-from planboard import services
+from agents.mcp_sessions import Conversation
+from planboard import services, workspace
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Toolset, ToolsetTool
 from planboard.services.tool_listing import RESOURCE_TOOL, clean_catalog
@@ -393,3 +396,47 @@ def test_a_stranger_cannot_get_prompts(
         api_client_for(other_user), session, toolset_id=everything.pk, name="simple-prompt"
     )
     assert response.status_code == 404
+
+
+# --- roots ------------------------------------------------------------------------------------
+
+
+def test_a_server_asking_for_roots_gets_the_workspace_folder(
+    user: Any, session: ChatSession, everything: Toolset, scripted_model: ScriptedModel
+) -> None:
+    # Planboard declares the roots capability, so the server offers its roots tool.
+    assert ToolsetTool.objects.filter(toolset=everything, name="get-roots-list").exists()
+    folder = workspace.local_root_uri(session.pk)
+    assert folder is not None and folder.startswith("file:///")
+    assert folder.endswith(f"/workspace/{session.pk}")
+    scripted_model.script.extend(
+        [tool_calls(call("everything__get-roots-list", call_id="g1")), say("Rooted.")]
+    )
+    with HostLoop() as host:
+        assert host.drive(post(session, user)).status == "succeeded"
+    assert folder in result_of(session, "g1")
+
+
+class RemoteStorage(InMemoryStorage):
+    """Stands in for storage that is not a local file system (S3 and the like): no paths."""
+
+    def path(self, name: str) -> str:
+        raise NotImplementedError("no local paths")
+
+
+def test_workspace_storage_elsewhere_gives_no_roots(
+    user: Any, session: ChatSession, everything: Toolset, settings: Any
+) -> None:
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": f"{__name__}.RemoteStorage"},
+    }
+    assert workspace.local_root_uri(session.pk) is None
+    with HostLoop() as host:
+        output = host.run(
+            mcp_sessions.acall_tool(
+                everything, "get-roots-list", {}, conversation=Conversation(session.pk)
+            )
+        )
+    assert output.ok, output.text
+    assert "no roots are currently configured" in output.text

@@ -69,7 +69,9 @@ from mcp.types import (
     EmbeddedResource,
     ListRootsResult,
     PaginatedRequestParams,
+    PromptListChangedNotification,
     ResourceLink,
+    ResourceListChangedNotification,
     Root,
     TextContent,
     TextResourceContents,
@@ -258,8 +260,9 @@ async def _listing(session: ClientSession) -> list[dict[str, Any]]:
 
 
 async def listing_digest(session: ClientSession) -> str:
-    """A hash of what an open session's server lists now (to tell whether it changed)."""
-    found = await _listing(session)
+    """A hash of what an open session's server lists now, tools, resources and prompts (to
+    tell whether it changed)."""
+    found = {"tools": await _listing(session), **(await _catalog(session))}
     return hashlib.sha256(json.dumps(found, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -675,8 +678,14 @@ def is_session_gone(exc: BaseException) -> bool:
 
 
 def is_tools_changed(message: Any) -> bool:
-    """Whether what a server sent unasked says its tools changed."""
-    return isinstance(message, ToolListChangedNotification)
+    """Whether what a server sent unasked says its tools, resources or prompts changed (a
+    refresh lists all three)."""
+    return isinstance(
+        message,
+        ToolListChangedNotification
+        | ResourceListChangedNotification
+        | PromptListChangedNotification,
+    )
 
 
 def _describe(exc: BaseException, toolset: Toolset, *, tool: str, stderr: str) -> str:

@@ -4,6 +4,7 @@ its toolsets offer to those who may see it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from planboard import services, workspace
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Toolset, ToolsetTool
 from planboard.services.tool_listing import RESOURCE_TOOL, clean_catalog
-from tests.support.mcp_servers import everything_server_argv
+from tests.support.mcp_servers import everything_server_argv, stdio_toolset
 from tests.support.runs import HostLoop, drive, post, record, result_of
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
 from tests.support.web import api_client_for
@@ -440,3 +441,23 @@ def test_workspace_storage_elsewhere_gives_no_roots(
         )
     assert output.ok, output.text
     assert "no roots are currently configured" in output.text
+
+
+@pytest.mark.django_db(transaction=True)  # the refresh writes from a thread of its own
+def test_a_servers_resources_changed_notice_refreshes_the_catalog(
+    superuser: Any, tmp_path: Path
+) -> None:
+    toolset = stdio_toolset(superuser, name="growing", env={"TOOLS_FILE": str(tmp_path / "t")})
+    assert toolset.catalog["resources"] == []
+    assert not ToolsetTool.objects.filter(toolset=toolset, name=RESOURCE_TOOL).exists()
+    with HostLoop() as host:
+        output = host.run(
+            mcp_sessions.acall_tool(
+                toolset, "grow", {"line": "resource:plan"}, conversation=Conversation(1)
+            )
+        )
+        assert output.ok, output.text
+        host.run(host.pool().settled())  # the refresh the notice started
+    toolset.refresh_from_db()
+    assert [r["uri"] for r in toolset.catalog["resources"]] == ["note://plan"]
+    assert ToolsetTool.objects.get(toolset=toolset, name=RESOURCE_TOOL).available

@@ -419,6 +419,10 @@ PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES = int(
     os.environ.get("PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES", "524288")
 )
 PLANBOARD_TOOL_SCHEMA_MAX_BYTES = int(os.environ.get("PLANBOARD_TOOL_SCHEMA_MAX_BYTES", "65536"))
+# Resources, resource templates and prompts kept of one toolset, each (the first ones listed).
+PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS = int(
+    os.environ.get("PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS", "200")
+)
 # The largest message (a tool result, a listing page) a worker or web server reads from an
 # MCP server; a larger one is given up while it arrives (agents/mcp_limits.py).
 PLANBOARD_MCP_MESSAGE_MAX_BYTES = int(

@@ -429,7 +429,12 @@ def toolset_refresh_tools(
                 tool.save(update_fields=["available"])
                 result.removed.append(name)
         # The tools taken, as cleaned: within the limits, whatever the server sent.
-        toolset.tools_cache = [t for t in found.values() if not t.get("reads_resources")]
+        # (Planboard's own resource reader is not the server's.)
+        toolset.tools_cache = [
+            {k: v for k, v in t.items() if k != "reads_resources"}
+            for t in found.values()
+            if not t.get("reads_resources")
+        ]
         toolset.refreshed_at = timezone.now()
         toolset.refresh_error = ""
         toolset.save(

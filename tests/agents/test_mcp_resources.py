@@ -461,3 +461,15 @@ def test_a_servers_resources_changed_notice_refreshes_the_catalog(
     toolset.refresh_from_db()
     assert [r["uri"] for r in toolset.catalog["resources"]] == ["note://plan"]
     assert ToolsetTool.objects.get(toolset=toolset, name=RESOURCE_TOOL).available
+
+
+def test_a_reader_sees_the_lists_but_cannot_get_prompts_or_attach(
+    lead: Any, session: ChatSession, everything: Toolset
+) -> None:
+    client = api_client_for(lead)  # leads the owner's team: reads the session only
+    assert client.get(f"/api/sessions/{session.pk}/resources/").status_code == 200
+    assert client.get(f"/api/sessions/{session.pk}/prompts/").status_code == 200
+    refused = get_prompt(client, session, toolset_id=everything.pk, name="simple-prompt")
+    assert refused.status_code == 403
+    assert attach(client, session, everything.pk, README).status_code == 403
+    assert not Message.objects.filter(session=session).exists()

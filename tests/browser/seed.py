@@ -174,6 +174,7 @@ def seed_mcp_catalog(alice: Any, admin: Any) -> int | None:
     from pathlib import Path
 
     from planboard import services
+    from planboard.models import Toolset
 
     root = Path(__file__).resolve().parents[2]
     script = root / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -189,8 +190,12 @@ def seed_mcp_catalog(alice: Any, admin: Any) -> int | None:
         args=[str(script), "stdio"],
     )
     services.toolset_refresh_tools(toolset_id=toolset.pk)
+    # The test server too: its prompt's title, description and text are markup.
+    notes = Toolset.objects.get(name="notes")
     session = services.session_create(owner=alice, title="Prompts and resources")
-    services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk], user=alice)
+    services.session_set_toolsets(
+        session_id=session.pk, toolset_ids=[toolset.pk, notes.pk], user=alice
+    )
     return int(session.pk)
 
 

@@ -64,3 +64,30 @@ def test_a_prompt_from_the_menu_fills_the_message_box(browsing: Browsing, screen
     expect(read.locator("pre")).to_contain_text("Everything Server")
     screenshot(page, "composer-attachment-read")
     assert not page.evaluate("window.__xss")
+
+
+def test_a_servers_markup_stays_text_in_the_menu_the_dialog_and_the_box(
+    browsing: Browsing, screenshot: Any
+) -> None:
+    url, data = browsing.server.url, browsing.server.data
+    session_id = data.get("prompts_session")
+    if session_id is None:
+        pytest.skip("the reference MCP server needs Node.js and `npm ci`")
+    page = browsing.new_page("alice")
+    open_session(page, url, session_id)
+    hostile = '<img src=x onerror="window.__xss=1">'
+
+    page.locator("button[data-action=prompts]").click()
+    item = page.locator(".composer-menu-item", has_text="Hostile")
+    expect(item.locator(".composer-menu-label")).to_have_text(f"Hostile {hostile}")
+    expect(item.locator(".composer-menu-toolset")).to_have_text("notes")
+    assert page.locator(".composer-extras img").count() == 0
+    item.click()
+    dialog = page.locator("dialog.dialog")
+    expect(dialog.locator(".dialog-message")).to_have_text(f"Its text is markup {hostile}")
+    dialog.locator("input[name=topic]").fill("trains")
+    dialog.locator("button[value=ok]").click()
+    expect(page.locator(".composer textarea")).to_have_value(f"About trains: {hostile}")
+    screenshot(page, "composer-hostile-prompt")
+    assert page.locator("dialog img, .composer img").count() == 0
+    assert not page.evaluate("window.__xss")

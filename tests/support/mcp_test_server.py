@@ -91,6 +91,8 @@ def build_server(notes_path: str | None = None) -> MCPServer:
         sys.stderr.flush()
         return "shouted"
 
+    _add_hostile_prompt(server)
+
     # State kept in this process only: what a live session keeps between calls.
     counter = {"total": 0}
 
@@ -116,6 +118,19 @@ def build_server(notes_path: str | None = None) -> MCPServer:
 
     _apply_tool_changes(server, write_note)
     return server
+
+
+def _add_hostile_prompt(server: MCPServer) -> None:
+    """A prompt whose every word tries to be markup (the composer shows it as text only)."""
+    hostile = '<img src=x onerror="window.__xss=1">'
+
+    @server.prompt(
+        name="hostile",
+        title=f"Hostile {hostile}",
+        description=f"Its text is markup {hostile}",
+    )
+    def hostile_prompt(topic: str) -> str:
+        return f"About {topic}: {hostile}"
 
 
 async def _announce(ctx: Any, line: str) -> None:

@@ -396,6 +396,8 @@ CELERY_BEAT_SCHEDULE = {
 PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# Gets an MCP prompt's text for the composer (prompts/get on a connection of its own).
+PLANBOARD_TOOL_PROMPT_GETTER = "agents.mcp_client.get_prompt"
 # "Connect" for OAuth toolsets: begin (discovery, registration, PKCE) and finish (the code
 # exchanged for tokens) through the MCP SDK (docs/TOOLS.md).
 PLANBOARD_TOOL_OAUTH_START = "agents.mcp_client.oauth_start"
@@ -421,6 +423,10 @@ PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES = int(
     os.environ.get("PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES", "524288")
 )
 PLANBOARD_TOOL_SCHEMA_MAX_BYTES = int(os.environ.get("PLANBOARD_TOOL_SCHEMA_MAX_BYTES", "65536"))
+# Resources, resource templates and prompts kept of one toolset, each (the first ones listed).
+PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS = int(
+    os.environ.get("PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS", "200")
+)
 # The largest message (a tool result, a listing page) a worker or web server reads from an
 # MCP server; a larger one is given up while it arrives (agents/mcp_limits.py).
 PLANBOARD_MCP_MESSAGE_MAX_BYTES = int(

@@ -202,8 +202,17 @@ def serialize_message(message: Message) -> dict[str, Any]:
         "tool_call_id": message.tool_call_id or None,
         "tool_name": message.tool_name or None,
         "answer_id": message.answer_id or None,
+        "attachments": message.attachments or [],
+        "attachment": _attachment_shown(message.attachment),
         "created_at": iso(message.created_at),
     }
+
+
+def _attachment_shown(attachment: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What people see of a read attachment: not its fence (the model's boundary marker)."""
+    if not attachment:
+        return None
+    return {k: v for k, v in attachment.items() if k != "fence"}
 
 
 def serialize_run(run: AgentRun | None, *, queue_position: int | None = None) -> RunSnapshot | None:

@@ -348,6 +348,9 @@ def serialize_toolset(
                 "env_names": sorted(toolset.env or {}),
                 "url": redact_url(toolset.url),  # credentials in it are secrets too
                 "header_names": sorted(toolset.headers or {}),
+                # What else the server offered at its last listing (resources, templates,
+                # prompts): the names and descriptions a person sees in a session.
+                "catalog": toolset.catalog or {},
                 "created_at": iso(toolset.created_at),
                 "updated_at": iso(toolset.updated_at),
             }

@@ -696,6 +696,12 @@ class ToolsetSerializer(serializers.Serializer):
         required=False, help_text="User, password and query values show as REDACTED."
     )
     header_names = serializers.ListField(child=serializers.CharField(), required=False)
+    catalog = serializers.JSONField(
+        required=False,
+        help_text="Staff only: what else the server offered at its last listing: `resources`, "
+        "resource `templates` and `prompts` (each a list), and `truncated`, the kinds it "
+        "listed more of than were kept.",
+    )
     created_at = serializers.DateTimeField(required=False, allow_null=True)
     updated_at = serializers.DateTimeField(required=False, allow_null=True)
 

@@ -48,11 +48,12 @@ def toolsets_visible_to(user: User) -> QuerySet[Toolset]:
 
 def toolset_rows(queryset: QuerySet[Toolset], *, user: User) -> QuerySet[Toolset]:
     """The toolsets with their tools and teams, in three queries (not their cached listings:
-    the tools are read as rows), each with whether `user` has connected their own credential
-    (`connected`)."""
+    the tools are read as rows; the catalog only for staff, who are shown it), each with
+    whether `user` has connected their own credential (`connected`)."""
+    unread = ("tools_cache",) if sees_toolset_configuration(user) else ("tools_cache", "catalog")
     return (
         queryset.order_by("name")
-        .defer("tools_cache", "catalog")
+        .defer(*unread)
         .annotate(
             connected=Exists(
                 ToolsetCredential.objects.filter(toolset_id=OuterRef("pk"), user_id=user.pk)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.files.storage import InMemoryStorage
+from django.test import Client
 from rest_framework.test import APIClient
 
 from agents import mcp_sessions
@@ -473,3 +474,31 @@ def test_a_reader_sees_the_lists_but_cannot_get_prompts_or_attach(
     assert refused.status_code == 403
     assert attach(client, session, everything.pk, README).status_code == 403
     assert not Message.objects.filter(session=session).exists()
+
+
+# --- what staff see of the catalog ------------------------------------------------------------
+
+
+def test_staff_see_the_catalog_in_the_api_and_admin_and_members_do_not(
+    superuser: Any, user: Any, everything: Toolset
+) -> None:
+    listed = api_client_for(superuser).get("/api/toolsets/").json()
+    shown = next(t for t in listed if t["id"] == everything.pk)
+    assert README in {r["uri"] for r in shown["catalog"]["resources"]}
+    assert "args-prompt" in {p["name"] for p in shown["catalog"]["prompts"]}
+
+    as_member = api_client_for(user).get("/api/toolsets/").json()
+    assert all("catalog" not in t for t in as_member)
+
+    # The admin shows what was offered, the server's words escaped.
+    Toolset.objects.filter(pk=everything.pk).update(
+        catalog={**everything.catalog, "prompts": [{"name": "<b>loud</b>", "arguments": []}]}
+    )
+    client = Client()
+    client.force_login(superuser)
+    page = client.get(f"/admin/planboard/toolset/{everything.pk}/change/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Resources and prompts offered" in text
+    assert README in text
+    assert "&lt;b&gt;loud&lt;/b&gt;" in text and "<b>loud</b>" not in text

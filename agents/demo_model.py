@@ -37,6 +37,7 @@ from django.conf import settings
 
 from agents.hints import detect_language
 from agents.local_models import ProviderReply
+from agents.prompts import ATTACHMENT_OPEN
 
 HINT_OPEN = "<system-hint>"
 _SUBTASK_LINE = re.compile(
@@ -111,6 +112,10 @@ def _text(message: dict[str, Any]) -> str:
 
 def _is_hint(message: dict[str, Any]) -> bool:
     return message.get("role") == "user" and _text(message).lstrip().startswith(HINT_OPEN)
+
+
+def _is_attachment(message: dict[str, Any]) -> bool:
+    return message.get("role") == "user" and _text(message).startswith(ATTACHMENT_OPEN)
 
 
 def _parse_hint(text: str) -> _Hint:
@@ -585,7 +590,12 @@ class _Turn:
         self.tool_names = {str((t.get("function") or {}).get("name", "")) for t in tools or []}
         hint = next((_text(m) for m in reversed(messages) if _is_hint(m)), "")
         self.hint = _parse_hint(hint)
-        self.conversation = [m for m in messages if m.get("role") != "system" and not _is_hint(m)]
+        # Resources a person attached are data for the request, not the request itself.
+        self.conversation = [
+            m
+            for m in messages
+            if m.get("role") != "system" and not _is_hint(m) and not _is_attachment(m)
+        ]
         user_texts = [_text(m) for m in self.conversation if m.get("role") == "user"]
         self.request = user_texts[-1] if user_texts else ""
         self.language = detect_language(user_texts[-5:])

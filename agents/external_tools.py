@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -103,6 +104,8 @@ def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
         # Servers write descriptions and schemas: every string in them is model-facing text
         # (names need nothing: a `<toolset>__<tool>` name is [A-Za-z0-9_-] only).
         description = markers.neutralize_hint_tags(item.tool.description or "")[:DESCRIPTION_MAX]
+        if item.tool.reads_resources:
+            description += resources_listed(item.tool.toolset)
         if item.asks:
             description += ASKS_NOTE
         schema = item.tool.input_schema
@@ -119,6 +122,26 @@ def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
             }
         )
     return result
+
+
+# How many of a toolset's resources (and templates) `read_resource`'s description names.
+RESOURCES_NAMED = 50
+
+
+def resources_listed(toolset: Toolset) -> str:
+    """The resources (and templates) `read_resource` may read, for its description: the
+    server's words, defused like every description."""
+    catalog = toolset.catalog or {}
+    lines = []
+    for resource in (catalog.get("resources") or [])[:RESOURCES_NAMED]:
+        label = resource.get("title") or resource.get("name") or ""
+        lines.append(f"- {resource.get('uri')}" + (f" ({label[:100]})" if label else ""))
+    for template in (catalog.get("templates") or [])[:RESOURCES_NAMED]:
+        lines.append(f"- {template.get('uri_template')} (a template: fill in the braces)")
+    more = len(catalog.get("resources") or []) - RESOURCES_NAMED
+    if more > 0:
+        lines.append(f"- … and {more} more")
+    return markers.neutralize_hint_tags("\nResources:\n" + "\n".join(lines)) if lines else ""
 
 
 # --- handling one call ------------------------------------------------------------------------
@@ -280,12 +303,48 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome | ToolCall:
             if exc.code != "duplicate_tool_call":
                 raise
         return Outcome.ANSWERED
+    if still.tool.reads_resources:
+        refused = resource_refused(claimed.toolset, (claimed.arguments or {}).get("uri"))
+        if refused:
+            return _answer(claimed, refused, status=ToolCall.Status.FAILED)
+        claimed.reads_resource = True
     return claimed
+
+
+def resource_refused(toolset: Toolset, uri: Any) -> str:
+    """Why `read_resource` may not read `uri` from the toolset's server (empty: it may): the
+    URI must be one the server lists, or fit one of its resource templates."""
+    catalog = toolset.catalog or {}
+    if not isinstance(uri, str) or not uri:
+        return "Error: 'uri' is required: the exact URI of one of the listed resources."
+    if any(r.get("uri") == uri for r in catalog.get("resources") or []):
+        return ""
+    for template in catalog.get("templates") or []:
+        if resource_template_matches(str(template.get("uri_template") or ""), uri):
+            return ""
+    return (
+        f"Error: toolset '{toolset.name}' lists no resource {uri[:300]!r}; read one of the "
+        "resources listed in this tool's description. Nothing was read."
+    )
+
+
+def resource_template_matches(template: str, uri: str) -> bool:
+    """Whether `uri` fits an RFC 6570 template such as `demo://text/{id}` (each expression
+    stands for one path segment's worth of text: no `/`, `?` or `#`)."""
+    pattern = "".join(
+        "[^/?#]+" if part.startswith("{") else re.escape(part)
+        for part in re.split(r"(\{[^}]*\})", template)
+        if part
+    )
+    return bool(template) and re.fullmatch(pattern, uri) is not None
 
 
 def server_output(record: ToolCall) -> mcp_client.ToolOutput:
     assert record.toolset is not None, "a claimed external call has its toolset"
     try:
+        if record.reads_resource:
+            uri = str((record.arguments or {}).get("uri"))
+            return mcp_client.read_resource(record.toolset, uri)
         return mcp_client.call_tool(record.toolset, record.tool, record.arguments or {})
     except Exception as exc:
         return _unexpected(record, exc)
@@ -311,6 +370,9 @@ async def aserver_output(
 
     conversation = mcp_sessions.Conversation(record.session_id, used_before=used_before)
     try:
+        if record.reads_resource:
+            uri = str((record.arguments or {}).get("uri"))
+            return await mcp_sessions.aread_resource(record.toolset, uri, conversation=conversation)
         return await mcp_sessions.acall_tool(
             record.toolset,
             record.tool,

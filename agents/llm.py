@@ -47,6 +47,13 @@ litellm.suppress_debug_info = True
 # integrations); we configure none and cost the assembled answer ourselves, and those threads
 # cost each step several milliseconds of GIL (docs/PERFORMANCE.md, benchmark 4).
 litellm.disable_streaming_logging = True
+# litellm's switch (read from the environment on every call) that sends requests for OpenAI and
+# OpenAI-compatible servers through its own HTTP handler instead of the OpenAI SDK. The SDK
+# re-walks the whole request (transcript and tool schemas) against its type annotations before
+# sending it: ~5 ms of CPU for 20 messages and 15 tools, growing with the transcript, where the
+# JSON itself takes 0.1 ms; the handler halves a streamed call's CPU (docs/PERFORMANCE.md,
+# benchmark 5). Errors, retries, Retry-After and usage are the same (tests/agents/test_llm_http.py).
+OPENAI_HANDLER_SWITCH = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 
 DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY = 1.0
@@ -352,6 +359,7 @@ def warm_up(model: str | None = None) -> float:
     started = time.monotonic()
     name = model or configured_model()
     _sync_providers()
+    _choose_openai_transport()
     messages = [{"role": "system", "content": "warm-up"}, {"role": "user", "content": "hello"}]
     tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}
     try:
@@ -601,6 +609,7 @@ def _request(
     """litellm's keyword arguments for one request (the same for every attempt)."""
     name = model or configured_model()
     _sync_providers()
+    _choose_openai_transport()
     kwargs: dict[str, Any] = {
         "model": name,
         "messages": messages,
@@ -622,6 +631,18 @@ def _request(
     if local_models.is_local_model(name):
         _price_for_litellm(name)
     return kwargs
+
+
+def _choose_openai_transport() -> None:
+    """Follow `PLANBOARD_LLM_OPENAI_SDK` unless the operator set litellm's switch directly."""
+    if _operator_set_switch:
+        return
+    wanted = "false" if getattr(settings, "PLANBOARD_LLM_OPENAI_SDK", False) else "true"
+    if os.environ.get(OPENAI_HANDLER_SWITCH) != wanted:
+        os.environ[OPENAI_HANDLER_SWITCH] = wanted
+
+
+_operator_set_switch = OPENAI_HANDLER_SWITCH in os.environ
 
 
 def _attempts() -> tuple[int, float]:

@@ -49,7 +49,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from agents import llm
+from agents import attachments, llm
 from agents.acting import call_server, execute_and_settle
 from agents.budgets import Allowance, step_allowance
 from agents.context import StepContext, StepRequest, build_request, read_step_context
@@ -146,6 +146,9 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
         if isinstance(ready, ToolCall):
             await call_server(ready, lane=lane, control=control)
             continue
+        if isinstance(ready, attachments.Attachments):
+            await attachments.read_and_store(ready, lane=lane)
+            continue
         if isinstance(ready, AgentRun):
             return ready
         assert isinstance(ready, _Step)
@@ -200,6 +203,10 @@ def _prepare_step(
     settled = _settle_stored_answer(context, actor, memory)
     if settled is _AGAIN or isinstance(settled, AgentRun | ToolCall):
         return settled
+    # Resources a person attached are read from their servers before the model is asked.
+    unread = attachments.to_read(run=run, transcript=context.transcript)
+    if unread is not None:
+        return unread
     # Settling wrote nothing the request reads (else it said _AGAIN): the context serves it.
     request = build_request(run=run, budget_factor=budget_factor, memory=memory, read=context)
     allowed = _stop_before_step(run, request)

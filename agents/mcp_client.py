@@ -31,7 +31,7 @@ import math
 import secrets
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -45,7 +45,8 @@ from django.conf import settings
 from mcp import ClientSession as ClientSession  # re-exported for agents.mcp_sessions
 from mcp import StdioServerParameters
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, PKCEParameters
-from mcp.client.session import ClientRequestContext, MessageHandlerFnT
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import ListRootsFnT, MessageHandlerFnT
 from mcp.client.stdio import (
     _aclose_all,
     _create_platform_compatible_process,
@@ -72,8 +73,16 @@ from mcp.types import (
     ElicitRequestParams,
     ElicitRequestURLParams,
     ElicitResult,
+    EmbeddedResource,
     ErrorData,
+    ListRootsResult,
     PaginatedRequestParams,
+    PromptListChangedNotification,
+    ResourceLink,
+    ResourceListChangedNotification,
+    Root,
+    TextContent,
+    TextResourceContents,
     ToolListChangedNotification,
 )
 
@@ -85,6 +94,7 @@ from planboard.exceptions import PlanError
 from planboard.models import Toolset
 from planboard.services.tool_listing import (
     listing_bytes,
+    max_catalog_items,
     max_tools,
     tool_schema_max_bytes,
     toolset_schema_max_bytes,
@@ -235,8 +245,14 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
     refresh refuses it then, and nothing more needs to be read."""
 
     oauth = _oauth_for(toolset)
+
+    async def listing_all(session: ClientSession) -> Discovered:
+        found = Discovered(await _listing(session))
+        found.catalog = await _catalog(session)
+        return found
+
     try:
-        found = _run(lambda: _connected_signed_in(toolset, _listing, oauth=oauth))
+        found = _run(lambda: _connected_signed_in(toolset, listing_all, oauth=oauth))
     except Failure as failure:
         raise PlanError(failure.message, code="toolset_unreachable") from None
     finally:
@@ -245,6 +261,96 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
     for item in found:
         item.pop("weight", None)
     return found
+
+
+class Discovered(list[dict[str, Any]]):
+    """What `discover_tools` found: the tools (the list itself), and the server's resources,
+    resource templates and prompts (`catalog`, as `_catalog` reads them; a discoverer that
+    returns a plain list lists none). One connection lists them all."""
+
+    catalog: dict[str, list[dict[str, Any]]]
+
+
+async def _catalog(session: ClientSession) -> dict[str, list[dict[str, Any]]]:
+    """The server's resources, resource templates and prompts, as far as it offers them
+    (its capabilities say so) and at most one item past `tool_listing.max_catalog_items()`
+    each (the service keeps the first ones). A server that fails to list one of them lists
+    none of it: its tools still count."""
+    capabilities = session.server_capabilities
+    found: dict[str, list[dict[str, Any]]] = {"resources": [], "templates": [], "prompts": []}
+    if capabilities is None:
+        return found
+    keep = max_catalog_items() + 1
+    if capabilities.resources is not None:
+        found["resources"] = await _pages(session.list_resources, "resources", keep, _resource)
+        found["templates"] = await _pages(
+            session.list_resource_templates, "resource_templates", keep, _template
+        )
+    if capabilities.prompts is not None:
+        found["prompts"] = await _pages(session.list_prompts, "prompts", keep, _prompt)
+    return found
+
+
+async def _pages(
+    lister: Callable[..., Awaitable[Any]],
+    field_name: str,
+    keep: int,
+    shape: Callable[[Any], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    cursor: str | None = None
+    try:
+        for _ in range(MAX_TOOL_PAGES):
+            params = PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await lister(params=params)
+            for item in getattr(page, field_name):
+                found.append(shape(item))
+                if len(found) >= keep:
+                    return found
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except MCPError:
+        logger.info("listing %s failed", field_name, exc_info=True)
+        return []
+    return found
+
+
+def _resource(item: Any) -> dict[str, Any]:
+    return {
+        "uri": str(item.uri),
+        "name": item.name,
+        "title": item.title or "",
+        "description": item.description or "",
+        "mime_type": item.mime_type or "",
+        "size": item.size,
+    }
+
+
+def _template(item: Any) -> dict[str, Any]:
+    return {
+        "uri_template": str(item.uri_template),
+        "name": item.name,
+        "title": item.title or "",
+        "description": item.description or "",
+        "mime_type": item.mime_type or "",
+    }
+
+
+def _prompt(item: Any) -> dict[str, Any]:
+    return {
+        "name": item.name,
+        "title": item.title or "",
+        "description": item.description or "",
+        "arguments": [
+            {
+                "name": argument.name,
+                "description": argument.description or "",
+                "required": bool(argument.required),
+            }
+            for argument in item.arguments or []
+        ],
+    }
 
 
 async def _listing(session: ClientSession) -> list[dict[str, Any]]:
@@ -267,8 +373,9 @@ async def _listing(session: ClientSession) -> list[dict[str, Any]]:
 
 
 async def listing_digest(session: ClientSession) -> str:
-    """A hash of what an open session's server lists now (to tell whether it changed)."""
-    found = await _listing(session)
+    """A hash of what an open session's server lists now, tools, resources and prompts (to
+    tell whether it changed)."""
+    found = {"tools": await _listing(session), **(await _catalog(session))}
     return hashlib.sha256(json.dumps(found, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -347,6 +454,82 @@ async def call_on(
             f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
         )
     return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+
+
+# --- resources and prompts (issue 24) ---------------------------------------------------------
+
+
+async def read_on(session: ClientSession, toolset: Toolset, uri: str) -> ToolOutput:
+    """One resources/read on an initialized session: the contents as the model may get them
+    (cut to `PLANBOARD_TOOL_OUTPUT_LIMIT`, binary contents described, secrets removed)."""
+    result = await session.read_resource(uri)
+    rendered = mcp_limits.render_contents(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
+    text = _redact(rendered.text, toolset)
+    return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+
+
+def read_resource(toolset: Toolset, uri: str) -> ToolOutput:
+    """Read one resource on a connection of its own (never raises: `Error: …` text)."""
+    return _run(lambda: aread_resource(toolset, uri))
+
+
+async def aread_resource(toolset: Toolset, uri: str) -> ToolOutput:
+    """`read_resource` awaited on the caller's event loop."""
+    started = time.monotonic()
+    oauth = _oauth_for(toolset)
+    try:
+        output = await _connected_signed_in(
+            toolset, lambda session: read_on(session, toolset, uri), tool=READING, oauth=oauth
+        )
+    except Failure as failure:
+        output = ToolOutput(f"Error: {failure.message}", ok=False)
+    except Exception as exc:
+        output = unexpected(toolset, READING, exc)
+    output = finished(output, started)
+    tokens = oauth.changed_tokens() if oauth is not None else None
+    return ToolOutput(output.text, output.ok, output.duration_ms, oauth_tokens=tokens)
+
+
+# What failures of resources/read call the operation ("calling 'resources/read' failed").
+READING = "resources/read"
+
+
+def get_prompt(toolset: Toolset, name: str, arguments: dict[str, str]) -> str:
+    """A prompt's text (`settings.PLANBOARD_TOOL_PROMPT_GETTER`): prompts/get on a connection
+    of its own, bounded by `PLANBOARD_TOOL_TIMEOUT`; its messages' text joined, anything else
+    described, cut to `PLANBOARD_TOOL_OUTPUT_LIMIT`, secrets removed. Raises `PlanError`
+    saying why the server could not give it."""
+
+    async def getting(session: ClientSession) -> str:
+        result = await session.get_prompt(name, arguments)
+        pieces: list[str] = []
+        for message in result.messages:
+            content = message.content
+            if isinstance(content, TextContent):
+                pieces.append(content.text)
+            elif isinstance(content, EmbeddedResource):
+                inner = content.resource
+                if isinstance(inner, TextResourceContents):
+                    pieces.append(inner.text)
+                else:
+                    uri = str(inner.uri)[: mcp_limits.URI_SHOWN]
+                    pieces.append(f"[resource {uri} ({inner.mime_type or 'binary'})]")
+            elif isinstance(content, ResourceLink):
+                pieces.append(f"[resource: {str(content.uri)[: mcp_limits.URI_SHOWN]}]")
+            else:
+                pieces.append(f"[{content.type} omitted]")
+            if sum(len(p) for p in pieces) > output_limit() + mcp_limits.REDACTION_ROOM:
+                break
+        return mcp_limits.cut(_redact("\n\n".join(pieces), toolset))
+
+    oauth = _oauth_for(toolset)
+    try:
+        return _run(lambda: _connected_signed_in(toolset, getting, tool="prompts/get", oauth=oauth))
+    except Failure as failure:
+        raise PlanError(failure.message, code="toolset_unreachable") from None
+    finally:
+        if oauth is not None:
+            store_oauth_tokens(toolset, oauth.changed_tokens())
 
 
 def unexpected(toolset: Toolset, tool: str, exc: BaseException) -> ToolOutput:
@@ -436,13 +619,17 @@ async def opened(
     on_end: Callable[[], None] | None = None,
     oauth: _OAuthUse | None = None,
     elicitor: Elicitor | None = None,
+    roots: Sequence[str] = (),
 ) -> AsyncIterator[ClientSession]:
     """An initialized session with the toolset's server: started (stdio) or reached (HTTP),
     reading through `reading`, the server's stderr in `errlog`. `message_handler` gets what
     the server sends unasked (notifications); `on_end` is called once a stdio server's output
-    ends (it stopped); `elicitor` answers the server's questions to a person (None: they are
-    declined). Closed, and a stdio server stopped, on exit."""
+    ends (it stopped); `roots` (`file://` URIs) answer the server's roots/list (the roots
+    capability is always declared: a connection with no conversation answers none);
+    `elicitor` answers the server's questions to a person (None: they are declined).
+    Closed, and a stdio server stopped, on exit."""
     limit = timeout_seconds()
+    list_roots = _roots_answer(roots)
     eliciting = elicitation_callback(elicitor)
     if toolset.kind == Toolset.Kind.STDIO:
         params = StdioServerParameters(
@@ -461,6 +648,7 @@ async def opened(
                 read_timeout_seconds=limit,
                 message_handler=message_handler,
                 elicitation_callback=eliciting,
+                list_roots_callback=list_roots,
             ) as session,
         ):
             await session.initialize()
@@ -488,10 +676,24 @@ async def opened(
             read_timeout_seconds=limit,
             message_handler=message_handler,
             elicitation_callback=eliciting,
+            list_roots_callback=list_roots,
         ) as session,
     ):
         await session.initialize()
         yield session
+
+
+def _roots_answer(roots: Sequence[str]) -> ListRootsFnT:
+    """The answer to a server's roots/list: the conversation's workspace folder when it is
+    on this machine (`planboard.workspace.local_root_uri`), else no roots."""
+    answer = ListRootsResult(
+        roots=[Root.model_validate({"uri": uri, "name": "workspace"}) for uri in roots]
+    )
+
+    async def list_roots(context: ClientRequestContext) -> ListRootsResult:
+        return answer
+
+    return list_roots
 
 
 async def _connected_signed_in(
@@ -620,8 +822,14 @@ def is_session_gone(exc: BaseException) -> bool:
 
 
 def is_tools_changed(message: Any) -> bool:
-    """Whether what a server sent unasked says its tools changed."""
-    return isinstance(message, ToolListChangedNotification)
+    """Whether what a server sent unasked says its tools, resources or prompts changed (a
+    refresh lists all three)."""
+    return isinstance(
+        message,
+        ToolListChangedNotification
+        | ResourceListChangedNotification
+        | PromptListChangedNotification,
+    )
 
 
 def _describe(exc: BaseException, toolset: Toolset, *, tool: str, stderr: str) -> str:

@@ -199,6 +199,20 @@ def render_result(result: Any, *, keep: int) -> Rendered:
     return parts.rendered()
 
 
+def render_contents(result: Any, *, keep: int) -> Rendered:
+    """A resources/read result as text: text contents as they are, binary ones described
+    (never decoded); read only up to `keep` characters."""
+    parts = _Parts(keep)
+    for content in result.contents or []:
+        text = getattr(content, "text", None)
+        if isinstance(text, str):
+            parts.add(text)
+        else:
+            where = f"resource {str(content.uri)[:URI_SHOWN]}"
+            parts.add(_omitted(where, content.mime_type, getattr(content, "blob", "")))
+    return parts.rendered()
+
+
 def _omitted(what: str, mime: Any, data: Any) -> str:
     size = len(data) * 3 // 4 if isinstance(data, str) else 0  # base64: 4 characters, 3 bytes
     mime = str(mime or "unknown type")[:100]

@@ -57,7 +57,7 @@ from django.conf import settings
 
 from agents import mcp_client, mcp_limits
 from agents.mcp_client import ClientSession, Elicited, Elicitor, ElicitReply, Failure, ToolOutput
-from planboard import services
+from planboard import services, workspace
 from planboard.models import Toolset
 from planboard.sql import close_thread_connection
 
@@ -93,6 +93,12 @@ class Conversation:
 
     session_id: int
     used_before: Callable[[], Awaitable[bool]] | None = None
+
+    def roots(self) -> list[str]:
+        """What a server asking for roots is given: the chat session's workspace folder when
+        it is on this machine (`planboard.workspace.local_root_uri`), else nothing."""
+        uri = workspace.local_root_uri(self.session_id)
+        return [uri] if uri else []
 
 
 def lost_note(toolset_name: str, why: str) -> str:
@@ -167,8 +173,16 @@ def _keeps_session(exc: BaseException, reading: mcp_limits.ReadLimit) -> bool:
 class _Live:
     """One open session and the task that owns it."""
 
-    def __init__(self, pool: SessionPool, key: Key, toolset: Toolset, previous: str | None):
+    def __init__(
+        self,
+        pool: SessionPool,
+        key: Key,
+        toolset: Toolset,
+        previous: str | None,
+        roots: list[str] | None = None,
+    ):
         self.pool = pool
+        self.roots = roots or []  # answered to the server's roots/list
         self.key = key
         self.toolset = toolset
         self.fingerprint = fingerprint_of(toolset)
@@ -282,6 +296,7 @@ class _Live:
                     reading=reading,
                     message_handler=self._on_message,
                     on_end=self._stopped,
+                    roots=self.roots,
                     elicitor=self._on_elicit,
                 ) as session:
                     scope.deadline = math.inf
@@ -394,6 +409,28 @@ class SessionPool:
         conversation: Conversation,
         elicit: Elicitor | None = None,
     ) -> ToolOutput:
+        return await self.serve(
+            toolset,
+            tool,
+            # The session's own deadline bounds the call (its clock stops while a person
+            # answers the server): the SDK's per-request limit is lifted.
+            lambda session: mcp_client.call_on(
+                session, toolset, tool, arguments, read_timeout=math.inf
+            ),
+            conversation,
+            elicit,
+        )
+
+    async def serve(
+        self,
+        toolset: Toolset,
+        tool: str,
+        action: Callable[[ClientSession], Awaitable[ToolOutput]],
+        conversation: Conversation,
+        elicit: Elicitor | None = None,
+    ) -> ToolOutput:
+        """`action` (a tool call, a resource read) on the conversation's session with the
+        toolset's server; never raises (an `Error: …` output instead)."""
         started = time.monotonic()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + mcp_client.timeout_seconds()
@@ -408,11 +445,7 @@ class SessionPool:
                     note = lost_note(toolset.name, why)
                 job = _Job(
                     tool=tool,
-                    # The session's own deadline bounds the call (its clock stops while a
-                    # person answers the server): the SDK's per-request limit is lifted.
-                    action=lambda session: mcp_client.call_on(
-                        session, toolset, tool, arguments, read_timeout=math.inf
-                    ),
+                    action=action,
                     deadline=deadline,
                     future=loop.create_future(),
                     elicit=elicit,
@@ -461,7 +494,7 @@ class SessionPool:
                 live = self.live.get(key)  # opened meanwhile by another call of the pair?
             if live is None or live.ended:
                 self._make_room()
-                live = _Live(self, key, toolset, previous=why or None)
+                live = _Live(self, key, toolset, previous=why or None, roots=conversation.roots())
                 self.live[key] = live
                 self._remember(pair, "")
                 self._owners[live.task] = live
@@ -646,3 +679,17 @@ async def acall_tool(
     if mcp_client.signs_in(toolset):
         return await mcp_client.acall_tool(toolset, tool, arguments, elicit=elicit)
     return await pool().call(toolset, tool, arguments, conversation, elicit)
+
+
+async def aread_resource(toolset: Toolset, uri: str, *, conversation: Conversation) -> ToolOutput:
+    """Read one of the server's resources (`resources/read`) in the chat session's live
+    session with it, like `acall_tool` (never raises; OAuth toolsets on a connection of
+    their own)."""
+    if mcp_client.signs_in(toolset):
+        return await mcp_client.aread_resource(toolset, uri)
+    return await pool().serve(
+        toolset,
+        mcp_client.READING,
+        lambda session: mcp_client.read_on(session, toolset, uri),
+        conversation,
+    )

@@ -95,3 +95,8 @@ PROFILE_INSTRUCTIONS = {
     "en": "You are working as the agent profile '{name}'. Its instructions:\n{instructions}",
     "zh": "你正在以智能体配置“{name}”的身份工作。它的要求：\n{instructions}",
 }
+
+
+# How the model's copy of a resource a person attached begins (`agents.context`); the offline
+# demo model skips those messages when it looks for the person's request.
+ATTACHMENT_OPEN = "[Planboard: the person attached"

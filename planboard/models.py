@@ -334,6 +334,13 @@ class Message(models.Model):
     # For an assistant answer that was streamed: the id its `message.delta` events carried,
     # so clients replace the partial text with this stored message.
     answer_id = models.CharField(max_length=64, blank=True, default="")
+    # A person's message: the MCP resources they attached (`{toolset_id, toolset, uri,
+    # name}` each), read by the run from the servers (`attachment` messages).
+    attachments = models.JSONField(null=True, blank=True)
+    # Stored by the run: the contents (`content`) of one resource a person attached, as data
+    # from its server: `{toolset_id, toolset, uri, name, of_message, ok, fence}`. Its
+    # `tool_call_id` is `attach:<message id>:<index>`, so it is stored once.
+    attachment = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -451,6 +458,10 @@ class Toolset(models.Model):
     # What the server answered to tools/list at the last refresh, as received.
     tools_cache = models.JSONField(default=list, blank=True)
     refreshed_at = models.DateTimeField(null=True, blank=True)
+    # What else the server offered at the last refresh, cleaned and bounded
+    # (`tool_listing.clean_catalog`): `resources`, resource `templates` and `prompts`, each a
+    # list of dicts; a key's name in `truncated` when the server listed more than was kept.
+    catalog = models.JSONField(default=dict, blank=True)
     # Why the last attempt to list its tools failed (the server unreachable, over a limit);
     # empty once a listing succeeds. Shown to staff where the toolset is configured.
     refresh_error = models.TextField(blank=True, default="")
@@ -499,6 +510,9 @@ class ToolsetTool(models.Model):
     # Why Planboard does not offer the tool although the server lists it (e.g. it runs only
     # as an MCP task); empty: offered.
     unsupported = models.CharField(max_length=300, blank=True, default="")
+    # Planboard's own tool, not the server's: reads one of the server's resources
+    # (`resources/read`), added by a refresh while the server lists resources.
+    reads_resources = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["toolset_id", "name"]
@@ -608,6 +622,10 @@ class ToolCall(models.Model):
             )
         ]
         indexes = [models.Index(fields=["run", "status"])]
+
+    # Not a field: set on a claimed call of a toolset's `read_resource` (Planboard's own tool,
+    # `ToolsetTool.reads_resources`), which reads a resource instead of calling a tool.
+    reads_resource: bool = False
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"

@@ -316,6 +316,10 @@ PLANBOARD_LLM_TIMEOUT = float(os.environ.get("PLANBOARD_LLM_TIMEOUT", "120"))
 # Rate limits, timeouts and connection errors are retried with doubling backoff.
 PLANBOARD_LLM_ATTEMPTS = int(os.environ.get("PLANBOARD_LLM_ATTEMPTS", "3"))
 PLANBOARD_LLM_RETRY_DELAY = float(os.environ.get("PLANBOARD_LLM_RETRY_DELAY", "1.0"))
+# OpenAI and OpenAI-compatible servers are reached through litellm's own HTTP handler; 1 goes
+# through the OpenAI SDK instead (its request transform costs ~5 ms of CPU a call; see
+# docs/PERFORMANCE.md, benchmark 5).
+PLANBOARD_LLM_OPENAI_SDK = os.environ.get("PLANBOARD_LLM_OPENAI_SDK", "0") == "1"
 PLANBOARD_LLM_CONTEXT_TOKENS = int(os.environ.get("PLANBOARD_LLM_CONTEXT_TOKENS", "32000"))
 PLANBOARD_AGENT_MAX_STEPS = int(os.environ.get("PLANBOARD_AGENT_MAX_STEPS", "40"))
 # A worker driving a run renews its lease every third of this; another worker handed the same
@@ -395,6 +399,8 @@ PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 PLANBOARD_ELICITATION_TIMEOUT = float(os.environ.get("PLANBOARD_ELICITATION_TIMEOUT", "600"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+# Gets an MCP prompt's text for the composer (prompts/get on a connection of its own).
+PLANBOARD_TOOL_PROMPT_GETTER = "agents.mcp_client.get_prompt"
 # "Connect" for OAuth toolsets: begin (discovery, registration, PKCE) and finish (the code
 # exchanged for tokens) through the MCP SDK (docs/TOOLS.md).
 PLANBOARD_TOOL_OAUTH_START = "agents.mcp_client.oauth_start"
@@ -420,6 +426,10 @@ PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES = int(
     os.environ.get("PLANBOARD_TOOLSET_SCHEMA_MAX_BYTES", "524288")
 )
 PLANBOARD_TOOL_SCHEMA_MAX_BYTES = int(os.environ.get("PLANBOARD_TOOL_SCHEMA_MAX_BYTES", "65536"))
+# Resources, resource templates and prompts kept of one toolset, each (the first ones listed).
+PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS = int(
+    os.environ.get("PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS", "200")
+)
 # The largest message (a tool result, a listing page) a worker or web server reads from an
 # MCP server; a larger one is given up while it arrives (agents/mcp_limits.py).
 PLANBOARD_MCP_MESSAGE_MAX_BYTES = int(

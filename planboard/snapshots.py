@@ -202,8 +202,17 @@ def serialize_message(message: Message) -> dict[str, Any]:
         "tool_call_id": message.tool_call_id or None,
         "tool_name": message.tool_name or None,
         "answer_id": message.answer_id or None,
+        "attachments": message.attachments or [],
+        "attachment": _attachment_shown(message.attachment),
         "created_at": iso(message.created_at),
     }
+
+
+def _attachment_shown(attachment: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What people see of a read attachment: not its fence (the model's boundary marker)."""
+    if not attachment:
+        return None
+    return {k: v for k, v in attachment.items() if k != "fence"}
 
 
 def serialize_run(run: AgentRun | None, *, queue_position: int | None = None) -> RunSnapshot | None:
@@ -339,6 +348,9 @@ def serialize_toolset(
                 "env_names": sorted(toolset.env or {}),
                 "url": redact_url(toolset.url),  # credentials in it are secrets too
                 "header_names": sorted(toolset.headers or {}),
+                # What else the server offered at its last listing (resources, templates,
+                # prompts): the names and descriptions a person sees in a session.
+                "catalog": toolset.catalog or {},
                 "created_at": iso(toolset.created_at),
                 "updated_at": iso(toolset.updated_at),
             }

@@ -12,6 +12,7 @@ import codecs
 import mimetypes
 import re
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import IO, Any
 
 from asgiref.sync import sync_to_async
@@ -33,6 +34,29 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _TEXT_TYPES = {"application/json", "application/xml", "application/javascript"}
 # A file is read this much at a time, never whole (downloads, the agent's read_file).
 CHUNK = 65536
+
+
+def storage_folder(session_id: int) -> str:
+    """Where a session's files are stored (under generated names) in the default storage."""
+    return f"workspace/{session_id}"
+
+
+def local_root_uri(session_id: int) -> str | None:
+    """The session's workspace folder as a `file://` URI, when the default storage keeps files
+    on this machine's file system (Django's `FileSystemStorage`: the folder is made if
+    missing); None for storage elsewhere (S3 and the like). What an MCP server that asks for
+    roots is given (issue 24)."""
+    from django.core.files.storage import default_storage
+
+    try:
+        folder = Path(default_storage.path(storage_folder(session_id)))
+    except NotImplementedError:  # not a local file system
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder.resolve().as_uri()
 
 
 def file_limit() -> int:

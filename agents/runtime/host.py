@@ -4,7 +4,7 @@
 here (`adopt`); the task then returns and its message is acknowledged. Each run is a task on
 the loop (`agents.loop.drive`): while it waits on a hosted model it costs no thread and no
 database connection. Its database work goes to the host's `PoolLane` (a few threads, each
-with its own connection).
+with its own connection), where the units of runs that have had the fewest go first.
 
 Periodic work, one statement each for all the host's runs:
 - the heartbeat renews every lease the host holds (every third of the lease);
@@ -152,9 +152,9 @@ class RunHost:
             await pool.sweep(wanted)
 
     async def _host(self, run: AgentRun, control: RunControl) -> None:
-        lane: Lane = self.lane
+        lane: Lane = self.lane.for_run()
         if self.meter is not None:
-            lane = memory_limit.MeteredLane(self.lane, self.meter, run.pk)
+            lane = memory_limit.MeteredLane(lane, self.meter, run.pk)
         try:
             await loop.drive(run, worker=self.worker, lane=lane, control=control)
         except Exception:

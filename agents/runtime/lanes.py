@@ -9,6 +9,9 @@ holds a connection or a transaction across an await of its own.
   the host's own statements, so a worker process holds at most that many connections plus
   one however many runs it drives. Streamed text goes to
   one more thread, in order (`post`), so publishing never waits behind the database.
+  Each run reaches the pool through its own view (`PoolLane.for_run`): when units queue, those
+  of the runs that have had the fewest units so far go first (then in arrival order), so a
+  run just adopted gets to its first model request ahead of later steps of older runs.
 - `CallerLane` (`agents.loop.execute_run`, the tests): every unit runs on the thread that
   called, in order, while the event loop runs on a helper thread. A test's transaction (and
   SQLite's in-memory database) stays visible to the run, as it was before the runtime.
@@ -17,6 +20,7 @@ holds a connection or a transaction across an await of its own.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import queue
 import threading
@@ -65,18 +69,78 @@ def _quietly(fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         logger.warning("a posted unit failed", exc_info=True)
 
 
+# A run's units are ranked by how many it has had, up to this; past it they are all alike
+# (in arrival order). A step is three to five units: this favours a run's first two steps.
+YOUNG_RUN_UNITS = 8
+
+
+class _PriorityPool:
+    """A fixed set of threads taking work from a priority queue: lowest rank first, then the
+    order of arrival. (`ThreadPoolExecutor` serves strictly in arrival order.)"""
+
+    def __init__(self, threads: int, name: str) -> None:
+        self._work: queue.PriorityQueue[tuple[int, int, Any]] = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"{name}_{n}", daemon=True)
+            for n in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            _, _, item = self._work.get()
+            if item is None:
+                return
+            fn, args, kwargs, loop, done = item
+            if done is None:
+                fn(*args, **kwargs)
+                continue
+            if done.cancelled():
+                continue  # nobody waits for it any more (as a cancelled executor future)
+            try:
+                value = fn(*args, **kwargs)
+            except BaseException as exc:
+                loop.call_soon_threadsafe(_settle, done, None, exc)
+            else:
+                loop.call_soon_threadsafe(_settle, done, value, None)
+
+    async def run(self, rank: int, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        self._work.put((rank, next(self._order), (fn, args, {}, loop, done)))
+        return await done
+
+    def shutdown(self, last: Callable[[], Any]) -> None:
+        """Run `last` on every thread once the queued work is done, then end the threads."""
+        for _ in self._threads:
+            self._work.put((YOUNG_RUN_UNITS + 1, next(self._order), (last, (), {}, None, None)))
+        for _ in self._threads:
+            self._work.put((YOUNG_RUN_UNITS + 2, next(self._order), None))
+        for thread in self._threads:
+            thread.join()
+
+
 class PoolLane:
     def __init__(self, *, threads: int) -> None:
         self.threads = max(1, threads)
-        self._db = ThreadPoolExecutor(self.threads, thread_name_prefix="run-db")
+        self._db = _PriorityPool(self.threads, "run-db")
         self._io = ThreadPoolExecutor(1, thread_name_prefix="run-io")
         # The host's own statements (heartbeat, cancel check) never queue behind runs' work:
         # a busy host still renews its leases and hears a cancel within a second.
         self._control = ThreadPoolExecutor(1, thread_name_prefix="run-control")
 
+    def for_run(self) -> RunLane:
+        """One run's view of the pool: its units are ranked by how many it has had."""
+        return RunLane(self)
+
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db, _unit, fn, args, kwargs)
+        """A unit with the highest rank (work of the host, not of one run)."""
+        return await self.ranked(0, fn, *args, **kwargs)
+
+    async def ranked(self, rank: int, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await self._db.run(rank, _unit, (fn, args, kwargs))
 
     async def control(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """`run` on the host's own thread (and connection)."""
@@ -91,12 +155,29 @@ class PoolLane:
 
     def close(self) -> None:
         """Let the threads finish their units and close their connections."""
-        for _ in range(self.threads):
-            self._db.submit(close_thread_connection)
+        self._db.shutdown(close_thread_connection)
         self._control.submit(close_thread_connection)
-        self._db.shutdown(wait=True)
         self._io.shutdown(wait=True)
         self._control.shutdown(wait=True)
+
+
+class RunLane:
+    """A run's view of a `PoolLane` (see `PoolLane.for_run`)."""
+
+    def __init__(self, pool: PoolLane) -> None:
+        self._pool = pool
+        self.units = 0
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        rank = min(self.units, YOUNG_RUN_UNITS)
+        self.units += 1
+        return await self._pool.ranked(rank, fn, *args, **kwargs)
+
+    def post(self, fn: Callable[..., Any], /, *args: Any) -> None:
+        self._pool.post(fn, *args)
+
+    async def drain(self) -> None:
+        await self._pool.drain()
 
 
 _DONE = object()

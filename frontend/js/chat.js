@@ -18,7 +18,11 @@ const RESULT_PREVIEW = 140;
  * @property {boolean} [answerOnly] they may only answer (named by the owner): no stop button
  *   and no plan-mode switch
  * @property {boolean} [transcriptOnly] no run bar and no message box (history review)
- * @property {(text: string) => Promise<boolean>} [onSend]
+ * @property {(text: string, resources: {toolset_id: number, uri: string}[]) =>
+ *   Promise<boolean>} [onSend]
+ * @property {(input: HTMLTextAreaElement) =>
+ *   import("./composer-extras.js").ComposerExtras} [composerExtras] the prompts menu and
+ *   attached resources
  * @property {() => Promise<unknown>} [onStop]
  * @property {() => Promise<unknown>} [onGoAhead]
  * @property {() => void} [onKeepEditing]
@@ -89,7 +93,9 @@ export class ChatView {
     this.list.append(this.emptyNote);
     this.root.append(this.list);
     if (this.editable) {
-      this.root.append(this.buildComposer());
+      const composer = this.buildComposer();
+      if (this.extras) this.root.append(this.extras.element);
+      this.root.append(composer);
     } else if (!this.options.transcriptOnly) {
       this.root.append(h("p", { class: "read-only-note", text: t("read_only_chat") }));
     }
@@ -156,6 +162,8 @@ export class ChatView {
       this.planModeBox,
       h("span", { text: t("plan_mode") }),
     );
+    // Prompts and attached resources of the session's toolsets (composer-extras.js).
+    this.extras = this.options.composerExtras ? this.options.composerExtras(this.input) : null;
     const form = h(
       "form",
       { class: "composer" },
@@ -189,7 +197,11 @@ export class ChatView {
     this.sending = true;
     this.sendButton.disabled = true;
     try {
-      if (await this.options.onSend(text)) this.input.value = "";
+      const resources = this.extras ? this.extras.attached() : [];
+      if (await this.options.onSend(text, resources)) {
+        this.input.value = "";
+        if (this.extras) this.extras.clear();
+      }
     } finally {
       this.sending = false;
       this.sendButton.disabled = false;
@@ -558,6 +570,7 @@ export class ChatView {
       fillResult(standalone, message.content);
       return h("li", { class: "msg msg-tool", dataset: { id: message.id } }, standalone);
     }
+    if (message.attachment) return attachmentRow(message);
     const isUser = message.role === "user";
     const who = isUser ? message.author || t("you") : t("agent");
     const dataset = { id: message.id };
@@ -584,6 +597,22 @@ export class ChatView {
           : markdownElement(message.content, "bubble"),
       );
     }
+    if (message.attachments && message.attachments.length) {
+      element.append(
+        h(
+          "ul",
+          { class: "msg-attachments", "aria-label": t("attached") },
+          message.attachments.map((/** @type {any} */ item) =>
+            h(
+              "li",
+              { class: "chip", title: item.uri },
+              icon("paperclip"),
+              h("span", { text: `${item.toolset}: ${item.name || item.uri}` }),
+            ),
+          ),
+        ),
+      );
+    }
     for (const call of message.tool_calls || []) {
       const fn = call.function || {};
       const row = toolRow(fn.name || t("tool"), summarizeArguments(fn.arguments), fn.arguments);
@@ -600,6 +629,30 @@ export class ChatView {
   scrollToEnd(force) {
     if (force) this.list.scrollTop = this.list.scrollHeight;
   }
+}
+
+/** A resource a person attached, as the run read it from its server: folded, text only. */
+function attachmentRow(message) {
+  const item = message.attachment;
+  const label = item.ok ? "attachment_read" : "attachment_unread";
+  return h(
+    "li",
+    { class: "msg msg-attachment", dataset: { id: message.id } },
+    h(
+      "details",
+      { class: "tool-row" },
+      h(
+        "summary",
+        {},
+        icon("paperclip"),
+        h("span", {
+          class: "tool-name",
+          text: t(label, { toolset: item.toolset, name: item.name || item.uri }),
+        }),
+      ),
+      h("div", { class: "tool-body" }, h("pre", { class: "tool-pre", text: message.content })),
+    ),
+  );
 }
 
 /** Consecutive agent messages read as one turn: only the first shows "Agent · time". */

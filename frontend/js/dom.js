@@ -63,6 +63,9 @@ const ICONS = {
   pause: "M8 5.5v13 M16 5.5v13",
   tool: "M14.5 6a4 4 0 0 0-5 5L4 16.5 7.5 20l5.5-5.5a4 4 0 0 0 5-5l-2.5 2.5-2.5-.5-.5-2.5z",
   flag: "M6 21V4 M6 4h11l-2 4 2 4H6",
+  paperclip: "M16.5 7.5l-7 7a2 2 0 0 0 3 3l7.5-7.5a4 4 0 0 0-6-6L6.5 11.5a6 6 0 0 0 8.5 8.5l5-5",
+  sparkle: "M12 3l2 6 6 2-6 2-2 6-2-6-6-2 6-2z",
+  close: "M6 6l12 12 M18 6L6 18",
 };
 
 const FILLED = new Set(["play", "stop", "first", "prev", "next", "last"]);

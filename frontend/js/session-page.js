@@ -8,6 +8,7 @@ import { BoardView } from "./board.js";
 import { setUpAnswerers } from "./answerers.js";
 import { setUpSessionTools } from "./session-tools.js";
 import { ChatView } from "./chat.js";
+import { composerExtras } from "./composer-extras.js";
 import { FilesView } from "./files.js";
 import { askText } from "./dialog.js";
 import { loadStrings, t } from "./i18n.js";
@@ -62,7 +63,8 @@ class SessionPage {
     this.chat = new ChatView(document.getElementById("chat"), {
       editable: this.editable || answerOnly,
       answerOnly,
-      onSend: (text) => this.sendMessage(text),
+      onSend: (text, resources) => this.sendMessage(text, "reply", resources),
+      composerExtras: (input) => composerExtras(this.session.id, input),
       onStop: () => this.stopRun(),
       onGoAhead: () =>
         this.sendMessage(t("go_ahead_message"), this.awaitsConfirmation() ? "confirm" : "reply"),
@@ -84,6 +86,7 @@ class SessionPage {
       this.chat.offerEarlier((firstId) => messagesBefore(this.session.id, firstId));
     }
     this.chat.setRun(this.run);
+    if (this.chat.extras) this.chat.extras.refresh();
     this.chat.setToolCalls(this.session.pending_tool_calls);
     this.chat.setElicitations(this.session.pending_elicitations);
 
@@ -163,7 +166,10 @@ class SessionPage {
         this.session = { ...this.session, ...message.session };
         this.chat.setPlanMode(this.session.plan_mode);
         this.showTitle();
-        if (message.toolsets) this.onToolsets(message.toolsets);
+        if (message.toolsets) {
+          this.onToolsets(message.toolsets);
+          if (this.chat.extras) this.chat.extras.refresh();
+        }
         break;
       default:
         break;
@@ -487,9 +493,12 @@ class SessionPage {
   }
 
   /** `intent` "confirm" records the message as the plan's go-ahead (a decision). */
-  async sendMessage(content, intent = "reply") {
+  async sendMessage(content, intent = "reply", resources = []) {
     try {
-      await api("POST", this.sessionUrl("messages/"), { content, intent });
+      /** @type {Record<string, unknown>} */
+      const body = { content, intent };
+      if (resources.length) body.resources = resources;
+      await api("POST", this.sessionUrl("messages/"), body);
     } catch (error) {
       this.reportError(error);
       return false;

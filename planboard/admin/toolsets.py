@@ -15,7 +15,7 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from planboard import selectors, services
 from planboard.exceptions import PlanError
@@ -218,14 +218,16 @@ class ToolsetAdmin(admin.ModelAdmin):
         if obj is None:
             return fields
         extra = ("oauth_connection",) if obj.auth == Toolset.Auth.OAUTH else ()
-        return (*fields, "refreshed_at", "refresh_error", *extra)
+        return (*fields, "refreshed_at", "refresh_error", "offers", *extra)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         readonly: tuple[str, ...] = ("env_names", "header_names")
         if obj is not None and obj.kind == Toolset.Kind.BUILTIN:
             return (*readonly, "name", "kind", "refreshed_at")
         if obj is not None:
-            readonly = (*readonly, "name", "refreshed_at", "refresh_error", "oauth_connection")
+            readonly = (
+                *readonly, "name", "refreshed_at", "refresh_error", "offers", "oauth_connection",
+            )  # fmt: skip
         if (
             obj is not None
             and obj.kind == Toolset.Kind.STDIO
@@ -269,6 +271,26 @@ class ToolsetAdmin(admin.ModelAdmin):
             people,
             link,
         )
+
+    @admin.display(description="Resources and prompts offered")
+    def offers(self, obj: Toolset) -> str:
+        """What else the server listed at its last refresh (the server's words, escaped)."""
+        catalog = obj.catalog or {}
+        kinds = [
+            ("Resources", [r.get("uri", "") for r in catalog.get("resources") or []]),
+            ("Templates", [t.get("uri_template", "") for t in catalog.get("templates") or []]),
+            ("Prompts", [p.get("name", "") for p in catalog.get("prompts") or []]),
+        ]
+        cut = set(catalog.get("truncated") or [])
+        return format_html_join(
+            "",
+            "<p><strong>{}</strong> ({}{}): {}</p>",
+            (
+                (label, len(names), ", more not kept" if label.lower() in cut else "",
+                 ", ".join(names) or "-")
+                for label, names in kinds
+            ),
+        )  # fmt: skip
 
     @admin.display(description="HTTP headers (names)")
     def header_names(self, obj: Toolset) -> str:
@@ -411,6 +433,26 @@ class ToolsetCredentialAdmin(admin.ModelAdmin):
     @admin.display(description="Environment (names)")
     def env_names(self, obj: ToolsetCredential) -> str:
         return ", ".join(sorted(obj.env or {})) or "-"
+
+    @admin.display(description="Resources and prompts offered")
+    def offers(self, obj: Toolset) -> str:
+        """What else the server listed at its last refresh (the server's words, escaped)."""
+        catalog = obj.catalog or {}
+        kinds = [
+            ("Resources", [r.get("uri", "") for r in catalog.get("resources") or []]),
+            ("Templates", [t.get("uri_template", "") for t in catalog.get("templates") or []]),
+            ("Prompts", [p.get("name", "") for p in catalog.get("prompts") or []]),
+        ]
+        cut = set(catalog.get("truncated") or [])
+        return format_html_join(
+            "",
+            "<p><strong>{}</strong> ({}{}): {}</p>",
+            (
+                (label, len(names), ", more not kept" if label.lower() in cut else "",
+                 ", ".join(names) or "-")
+                for label, names in kinds
+            ),
+        )  # fmt: skip
 
     @admin.display(description="HTTP headers (names)")
     def header_names(self, obj: ToolsetCredential) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
 from planboard.models import (
@@ -183,8 +184,19 @@ class SessionUpdateSerializer(InputSerializer):
         return attrs
 
 
+class ResourceRefSerializer(InputSerializer):
+    toolset_id = StrictIntegerField(min_value=1, max_value=2**62)
+    uri = StrictCharField(min_length=1, max_length=2000)
+
+
 class MessageCreateSerializer(InputSerializer):
     content = StrictCharField(min_length=1, max_length=MESSAGE_MAX)
+    resources = ResourceRefSerializer(
+        many=True,
+        required=False,
+        help_text="MCP resources to attach (at most 5): each listed by a toolset the session "
+        "uses (GET /api/sessions/<id>/resources/); the run reads them from the server.",
+    )
     intent = StrictChoiceField(
         choices=[("reply", "Reply"), ("confirm", "Confirm the plan")],
         required=False,
@@ -416,6 +428,14 @@ class MessageSerializer(serializers.Serializer):
     tool_name = serializers.CharField(allow_null=True)
     answer_id = serializers.CharField(
         allow_null=True, help_text="For a streamed answer: the id its message.delta events had."
+    )
+    attachments = serializers.JSONField(
+        help_text="A person's message: the resources attached ({toolset_id, toolset, uri, name})."
+    )
+    attachment = serializers.JSONField(
+        allow_null=True,
+        help_text="The contents of one attached resource as the run read them (`content`): "
+        "{toolset_id, toolset, uri, name, of_message, ok}.",
     )
     created_at = serializers.DateTimeField(allow_null=True)
 
@@ -730,6 +750,12 @@ class ToolsetSerializer(serializers.Serializer):
         required=False, help_text="User, password and query values show as REDACTED."
     )
     header_names = serializers.ListField(child=serializers.CharField(), required=False)
+    catalog = serializers.JSONField(
+        required=False,
+        help_text="Staff only: what else the server offered at its last listing: `resources`, "
+        "resource `templates` and `prompts` (each a list), and `truncated`, the kinds it "
+        "listed more of than were kept.",
+    )
     created_at = serializers.DateTimeField(required=False, allow_null=True)
     updated_at = serializers.DateTimeField(required=False, allow_null=True)
 
@@ -834,3 +860,58 @@ class ToolCallDecisionSerializer(InputSerializer):
 class ToolCallDecidedSerializer(serializers.Serializer):
     tool_call = ToolCallSerializer()
     run = RunSerializer(allow_null=True)
+
+
+# --- what a session's toolsets offer besides tools: resources and prompts (issue 24) -----------
+
+
+class SessionResourceSerializer(serializers.Serializer):
+    toolset_id = serializers.IntegerField()
+    toolset = serializers.CharField(help_text="The toolset's name.")
+    uri = serializers.CharField()
+    name = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    mime_type = serializers.CharField()
+    size = serializers.IntegerField(allow_null=True)
+
+
+class SessionResourcesSerializer(serializers.Serializer):
+    results = SessionResourceSerializer(many=True)
+
+
+class SessionPromptSerializer(serializers.Serializer):
+    toolset_id = serializers.IntegerField()
+    toolset = serializers.CharField(help_text="The toolset's name.")
+    name = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    # `required` is a Field attribute: the argument's fields are declared as a mapping.
+    arguments = inline_serializer(
+        name="PromptArgument",
+        fields={
+            "name": serializers.CharField(),
+            "description": serializers.CharField(),
+            "required": serializers.BooleanField(),
+        },
+        many=True,
+    )
+
+
+class SessionPromptsSerializer(serializers.Serializer):
+    results = SessionPromptSerializer(many=True)
+
+
+class PromptGetSerializer(InputSerializer):
+    toolset_id = StrictIntegerField(min_value=1, max_value=2**62)
+    name = StrictCharField(min_length=1, max_length=200)
+    arguments = serializers.DictField(
+        child=StrictCharField(allow_blank=True, max_length=2000),
+        required=False,
+        default=dict,
+        help_text="The prompt's arguments by name (text).",
+    )
+
+
+class PromptTextSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="The prompt's text, for the person to edit and send.")

@@ -73,6 +73,21 @@ urlpatterns = [
         name="api-elicitation-answer",
     ),
     path(
+        "sessions/<api_id:session_id>/resources/",
+        toolsets.SessionResourcesView.as_view(),
+        name="api-session-resources",
+    ),
+    path(
+        "sessions/<api_id:session_id>/prompts/",
+        toolsets.SessionPromptsView.as_view(),
+        name="api-session-prompts",
+    ),
+    path(
+        "sessions/<api_id:session_id>/prompts/get/",
+        toolsets.SessionPromptGetView.as_view(),
+        name="api-session-prompt-get",
+    ),
+    path(
         "sessions/<api_id:session_id>/files/",
         files.SessionFilesView.as_view(),
         name="api-session-files",

@@ -48,11 +48,12 @@ def toolsets_visible_to(user: User) -> QuerySet[Toolset]:
 
 def toolset_rows(queryset: QuerySet[Toolset], *, user: User) -> QuerySet[Toolset]:
     """The toolsets with their tools and teams, in three queries (not their cached listings:
-    the tools are read as rows), each with whether `user` has connected their own credential
-    (`connected`)."""
+    the tools are read as rows; the catalog only for staff, who are shown it), each with
+    whether `user` has connected their own credential (`connected`)."""
+    unread = ("tools_cache",) if sees_toolset_configuration(user) else ("tools_cache", "catalog")
     return (
         queryset.order_by("name")
-        .defer("tools_cache")
+        .defer(*unread)
         .annotate(
             connected=Exists(
                 ToolsetCredential.objects.filter(toolset_id=OuterRef("pk"), user_id=user.pk)
@@ -126,6 +127,54 @@ def toolset_credential_count(*, toolset_id: int) -> int:
     return ToolsetCredential.objects.filter(toolset_id=toolset_id).count()
 
 
+def session_toolsets_in_use(*, session_id: int) -> list[Toolset]:
+    """The toolsets whose servers the session's agent can reach now: enabled, enabled by the
+    session, open to its owner (teams) and, per person, connected by the owner; by name, with
+    their `catalog` (the same rule as `session_tools`)."""
+    owner = Subquery(ChatSession.objects.filter(pk=session_id).values("owner_id")[:1])
+    return list(
+        Toolset.objects.filter(
+            open_to(owner),
+            Q(access=Toolset.Access.SHARED)
+            | Exists(ToolsetCredential.objects.filter(toolset_id=OuterRef("pk"), user_id=owner)),
+            sessions__session_id=session_id,
+            enabled=True,
+        )
+        .exclude(kind=Toolset.Kind.BUILTIN)
+        .only("id", "name", "title", "catalog")
+        .order_by("name")
+    )
+
+
+def session_catalog(*, session_id: int, kind: str) -> list[dict[str, Any]]:
+    """What the session's toolsets in use offer of `kind` (`resources`, `templates` or
+    `prompts`, as their last refresh stored it), each entry with its `toolset_id` and
+    `toolset` (name)."""
+    found = []
+    for toolset in session_toolsets_in_use(session_id=session_id):
+        for entry in (toolset.catalog or {}).get(kind) or []:
+            found.append({"toolset_id": toolset.pk, "toolset": toolset.name, **entry})
+    return found
+
+
+def session_resource(*, session_id: int, toolset_id: int, uri: str) -> dict[str, Any] | None:
+    """The resource `uri` of `toolset_id` when the session may use that toolset now and its
+    server lists that resource (None otherwise), with `toolset_id` and `toolset`."""
+    for entry in session_catalog(session_id=session_id, kind="resources"):
+        if entry["toolset_id"] == toolset_id and entry["uri"] == uri:
+            return entry
+    return None
+
+
+def session_prompt(*, session_id: int, toolset_id: int, name: str) -> dict[str, Any] | None:
+    """The prompt `name` of `toolset_id` when the session may use that toolset now and its
+    server lists that prompt (None otherwise)."""
+    for entry in session_catalog(session_id=session_id, kind="prompts"):
+        if entry["toolset_id"] == toolset_id and entry["name"] == name:
+            return entry
+    return None
+
+
 def session_toolset_ids(*, session_id: int) -> list[int]:
     return list(
         SessionToolset.objects.filter(session_id=session_id)
@@ -139,7 +188,7 @@ def session_toolset_ids(*, session_id: int) -> list[int]:
 # secrets or how its server starts (read when a call is made: `services.tool_call_claim`).
 OFFERED_TOOL_FIELDS = (
     "id", "toolset", "name", "description", "input_schema", "read_only", "policy",
-    "needs_review", "toolset__id", "toolset__name",
+    "needs_review", "reads_resources", "toolset__id", "toolset__name",
 )  # fmt: skip
 
 

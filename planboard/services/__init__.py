@@ -15,7 +15,7 @@ nothing.
 |             | `plan_recover`                                                      |
 | `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
-| `runs`      | `message_post`, `message_record_agent`, `run_*`                      |
+| `runs`      | `message_post`, `message_record_agent`, `message_record_attachment`, `run_*` |
 | `run_queue` | `run_admit_waiting` (per-user admission), `run_reclaim_expired_leases` |
 |             | (the sweep that re-dispatches runs of dead workers)                 |
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
@@ -69,6 +69,7 @@ from planboard.services.runs import (
     RunStopFlags,
     message_post,
     message_record_agent,
+    message_record_attachment,
     run_cancel,
     run_finish,
     run_hand_off,
@@ -114,6 +115,7 @@ from planboard.services.toolsets import (
     toolset_oauth_connectable,
     toolset_oauth_register,
     toolset_oauth_tokens_store,
+    toolset_prompt_get,
     toolset_refresh_tools,
     toolset_rotate_secrets,
     toolset_update,
@@ -143,6 +145,7 @@ __all__ = [
     "inbox_snooze",
     "message_post",
     "message_record_agent",
+    "message_record_attachment",
     "notification_claim",
     "notification_finish",
     "notification_settings_update",
@@ -199,6 +202,7 @@ __all__ = [
     "toolset_oauth_connectable",
     "toolset_oauth_register",
     "toolset_oauth_tokens_store",
+    "toolset_prompt_get",
     "toolset_refresh_tools",
     "toolset_rotate_secrets",
     "toolset_update",

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -78,6 +78,7 @@ def message_post(
     content: str,
     channel: str = Channel.BROWSER,
     intent: str = "reply",
+    resources: Any = None,
 ) -> tuple[Message, AgentRun]:
     """A person writes to the agent: store the message and make sure a run will read it.
 
@@ -88,13 +89,17 @@ def message_post(
     PLANBOARD_USER_RUNS_IN_FLIGHT, else it waits its turn (`run_queue`). Answering a waiting
     run is recorded as a decision (who, through `channel`); `intent="confirm"` is the plan's
     go-ahead and is refused when no plan waits for one (a stale button must not start a new
-    conversation).
+    conversation). `resources`: MCP resources attached (`{toolset_id, uri}` each, at most
+    `ATTACHMENTS_MAX`): each must be listed by a toolset the session uses now; the run reads
+    them from their servers before its next model call.
     """
     if intent not in ("reply", "confirm"):
         raise PlanError("'intent' must be 'reply' or 'confirm'.")
     clean = _clean_text(content, field="content", required=True, limit=MESSAGE_MAX)
+    wanted = _clean_resource_refs(resources)
     with transaction.atomic():
         session = _lock_session(session_id)
+        attachments = _attachments_of(session_id, wanted)
         latest = AgentRun.objects.filter(session=session).order_by("-id").first()
         waits = (
             _run_waits_kind(latest)
@@ -128,7 +133,12 @@ def message_post(
             run = AgentRun.objects.create(session=session, model=settings.PLANBOARD_LLM_MODEL)
             _admit_or_wait(run, owner_id=session.owner_id)
         message = Message.objects.create(
-            session=session, run=run, author=author, role=Message.Role.USER, content=clean
+            session=session,
+            run=run,
+            author=author,
+            role=Message.Role.USER,
+            content=clean,
+            attachments=attachments or None,
         )
         if not session.title:
             session.title = clean.splitlines()[0][:80]
@@ -173,6 +183,101 @@ def message_record_agent(
         raise PlanError(
             f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
         )
+    return message
+
+
+# --- resources attached to a message (issue 24) -------------------------------------------
+
+ATTACHMENTS_MAX = 5
+URI_MAX = 2000
+
+
+def _clean_resource_refs(value: Any) -> list[tuple[int, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise PlanError("'resources' must be a list of {toolset_id, uri} objects.")
+    if len(value) > ATTACHMENTS_MAX:
+        raise PlanError(f"At most {ATTACHMENTS_MAX} resources can be attached to a message.")
+    refs: list[tuple[int, str]] = []
+    for item in value:
+        toolset_id = item.get("toolset_id") if isinstance(item, dict) else None
+        uri = item.get("uri") if isinstance(item, dict) else None
+        if (
+            not isinstance(toolset_id, int)
+            or isinstance(toolset_id, bool)
+            or not isinstance(uri, str)
+            or not uri
+            or len(uri) > URI_MAX
+        ):
+            raise PlanError("Each attached resource needs a 'toolset_id' (number) and a 'uri'.")
+        if (toolset_id, uri) not in refs:
+            refs.append((toolset_id, uri))
+    return refs
+
+
+def _attachments_of(session_id: int, refs: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    """The attached resources as the message stores them; `PlanError` when one is not
+    offered by a toolset the session uses now."""
+    attachments = []
+    for toolset_id, uri in refs:
+        found = selectors.session_resource(session_id=session_id, toolset_id=toolset_id, uri=uri)
+        if found is None:
+            raise PlanError(
+                f"Toolset {toolset_id} offers no resource {uri[:200]!r} in this session (it is "
+                "not enabled here, or its server does not list that resource).",
+                code="unknown_resource",
+            )
+        attachments.append(
+            {
+                "toolset_id": toolset_id,
+                "toolset": found["toolset"],
+                "uri": uri,
+                "name": found.get("title") or found.get("name") or "",
+            }
+        )
+    return attachments
+
+
+def attachment_call_id(message_id: int, index: int) -> str:
+    return f"attach:{message_id}:{index}"
+
+
+def message_record_attachment(
+    *,
+    session_id: int,
+    run_id: int,
+    message_id: int,
+    index: int,
+    content: str,
+    ok: bool,
+    fence: str,
+) -> Message:
+    """Store what the run read of the `index`th resource attached to a person's message
+    (`ok` False: why it could not be read), once (`PlanError(code="duplicate_tool_call")`
+    when it is stored already)."""
+    with transaction.atomic():
+        person = Message.objects.filter(pk=message_id, session_id=session_id).first()
+        attached = (person.attachments or []) if person is not None else []
+        if index >= len(attached):
+            raise PlanError("No such attachment.", code="not_found")
+        ref = attached[index]
+        message = Message(
+            session_id=session_id,
+            run_id=run_id,
+            role=Message.Role.USER,
+            content=without_nul(content),
+            tool_call_id=attachment_call_id(message_id, index),
+            attachment={**ref, "of_message": message_id, "ok": ok, "fence": fence},
+        )
+        try:
+            with transaction.atomic():
+                message.save()
+        except IntegrityError:
+            raise PlanError(
+                "That attachment was read already.", code="duplicate_tool_call"
+            ) from None
+        _publish_message(message)
     return message
 
 

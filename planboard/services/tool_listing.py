@@ -126,6 +126,7 @@ def _clean_discovered(item: Mapping[str, Any]) -> dict[str, Any] | None:
         "input_schema": without_nul(schema),
         "read_only": item.get("read_only") is True,
         "unsupported": TASK_ONLY if item.get("task_support") == "required" else "",
+        "reads_resources": False,
     }
 
 
@@ -205,3 +206,116 @@ def apply_listing(toolset: Toolset, tool: ToolsetTool, clean: dict[str, Any]) ->
         tool.policy = stricter(tool.policy, default_policy_of(toolset, tool.name, tool.read_only))
     if tool.needs_review:
         tool.policy = stricter(tool.policy, ToolsetTool.Policy.ASK)
+
+
+# --- resources, resource templates and prompts (issue 24) -------------------------------------
+#
+# What a server lists besides tools is shown to people (attach a resource, pick a prompt) and,
+# for resources, named to the agent through `RESOURCE_TOOL`. It is kept bounded like a tool
+# listing, but a long list is cut rather than refused: nothing in it runs by itself, and a
+# resource not kept simply cannot be attached or read.
+
+CATALOG_KINDS = ("resources", "templates", "prompts")
+# Characters kept of each text field of a listed resource or prompt.
+CATALOG_TEXT_MAX = {"uri": 2000, "uri_template": 2000, "name": 200, "title": 200}
+CATALOG_DESCRIPTION_MAX = 1000
+PROMPT_ARGUMENTS_MAX = 20
+
+# Planboard's own tool on every toolset whose server lists resources: `<toolset>__read_resource`.
+# A server tool of the same name keeps the name (and Planboard's is not added).
+RESOURCE_TOOL = "read_resource"
+RESOURCE_TOOL_DESCRIPTION = (
+    "Read one of the resources this toolset's server offers (MCP resources/read). Pass its "
+    "exact `uri`; the resources offered are listed below. The contents come back as data "
+    "from that server."
+)
+RESOURCE_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "uri": {"type": "string", "description": "The resource's URI, exactly as listed."}
+    },
+    "required": ["uri"],
+}
+
+
+def max_catalog_items() -> int:
+    """Resources, resource templates and prompts kept of one toolset (each)."""
+    return int(getattr(settings, "PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS", 200))
+
+
+def _text(value: Any, limit: int) -> str:
+    return without_nul(value if isinstance(value, str) else "")[:limit]
+
+
+def _clean_entry(kind: str, item: Mapping[str, Any]) -> dict[str, Any] | None:
+    key = {"resources": "uri", "templates": "uri_template", "prompts": "name"}[kind]
+    ident = item.get(key)
+    if not isinstance(ident, str) or not ident or len(ident) > CATALOG_TEXT_MAX.get(key, 200):
+        return None  # an entry that cannot be named exactly cannot be used
+    clean: dict[str, Any] = {
+        field_name: _text(item.get(field_name), limit)
+        for field_name, limit in CATALOG_TEXT_MAX.items()
+        if field_name in item or field_name == key
+    }
+    clean["description"] = _text(item.get("description"), CATALOG_DESCRIPTION_MAX)
+    if kind != "prompts":
+        clean["mime_type"] = _text(item.get("mime_type"), 100)
+    if kind == "resources":
+        size = item.get("size")
+        clean["size"] = size if isinstance(size, int) and size >= 0 else None
+    if kind == "prompts":
+        arguments = []
+        for argument in list(item.get("arguments") or [])[:PROMPT_ARGUMENTS_MAX]:
+            if not isinstance(argument, Mapping):
+                continue
+            name = _text(argument.get("name"), 100)
+            if name:
+                arguments.append(
+                    {
+                        "name": name,
+                        "description": _text(argument.get("description"), 300),
+                        "required": argument.get("required") is True,
+                    }
+                )
+        clean["arguments"] = arguments
+    return clean
+
+
+def clean_catalog(found: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A server's resources, templates and prompts as stored (`Toolset.catalog`): at most
+    `max_catalog_items()` of each (the first ones; the kind is named in `truncated` when more
+    were listed), text fields cut, entries without a usable URI or name dropped, duplicates
+    dropped."""
+    catalog: dict[str, Any] = {kind: [] for kind in CATALOG_KINDS}
+    truncated: list[str] = []
+    for kind in CATALOG_KINDS:
+        items = (found or {}).get(kind) or []
+        seen: set[str] = set()
+        for item in items:
+            if not isinstance(item, Mapping):
+                continue
+            clean = _clean_entry(kind, item)
+            if clean is None:
+                continue
+            ident = clean.get("uri") or clean.get("uri_template") or clean["name"]
+            if ident in seen:
+                continue
+            if len(catalog[kind]) >= max_catalog_items():
+                truncated.append(kind)
+                break
+            seen.add(ident)
+            catalog[kind].append(clean)
+    catalog["truncated"] = truncated
+    return catalog
+
+
+def resource_tool_listing() -> dict[str, Any]:
+    """`RESOURCE_TOOL` as a refresh stores it (read-only: it runs without asking by default)."""
+    return {
+        "name": RESOURCE_TOOL,
+        "description": RESOURCE_TOOL_DESCRIPTION,
+        "input_schema": RESOURCE_TOOL_SCHEMA,
+        "read_only": True,
+        "unsupported": "",
+        "reads_resources": True,
+    }

@@ -32,11 +32,15 @@ from planboard.models import (
     ToolsetCredential,
     ToolsetTool,
 )
+from planboard.pgtext import without_nul
 from planboard.services._core import _clean_text, _lock_session, _publish_session
 from planboard.services.tool_listing import (
+    RESOURCE_TOOL,
     apply_listing,
+    clean_catalog,
     clean_listing,
     default_policy_of,
+    resource_tool_listing,
     tool_fingerprint,
 )
 from planboard.snapshots import serialize_session
@@ -391,6 +395,8 @@ def toolset_refresh_tools(
             discover = import_string(settings.PLANBOARD_TOOL_DISCOVERER)
             tools = discover(toolset)  # outside any transaction: a server may be slow
         listing = clean_listing(toolset, tools)
+        found_catalog = getattr(tools, "catalog", None)
+        catalog = clean_catalog(found_catalog) if found_catalog is not None else None
     except PlanError as failure:
         # Kept for staff to see where the toolset is configured; the tools stay as they were.
         Toolset.objects.filter(pk=toolset_id).update(refresh_error=str(failure)[:TEXT_MAX])
@@ -400,6 +406,10 @@ def toolset_refresh_tools(
     with transaction.atomic():
         toolset = Toolset.objects.select_for_update().defer("tools_cache").get(pk=toolset_id)
         result.toolset = toolset
+        if catalog is not None:  # a listing without one leaves the stored one as it was
+            toolset.catalog = catalog
+        if (toolset.catalog or {}).get("resources") and RESOURCE_TOOL not in found:
+            found[RESOURCE_TOOL] = resource_tool_listing()
         existing = {t.name: t for t in ToolsetTool.objects.filter(toolset=toolset)}
         for name, clean in found.items():
             tool = existing.get(name)
@@ -419,10 +429,17 @@ def toolset_refresh_tools(
                 tool.save(update_fields=["available"])
                 result.removed.append(name)
         # The tools taken, as cleaned: within the limits, whatever the server sent.
-        toolset.tools_cache = list(found.values())
+        # (Planboard's own resource reader is not the server's.)
+        toolset.tools_cache = [
+            {k: v for k, v in t.items() if k != "reads_resources"}
+            for t in found.values()
+            if not t.get("reads_resources")
+        ]
         toolset.refreshed_at = timezone.now()
         toolset.refresh_error = ""
-        toolset.save(update_fields=["tools_cache", "refreshed_at", "refresh_error", "updated_at"])
+        toolset.save(
+            update_fields=["tools_cache", "catalog", "refreshed_at", "refresh_error", "updated_at"]
+        )
     return result
 
 
@@ -445,6 +462,50 @@ def toolset_discover(*, toolset_id: int, changed: Iterable[str] | None = None) -
         return toolset_refresh_tools(toolset_id=toolset_id)
     except PlanError:
         return None
+
+
+# --- a server's prompts, for the composer (issue 24) ----------------------------------------
+
+PROMPT_ARGUMENT_MAX = 2000
+
+
+def toolset_prompt_get(
+    *, session_id: int, toolset_id: int, name: str, arguments: Any = None
+) -> str:
+    """The text of the prompt `name` of a toolset the session uses now, filled with
+    `arguments` (strings by the prompt's argument names; the required ones given), asked of
+    its server (`settings.PLANBOARD_TOOL_PROMPT_GETTER`, no transaction open, bounded by
+    `PLANBOARD_TOOL_TIMEOUT`) with the session's credentials. Nothing is stored; `PlanError`
+    for a prompt not offered, bad arguments, or a server that cannot give it."""
+    prompt = selectors.session_prompt(session_id=session_id, toolset_id=toolset_id, name=name)
+    if prompt is None:
+        raise PlanError(
+            f"Toolset {toolset_id} offers no prompt {str(name)[:100]!r} in this session.",
+            code="unknown_prompt",
+        )
+    given = {} if arguments is None else arguments
+    if not isinstance(given, dict):
+        raise PlanError("'arguments' must be an object of text values.")
+    known = {a["name"]: a for a in prompt.get("arguments") or []}
+    clean: dict[str, str] = {}
+    for key, value in given.items():
+        if key not in known:
+            raise PlanError(f"The prompt {name!r} takes no argument {str(key)[:100]!r}.")
+        if not isinstance(value, str) or len(value) > PROMPT_ARGUMENT_MAX:
+            raise PlanError(
+                f"The argument {key!r} must be text of at most {PROMPT_ARGUMENT_MAX} characters."
+            )
+        if value.strip():
+            clean[key] = without_nul(value)
+    missing = [k for k, a in known.items() if a.get("required") and k not in clean]
+    if missing:
+        raise PlanError(f"The prompt {name!r} needs: {', '.join(missing)}.")
+    toolset = Toolset.objects.filter(pk=toolset_id).first()
+    called = selectors.toolset_as_called(toolset, session_id=session_id) if toolset else None
+    if called is None:
+        raise PlanError("The toolset is no longer usable in this session.", code="unknown_prompt")
+    getter = import_string(settings.PLANBOARD_TOOL_PROMPT_GETTER)
+    return str(getter(called, name, clean))
 
 
 # --- a person's own credentials ------------------------------------------------------------

@@ -97,7 +97,8 @@ def workspace_file_write(
     wrote it). Raises `PlanError` for a bad path, too much content, or too many files."""
     clean = workspace.clean_path(path)
     data = workspace.encode_content(content)
-    name = default_storage.save(f"workspace/{session_id}/{uuid.uuid4().hex}", ContentFile(data))
+    folder = workspace.storage_folder(session_id)
+    name = default_storage.save(f"{folder}/{uuid.uuid4().hex}", ContentFile(data))
     try:
         with transaction.atomic():
             _lock_session(session_id)

@@ -161,6 +161,18 @@ STRINGS: dict[str, str | Promise] = {
         "answer its questions. Separate usernames with commas."
     ),
     "answerers_label": _("Usernames"),
+    # The message box's prompts and attached resources (MCP)
+    "prompts": _("Prompts"),
+    "prompts_none": _("The session's toolsets offer no prompts."),
+    "prompt_use": _("Put in the message box"),
+    "prompt_arguments_help": _("A prompt of {toolset}: fill in what it asks for."),
+    "prompt_failed": _("Could not get the prompt {name}: {reason}"),
+    "attach_resource": _("Attach"),
+    "resources_none": _("The session's toolsets offer no resources."),
+    "attached": _("Attached resources"),
+    "attachment_remove": _("Remove {name}"),
+    "attachment_read": _("Attached from {toolset}: {name}"),
+    "attachment_unread": _("Attached from {toolset}, not read: {name}"),
     "tools_title": _("Tools for this session"),
     "tools_help": _(
         "Tick the toolsets the agent may use here. Some act as you: connect your own account or "

@@ -149,6 +149,7 @@ def seed() -> dict[str, Any]:
         access="per_person",
     )
     dressed_up_session = seed_dressed_up_answer(alice)
+    prompts_session = seed_mcp_catalog(alice, sam)
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
 
@@ -157,6 +158,7 @@ def seed() -> dict[str, Any]:
         "approval_session": approval_session,
         "calendar_toolset": calendar.pk,
         "dressed_up_session": dressed_up_session,
+        "prompts_session": prompts_session,
         "inbox_sessions": inbox_sessions,
         "elicitation_session": elicitation_session,
         "board_session": board_session.pk,
@@ -165,6 +167,38 @@ def seed() -> dict[str, Any]:
         "review_plan": review_plan.pk,
         "review_versions": review_plan.version,
     }
+
+
+def seed_mcp_catalog(alice: Any, admin: Any) -> int | None:
+    """A session using the reference "everything" MCP server (prompts and resources), or None
+    without Node.js or `npm ci` (the test that needs it skips)."""
+    import shutil
+    from pathlib import Path
+
+    from planboard import services
+    from planboard.models import Toolset
+
+    root = Path(__file__).resolve().parents[2]
+    script = root / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+    node = shutil.which("node")
+    if node is None or not script.exists():
+        return None
+    toolset = services.toolset_create(
+        user=admin,
+        name="everything",
+        title="Everything",
+        kind="stdio",
+        command=node,
+        args=[str(script), "stdio"],
+    )
+    services.toolset_refresh_tools(toolset_id=toolset.pk)
+    # The test server too: its prompt's title, description and text are markup.
+    notes = Toolset.objects.get(name="notes")
+    session = services.session_create(owner=alice, title="Prompts and resources")
+    services.session_set_toolsets(
+        session_id=session.pk, toolset_ids=[toolset.pk, notes.pk], user=alice
+    )
+    return int(session.pk)
 
 
 def seed_pending_approval(alice: Any, admin: Any) -> int:

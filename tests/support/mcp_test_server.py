@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resources.types import TextResource
 from mcp.types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -91,6 +92,8 @@ def build_server(notes_path: str | None = None) -> MCPServer:
         sys.stderr.flush()
         return "shouted"
 
+    _add_hostile_prompt(server)
+
     # State kept in this process only: what a live session keeps between calls.
     counter = {"total": 0}
 
@@ -104,14 +107,14 @@ def build_server(notes_path: str | None = None) -> MCPServer:
     async def grow(line: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """Change the tools this server lists (kept in `$TOOLS_FILE`, so a new process of it
         lists them too) and tell the client: `extra:<name>` adds a tool, `relabel` makes
-        `write_note` claim to be read-only."""
+        `write_note` claim to be read-only, `resource:<name>` adds a resource."""
         tools_file = os.environ.get("TOOLS_FILE")
         if not tools_file:
             return "no TOOLS_FILE"
         with Path(tools_file).open("a", encoding="utf-8") as out:
             out.write(line + "\n")
         _apply_line(server, line, write_note)
-        await ctx.session.send_tool_list_changed()
+        await _announce(ctx, line)
         return f"grown: {line}"
 
     add_ask(server)
@@ -157,6 +160,27 @@ ELICIT_BAD_SCHEMA: dict[str, Any] = {
 }
 
 
+def _add_hostile_prompt(server: MCPServer) -> None:
+    """A prompt whose every word tries to be markup (the composer shows it as text only)."""
+    hostile = '<img src=x onerror="window.__xss=1">'
+
+    @server.prompt(
+        name="hostile",
+        title=f"Hostile {hostile}",
+        description=f"Its text is markup {hostile}",
+    )
+    def hostile_prompt(topic: str) -> str:
+        return f"About {topic}: {hostile}"
+
+
+async def _announce(ctx: Any, line: str) -> None:
+    """Tell the client what `grow` changed."""
+    if line.startswith("resource:"):
+        await ctx.session.send_resource_list_changed()
+    else:
+        await ctx.session.send_tool_list_changed()
+
+
 def _apply_tool_changes(server: MCPServer, write_note: Any) -> None:
     """What `grow` asked for earlier (in `$TOOLS_FILE`), so a new process lists it too."""
     tools_file = os.environ.get("TOOLS_FILE")
@@ -168,7 +192,10 @@ def _apply_tool_changes(server: MCPServer, write_note: Any) -> None:
 
 
 def _apply_line(server: MCPServer, line: str, write_note: Any) -> None:
-    if line.startswith("extra:"):
+    if line.startswith("resource:"):  # a text resource `note://<name>`
+        name = line.removeprefix("resource:")
+        server.add_resource(TextResource(uri=f"note://{name}", name=name, text=f"note {name}"))
+    elif line.startswith("extra:"):
         name = line.removeprefix("extra:")
         server.add_tool(_constant(name), name=name, description="A tool added later.")
     elif line == "relabel":

@@ -141,7 +141,6 @@ class PacedOpenAI:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("Connection", "close")
                 self.end_headers()
                 for chunk in stream_chunks(payload):
                     self.send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())

@@ -155,6 +155,7 @@ class SessionMessagesView(ApiView):
             content=data["content"],
             intent=data["intent"],
             channel=request_channel(request),
+            resources=[dict(r) for r in data.get("resources") or []] or None,
         )
         body = {"message": serialize_message(message), "run": selectors.run_shown(run)}
         return Response(body, status=status.HTTP_202_ACCEPTED)

@@ -14,7 +14,12 @@ from rest_framework.response import Response
 
 from planboard import selectors, services
 from planboard.api import serializers as s
-from planboard.api.permissions import decidable_session, require_model_permission, visible_session
+from planboard.api.permissions import (
+    answerable_session,
+    decidable_session,
+    require_model_permission,
+    visible_session,
+)
 from planboard.api.views.base import (
     ERRORS,
     READ_ERRORS,
@@ -214,3 +219,53 @@ class ToolCallDecisionView(ApiView):
         )
         run = AgentRun.objects.filter(pk=record.run_id).first() if record.run_id else None
         return Response({"tool_call": serialize_tool_call(record), "run": selectors.run_shown(run)})
+
+
+class SessionResourcesView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        operation_id="sessions_resources_list",
+        responses={200: s.SessionResourcesSerializer, **READ_ERRORS},
+        summary="The resources the session's toolsets offer (as their last refresh listed).",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(signed_in(request), session_id)
+        return Response(
+            {"results": selectors.session_catalog(session_id=session_id, kind="resources")}
+        )
+
+
+class SessionPromptsView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        operation_id="sessions_prompts_list",
+        responses={200: s.SessionPromptsSerializer, **READ_ERRORS},
+        summary="The prompts the session's toolsets offer (as their last refresh listed).",
+    )
+    def get(self, request: Request, session_id: int) -> Response:
+        visible_session(signed_in(request), session_id)
+        return Response(
+            {"results": selectors.session_catalog(session_id=session_id, kind="prompts")}
+        )
+
+
+class SessionPromptGetView(ApiView):
+    @extend_schema(
+        tags=["sessions"],
+        parameters=[SESSION_ID],
+        request=s.PromptGetSerializer,
+        responses={200: s.PromptTextSerializer, **ERRORS},
+        summary="Get a prompt's text from its server (prompts/get), to put in the message box.",
+    )
+    def post(self, request: Request, session_id: int) -> Response:
+        answerable_session(signed_in(request), session_id)
+        data = parse(s.PromptGetSerializer, request.data)
+        text = services.toolset_prompt_get(
+            session_id=session_id,
+            toolset_id=data["toolset_id"],
+            name=data["name"],
+            arguments=dict(data.get("arguments") or {}),
+        )
+        return Response({"text": text})

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('planboard', '0014_toolset_oauth'),
+        ('planboard', '0015_toolset_resources_prompts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

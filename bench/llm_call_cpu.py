@@ -1,0 +1,171 @@
+"""Benchmark 7: the worker's CPU per model call, by the transport litellm uses for
+OpenAI-compatible servers (issue 23: CPU per step decides how many runs a host drives).
+
+`agents.llm.acomplete` streams a tool-call answer from the paced model server
+(tests/support/paced_model.py, in a subprocess so its CPU is not counted, answering at once),
+`--concurrency` calls at a time, with a request of realistic size: a system prompt, `--turns`
+earlier tool calls and results, and `--tools` tool schemas. Rounds alternate between
+
+- litellm's own HTTP handler (Planboard's default), and
+- the OpenAI SDK (`PLANBOARD_LLM_OPENAI_SDK=1`, litellm's usual path for `openai/` models),
+
+so both see the same machine load; CPU is this process's `time.process_time()` per call.
+The floor beside them: encoding the same request as JSON, which any client must do.
+
+    .venv/bin/python bench/llm_call_cpu.py [--calls 300] [--rounds 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as common
+
+SERVER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.support.paced_model import PacedOpenAI
+server = PacedOpenAI(delay=0.0, answers=4).start()
+print(server.base_url, flush=True)
+time.sleep(3600)
+"""
+TRANSPORTS = {"litellm HTTP handler (default)": False, "OpenAI SDK": True}
+
+
+def request(turns: int, tools: int, number: int) -> tuple[list[dict[str, Any]], list[Any]]:
+    schema = {
+        "type": "object",
+        "properties": {
+            "subtask_idx": {"type": "integer", "description": "which subtask"},
+            "names": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["subtask_idx"],
+    }
+    offered = [
+        {
+            "type": "function",
+            "function": {"name": f"tool_{n}", "description": "A tool. " * 25, "parameters": schema},
+        }
+        for n in range(tools)
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You plan and carry out work. " * 100},
+        {"role": "user", "content": f"Plan the trip [run:b{number}]"},
+    ]
+    for turn in range(turns):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{turn}",
+                        "type": "function",
+                        "function": {"name": "view_subtasks", "arguments": '{"subtask_idx": 0}'},
+                    }
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "r" * 400})
+    messages.append({"role": "user", "content": "<system-hint>Go on.</system-hint>"})
+    return messages, offered
+
+
+async def timed_calls(calls: int, concurrency: int, turns: int, tools: int) -> float:
+    from agents import llm
+
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(number: int) -> None:
+        messages, offered = request(turns, tools, number)
+        async with gate:
+            await llm.acomplete(
+                messages=messages,
+                tools=offered,
+                listener=llm.StreamListener(on_text=lambda _: None),
+            )
+
+    await asyncio.gather(*(one(n) for n in range(min(20, calls))))  # warm the transport
+    started = time.process_time()
+    await asyncio.gather(*(one(n) for n in range(calls)))
+    return (time.process_time() - started) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds per transport")
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=10, help="earlier tool calls in the request")
+    parser.add_argument("--tools", type=int, default=15, help="tool schemas in the request")
+    args = parser.parse_args()
+    common.setup_django(common.sqlite_url())
+    from django.conf import settings
+
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER.format(root=str(common.ROOT))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        # The deployment's own model settings (a profile's loopback api_base would be refused).
+        settings.PLANBOARD_LLM_MODEL = "openai/paced-model"
+        settings.PLANBOARD_LLM_API_BASE = server.stdout.readline().strip()
+        settings.PLANBOARD_LLM_API_KEY = "sk-bench"
+        per_call: dict[str, list[float]] = {name: [] for name in TRANSPORTS}
+        for _ in range(args.rounds):
+            for name, sdk in TRANSPORTS.items():
+                settings.PLANBOARD_LLM_OPENAI_SDK = sdk
+                cpu = asyncio.run(timed_calls(args.calls, args.concurrency, args.turns, args.tools))
+                per_call[name].append(cpu)
+                print(f"{name}: {cpu * 1000:.2f} ms CPU per call", flush=True)
+    finally:
+        server.kill()
+
+    messages, offered = request(args.turns, args.tools, 0)
+    body = {"model": "paced-model", "messages": messages, "tools": offered, "stream": True}
+    started = time.process_time()
+    for _ in range(1000):
+        json.dumps(body)
+    floor = (time.process_time() - started) / 1000
+
+    default = common.median(per_call["litellm HTTP handler (default)"])
+    sdk = common.median(per_call["OpenAI SDK"])
+    rows = [
+        [name, common.fmt_ms(common.median(v)), common.fmt_ms(min(v)), common.fmt_ms(max(v))]
+        for name, v in per_call.items()
+    ]
+    rows.append(["floor: the request encoded as JSON", common.fmt_ms(floor), "", ""])
+    lines = [
+        *common.machine_lines(),
+        f"- Command: `{common.command_line()}`",
+        "",
+        f"`agents.llm.acomplete` streaming a tool-call answer, {args.calls} calls per round, "
+        f"{args.concurrency} at a time, {args.rounds} rounds per transport, alternating; each "
+        f"request carries a system prompt, {args.turns} earlier tool calls with their results "
+        f"and {args.tools} tool schemas (about {len(json.dumps(body)) // 1024} KiB of JSON). "
+        "CPU of the calling process per call (the model server runs in another process).",
+        "",
+        *common.table(["transport", "CPU ms per call (median)", "min", "max"], rows),
+        "",
+        f"The OpenAI SDK costs {sdk / default:.1f}x litellm's handler per call here "
+        f"({(sdk - default) * 1000:.2f} ms more): before sending, it walks the whole request "
+        "against its type annotations (`openai._utils._transform`), a cost that grows with the "
+        "transcript. Planboard uses the handler unless `PLANBOARD_LLM_OPENAI_SDK=1`; both give "
+        "the same answers, errors and retries (tests/agents/test_llm_http.py).",
+    ]
+    common.write_section("llm_call_cpu", "7. CPU per model call, by transport", lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
 """The run host: one asyncio loop per worker process, on a thread, driving many runs at once.
 
-`run_agent` (agents/tasks.py) takes a run's lease in a short transaction and hands the run
-here (`adopt`); the task then returns and its message is acknowledged. Each run is a task on
+`run_agent` (agents/tasks.py) hands a run here (`take`) and returns, so its message is
+acknowledged at once; the host takes the run's lease in a short transaction on its lane. Each run is a task on
 the loop (`agents.loop.drive`): while it waits on a hosted model it costs no thread and no
 database connection. Its database work goes to the host's `PoolLane` (a few threads, each
 with its own connection), where the units of runs that have had the fewest go first.
@@ -257,15 +257,6 @@ class RunHost:
             logger.exception("run %s could not be started here", run_id)
         finally:
             self._starting.discard(run_id)
-
-    def adopt(self, run: AgentRun) -> bool:
-        """Drive `run` (its lease taken by `self.worker`); False when this host is stopping.
-        The run is handed to the loop without waiting for it: the task's thread goes back to
-        the broker at once, however busy the loop is."""
-        if not self.accepting:
-            return False
-        self.loop.call_soon_threadsafe(self._adopt, run)
-        return True
 
     def _adopt(self, run: AgentRun) -> None:
         if run.pk in self.runs:

@@ -1,10 +1,11 @@
 """The run host: one asyncio loop per worker process, on a thread, driving many runs at once.
 
 `run_agent` (agents/tasks.py) hands a run here (`take`) and returns, so its message is
-acknowledged at once; the host takes the run's lease in a short transaction on its lane. Each run is a task on
-the loop (`agents.loop.drive`): while it waits on a hosted model it costs no thread and no
-database connection. Its database work goes to the host's `PoolLane` (a few threads, each
-with its own connection), where the units of runs that have had the fewest go first.
+acknowledged at once; the host takes the run's lease in a short transaction on its lane.
+Each run is a task on the loop (`agents.loop.drive`): while it waits on a hosted model it
+costs no thread and no database connection. Its database work goes to the host's
+`PoolLane` (a few threads, each with its own connection), where the units of runs that have
+had the fewest go first.
 
 Periodic work, one statement each for all the host's runs:
 - the heartbeat renews every lease the host holds (every third of the lease);

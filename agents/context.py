@@ -341,6 +341,13 @@ def _changes_since_last_step(
     current_id = snapshot["id"] if snapshot else None
     if snapshot is not None and previous == (current_id, snapshot["version"]):
         return []  # the same plan at the same version: nobody changed anything since
+    if (
+        snapshot is not None
+        and previous_plan == current_id
+        and previous_version is not None
+        and memory.made_every_change(snapshot["id"], previous_version, snapshot["version"])
+    ):
+        return []  # every version since is this run's own change (events read would be its)
     if previous_plan is not None:
         events += selectors.plan_events_since(
             plan_id=previous_plan, version=previous_version or 0, limit=MAX_CHANGES

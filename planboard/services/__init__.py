@@ -28,7 +28,13 @@ nothing.
 | `notifications` | notification settings, the outbox (claim/finish), action links     |
 """
 
-from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
+from planboard.services._core import (
+    PLAN_TEXT_FIELDS,
+    SUBTASK_TEXT_FIELDS,
+    Actor,
+    TextChanges,
+    plan_changes_recorded,
+)
 from planboard.services.inbox import (
     inbox_snooze,
     session_set_answerers,
@@ -139,6 +145,7 @@ __all__ = [
     "notification_settings_update",
     "notifications_due",
     "plan_change",
+    "plan_changes_recorded",
     "plan_create",
     "plan_events_mark_seen",
     "plan_finish",

@@ -163,3 +163,28 @@ def test_a_step_reads_whole_only_the_messages_others_wrote(
         if sql.startswith("SELECT")
     ]
     assert len(whole) == 1, whole
+
+
+def test_a_step_after_the_agents_own_plan_change_reads_no_plan_events(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    """People's changes since the previous step are read for the hint; when the only change
+    since is the agent's own tool call, the run knows it made it and reads none."""
+    session = _session_with_history(user, scripted_model, exchanges=1)
+    scripted_model.script.extend(
+        [
+            tool_calls(call("update_subtask_state", subtask_idx=0, state="in_progress")),
+            tool_calls(call("finish_subtask", subtask_idx=0, subtask_outcome="Booked.")),
+            say("Done."),
+        ]
+    )
+    _, run = services.message_post(session_id=session.pk, author=user, content="Go on.")
+    with db.statements() as run_statements:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    events_read = [
+        sql
+        for sql in run_statements.selecting('"planboard_planevent"."patch"')
+        if sql.startswith("SELECT")
+    ]
+    assert events_read == []

@@ -18,7 +18,7 @@ from typing import Any
 
 from agents.hints import render_plan_markdown, render_subtask_markdown
 from agents.plan_view import ShownPlan, text_digest
-from planboard import selectors, services
+from planboard import broadcast, selectors, services
 from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import ChatSession, Plan
 from planboard.services import Actor
@@ -781,6 +781,22 @@ def execute_tool_call(
     `shown` is the plan as the model last saw it (see `agents.plan_view`); the tool updates it
     with what its result shows. Without it, the current plan stands for what was shown.
     """
+    # The change's events (its plan event, the session's new current plan) leave together,
+    # in one round trip, as inside the agent loop's own batch.
+    with broadcast.batched():
+        return _execute(
+            session_id=session_id, actor=actor, name=name, arguments=arguments, shown=shown
+        )
+
+
+def _execute(
+    *,
+    session_id: int,
+    actor: Actor,
+    name: str,
+    arguments: str | dict[str, Any] | None,
+    shown: ShownPlan | None,
+) -> str:
     try:
         handler = _HANDLERS.get(name)
         if handler is None:

@@ -562,13 +562,13 @@ def _revise_current_plan(call: _Call) -> str:
     target = _resolve(call, snapshot, index)
     if action == "delete":
         _require_unchanged(call, snapshot, target, state=True, text=True)
-        services.subtask_delete(
+        deleted = services.subtask_delete(
             plan_id=snapshot["id"],
             actor=call.actor,
             subtask_id=target.now["id"],
             expected_version=snapshot["version"],
         )
-        plan_text = call.show(selectors.plan_snapshot(plan_id=snapshot["id"]))
+        plan_text = call.show(selectors.plan_snapshot_of(deleted.plan))  # the row it left
         return f"Deleted {target.label}{target.moved}; later subtasks moved up by one:\n{plan_text}"
 
     fields = _subtask_fields(given or {})

@@ -15,6 +15,7 @@ from planboard.exceptions import PlanError
 from planboard.models import (
     FINISHED_STATES,
     ChatSession,
+    Plan,
     State,
     SubTask,
 )
@@ -144,10 +145,16 @@ def subtask_update(
     return changes
 
 
+class DeletedSubtask(NamedTuple):
+    deleted: SubtaskSnapshot  # the subtask as it was
+    plan: Plan  # the plan as the change left it (its `written_subtasks`: no read to show it)
+
+
 def subtask_delete(
     *, plan_id: int, actor: Actor, subtask_id: int, expected_version: int | None = None
-) -> SubtaskSnapshot:
-    """Remove a subtask; later ones move up. Returns the deleted subtask as it was."""
+) -> DeletedSubtask:
+    """Remove a subtask; later ones move up. Returns the deleted subtask as it was, and the
+    plan after the change."""
     with transaction.atomic():
         plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
         subtask = _find_subtask(subtasks, subtask_id)
@@ -169,7 +176,7 @@ def subtask_delete(
             remove=[subtask_id],
             order_changed=True,
         )
-    return gone
+    return DeletedSubtask(gone, plan)
 
 
 def subtask_move(

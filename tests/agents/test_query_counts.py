@@ -55,8 +55,9 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
     # + the session's subtask limit, shift the later positions, insert (the result shows the
     # subtasks as the change left them)
     ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 10),
-    # + delete, shift the later positions, and the plan for the result
-    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 11),
+    # + delete, shift the later positions (the result shows the subtasks as the change left
+    # them: 11 before, with the plan and its subtasks read back)
+    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 9),
     # session; BEGIN, lock session+plan, update plan, insert event,
     # clear the session's current plan, COMMIT
     ("finish_plan", {"state": "done", "outcome": "Written."}, 7),

@@ -82,7 +82,10 @@ def subtask_add(
             "expected_outcome": _clean_text(expected_outcome, field="expected_outcome"),
             "agent": _clean_agent(agent),
         }
-        SubTask.objects.filter(plan=plan, position__gte=index).update(position=F("position") + 1)
+        if index < count:  # appended, it moves no one (the positions were read under the lock)
+            SubTask.objects.filter(plan=plan, position__gte=index).update(
+                position=F("position") + 1
+            )
         subtask = SubTask(plan=plan, position=index, **fields)
         subtask.save(force_insert=True)
         subtasks.insert(index, subtask)
@@ -161,9 +164,10 @@ def subtask_delete(
         gone = serialize_subtask(subtask)
         remaining = [s for s in subtasks if s.pk != subtask_id]
         subtask.delete()
-        SubTask.objects.filter(plan=plan, position__gt=gone["index"]).update(
-            position=F("position") - 1
-        )
+        if gone["index"] < len(remaining):  # the last one leaves no gap to close
+            SubTask.objects.filter(plan=plan, position__gt=gone["index"]).update(
+                position=F("position") - 1
+            )
         for position, item in enumerate(remaining):
             item.position = position
         _record(

@@ -81,6 +81,33 @@ def test_statements_per_tool_call_are_pinned(user: Any) -> None:
     assert counted == [(name, expected) for name, _, expected in CALLS]
 
 
+def test_appending_or_deleting_the_last_subtask_moves_no_other(user: Any) -> None:
+    """Adding at the end or deleting the last subtask has no later positions to shift: one
+    statement less than in the middle (10 and 9 above), the board order intact."""
+    session = services.session_create(owner=user, need_user_confirm=False)
+    actor = Actor.agent(AgentRun.objects.create(session=session, status=AgentRun.Status.RUNNING))
+
+    def counted(name: str, arguments: dict[str, Any]) -> int:
+        with db.statements() as run:
+            result = execute_tool_call(
+                session_id=session.pk, actor=actor, name=name, arguments=arguments
+            )
+        assert not result.startswith("Error"), result
+        return len(run)
+
+    plan = {"name": "P", "description": "", "expected_outcome": ""}
+    counted("create_plan", {**plan, "subtasks": [_subtask(0), _subtask(1)]})
+    add = {"subtask_idx": 2, "action": "add", "subtask": _subtask(2)}
+    assert counted("revise_current_plan", add) == 9
+    current = ChatSession.objects.get(pk=session.pk).current_plan
+    assert current is not None
+    board = list(current.subtasks.order_by("position").values_list("position", "name"))
+    assert board == [(0, "Step 0"), (1, "Step 1"), (2, "Step 2")]
+    assert counted("revise_current_plan", {"subtask_idx": 2, "action": "delete"}) == 8
+    board = list(current.subtasks.order_by("position").values_list("position", "name"))
+    assert board == [(0, "Step 0"), (1, "Step 1")]
+
+
 # --- agent steps ------------------------------------------------------------------------------
 
 

@@ -216,3 +216,18 @@ def test_a_step_after_the_agents_own_plan_change_reads_no_plan_events(
         if sql.startswith("SELECT")
     ]
     assert events_read == []
+
+
+def test_a_run_on_a_plan_nobody_changed_asks_nothing_about_seen_edits(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    """The session's last completed step marked people's edits through the version it was
+    shown; when the plan is still there and nobody changed it, a new run's first step has
+    nothing to mark (and a person's edit in between is marked: tests/agents/test_seen_edits.py)."""
+    session = _session_with_history(user, scripted_model, exchanges=1)
+    scripted_model.script.append(say("Still the same plan."))
+    _, run = services.message_post(session_id=session.pk, author=user, content="Anything new?")
+    with db.statements() as run_statements:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    assert run_statements.selecting('"planboard_planevent"') == []

@@ -9,7 +9,8 @@ nothing.
 
 | module      | what it owns                                                        |
 |-------------|---------------------------------------------------------------------|
-| `_core`     | `Actor`, input cleaning, row locks in the one lock order, `_record`  |
+| `_core`     | `Actor`, input cleaning, row locks in the one lock order, `_record`, |
+|             | `plan_changes_recorded` (the versions a block's changes committed)   |
 | `sessions`  | `session_create`, `session_update`                                  |
 | `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_change`,    |
 |             | `plan_recover`                                                      |

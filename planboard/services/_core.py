@@ -251,7 +251,7 @@ def _sync_plan_state(plan: Plan, subtasks: Sequence[SubTask]) -> None:
     plan.state = State.IN_PROGRESS if started else State.TODO
 
 
-# Per thread: the list a `plan_changes_recorded()` block collects committed changes into.
+# Per thread: the set a `plan_changes_recorded()` block collects committed changes into.
 _recorded = threading.local()
 
 

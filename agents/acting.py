@@ -51,7 +51,12 @@ def execute_and_settle(
     """Run the answer's calls; when some wait for a person, pause the run and return it (None:
     go on). A decision made meanwhile keeps the run going instead. `step` is given for an
     answer just stored (none of its calls can have a result yet)."""
-    outcome = execute_tool_calls(run=run, actor=actor, message=message, memory=memory, step=step)
+    # The plan versions the calls make are the run's own: the next hint need not read them.
+    with services.plan_changes_recorded() as made:
+        outcome = execute_tool_calls(
+            run=run, actor=actor, message=message, memory=memory, step=step
+        )
+    memory.plan_changes_made(made)
     if isinstance(outcome, ToolCall):
         return outcome
     if not outcome:

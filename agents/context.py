@@ -157,7 +157,10 @@ def build_request(
     nudge = False
     hint = ""
     session_tools, allowed, pending = selectors.session_tools_and_call_flags(
-        session_id=session.pk, owner_id=session.owner_id, flagged=read.calls_flagged
+        session_id=session.pk,
+        owner_id=session.owner_id,
+        flagged=read.calls_flagged,
+        tools_query=memory.session_tools_query(session.owner_id),
     )
     external = external_tools.offered_tools(
         session_id=session.pk, within=acting.toolset_ids, allowed=allowed, tools=session_tools
@@ -362,6 +365,13 @@ def _changes_since_last_step(
     current_id = snapshot["id"] if snapshot else None
     if snapshot is not None and previous == (current_id, snapshot["version"]):
         return []  # the same plan at the same version: nobody changed anything since
+    if (
+        snapshot is not None
+        and previous_plan == current_id
+        and previous_version is not None
+        and memory.made_every_change(snapshot["id"], previous_version, snapshot["version"])
+    ):
+        return []  # every version since is this run's own change (events read would be its)
     if previous_plan is not None:
         events += selectors.plan_events_since(
             plan_id=previous_plan, version=previous_version or 0, limit=MAX_CHANGES

@@ -18,9 +18,11 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.db.models import QuerySet
+
 from agents.models import AgentStep
 from planboard import selectors
-from planboard.models import AgentRun, Message
+from planboard.models import AgentRun, Message, ToolsetTool
 
 
 @dataclass
@@ -58,6 +60,10 @@ class RunMemory:
     # The agent profiles the hint offers. Staff rarely change them; a run sees a change at its
     # next drive, and a profile disabled meanwhile is refused when the agent names it.
     profiles: list[dict[str, str]] | None = None
+    # (plan id, version) of the plan changes this run's tool calls made (and committed).
+    made: set[tuple[int, int]] = field(default_factory=set)
+    # The query of the session's external tools, built once (by owner id) and run every step.
+    tools_query: tuple[int, QuerySet[ToolsetTool]] | None = None
 
     @classmethod
     def for_run(cls, run: AgentRun) -> RunMemory:
@@ -99,6 +105,23 @@ class RunMemory:
         if self.profiles is None:
             self.profiles = read()
         return self.profiles
+
+    def session_tools_query(self, owner_id: int) -> QuerySet[ToolsetTool]:
+        """The session's external tools, as a query to run afresh (`.all()`) at each step:
+        building it is the costly part, and its shape never changes within a run."""
+        if self.tools_query is None or self.tools_query[0] != owner_id:
+            built = selectors.session_tools_query(session_id=self.session_id, owner_id=owner_id)
+            self.tools_query = (owner_id, built)
+        return self.tools_query[1]
+
+    def plan_changes_made(self, changes: set[tuple[int, int]]) -> None:
+        self.made |= changes
+
+    def made_every_change(self, plan_id: int, after: int, through: int) -> bool:
+        """Whether every version of the plan after `after` up to `through` is a change this
+        run made itself (then no one else changed the plan in between)."""
+        versions = range(after + 1, through + 1)
+        return bool(versions) and all((plan_id, v) in self.made for v in versions)
 
     # --- the run's previous steps -------------------------------------------------------------
 

@@ -244,13 +244,15 @@ def mark_changes_seen(
     """The hint of `step` shows the plan at `request.plan_version`: people's changes up to it
     are now seen by the agent (the board stops showing them as pending).
 
-    With the run's `memory`: when this worker's previous step marked the plan through the
-    version that step was shown, and the hint lists no change by a person since, there is
-    nothing new to mark and the database is not asked."""
+    With the run's `memory`: when the previous step marked the plan through the version that
+    step was shown, and the hint lists no change by a person since, there is nothing new to
+    mark and the database is not asked. At a run's first step that previous step is the
+    session's last completed one: every step marks as it opens, before its model call (or
+    skips, by this same rule), so a completed step has marked through what it was shown."""
     if request.plan_id is None or request.plan_version is None:
         return []
     if memory is not None:
-        marked = memory.marked_through
+        marked = memory.marked_through or memory.previous_shown()
         memory.marked_through = (request.plan_id, request.plan_version)
         by_people = any(e["actor"]["kind"] != "agent" for e in request.changes)
         if (

@@ -1,8 +1,8 @@
 """The Celery side of agent runs: a thin task and the dispatcher `planboard` calls on commit.
 
-In a worker, `run_agent` adopts: it takes the run's lease in a short transaction and hands the
-run to the process's run host (`agents.runtime.host`), which drives hundreds of runs at once
-on an event loop; the task returns at once and its message is acknowledged. Durability rests
+In a worker, `run_agent` hands the run to the process's run host (`agents.runtime.host`),
+which takes its lease in a short transaction on its database lane and drives hundreds of runs
+at once on an event loop; the task returns at once and its message is acknowledged. Durability rests
 on the lease, not on the broker: the host renews it while it drives the run and hands the run
 back when the worker stops (SIGTERM); every worker process runs a sweep (`agents.sweeper`,
 started below) that dispatches again any run whose lease expired because its host died,
@@ -77,7 +77,7 @@ def hand_runs_off(**_: object) -> None:
 
 @shared_task(name="agents.tasks.run_agent", acks_late=True, reject_on_worker_lost=True)
 def run_agent(run_id: int) -> str:
-    """Take a run up: adopt it into this process's run host (a worker), or, where no host
+    """Take a run up: hand it to this process's run host (a worker), or, where no host
     runs, drive it to its next stop here. Returns what happened (or the run's status).
 
     When another worker holds a live lease on the run (a duplicate or late message), the run
@@ -85,11 +85,7 @@ def run_agent(run_id: int) -> str:
     has expired.
     """
     host = run_host.current()
-    if host is None:
-        worker = new_worker_id()
-        run = loop.execute_run(run_id=run_id, worker=worker)
-    else:
-        worker = host.worker
+    if host is not None:
         if not host.accepting:
             if host.recycling is not None:
                 # This pool process is recycling (its memory limit): hold the message until
@@ -99,13 +95,12 @@ def run_agent(run_id: int) -> str:
                 host.wait_for_recycle(float(settings.PLANBOARD_TOOL_TIMEOUT) + 30)
             dispatch_run(run_id)  # this worker is stopping: another one takes it
             return "handed on"
-        run = services.run_start(run_id=run_id, worker=worker)
-        if run.status == AgentRun.Status.RUNNING and run.lease_owner == worker:
-            if host.adopt(run):
-                return "adopted"
-            # Stopped between the check and the adoption.
-            services.run_hand_off(run_id=run_id, worker=worker)
-            return "handed on"
+        if host.take(run_id):
+            return "taken"  # the host takes its lease and drives it (see `RunHost.take`)
+        dispatch_run(run_id)  # stopped between the check and now
+        return "handed on"
+    worker = new_worker_id()
+    run = loop.execute_run(run_id=run_id, worker=worker)
     if run.status == AgentRun.Status.RUNNING and run.lease_owner != worker:
         return "leased elsewhere"
     return run.status

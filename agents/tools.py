@@ -18,7 +18,7 @@ from typing import Any
 
 from agents.hints import render_plan_markdown, render_subtask_markdown
 from agents.plan_view import ShownPlan, text_digest
-from planboard import selectors, services
+from planboard import broadcast, selectors, services
 from planboard.exceptions import PlanError, StaleVersion
 from planboard.models import ChatSession, Plan
 from planboard.services import Actor
@@ -562,13 +562,13 @@ def _revise_current_plan(call: _Call) -> str:
     target = _resolve(call, snapshot, index)
     if action == "delete":
         _require_unchanged(call, snapshot, target, state=True, text=True)
-        services.subtask_delete(
+        deleted = services.subtask_delete(
             plan_id=snapshot["id"],
             actor=call.actor,
             subtask_id=target.now["id"],
             expected_version=snapshot["version"],
         )
-        plan_text = call.show(selectors.plan_snapshot(plan_id=snapshot["id"]))
+        plan_text = call.show(selectors.plan_snapshot_of(deleted.plan))  # the row it left
         return f"Deleted {target.label}{target.moved}; later subtasks moved up by one:\n{plan_text}"
 
     fields = _subtask_fields(given or {})
@@ -781,6 +781,22 @@ def execute_tool_call(
     `shown` is the plan as the model last saw it (see `agents.plan_view`); the tool updates it
     with what its result shows. Without it, the current plan stands for what was shown.
     """
+    # The change's events (its plan event, the session's new current plan) leave together,
+    # in one round trip, as inside the agent loop's own batch.
+    with broadcast.batched():
+        return _execute(
+            session_id=session_id, actor=actor, name=name, arguments=arguments, shown=shown
+        )
+
+
+def _execute(
+    *,
+    session_id: int,
+    actor: Actor,
+    name: str,
+    arguments: str | dict[str, Any] | None,
+    shown: ShownPlan | None,
+) -> str:
     try:
         handler = _HANDLERS.get(name)
         if handler is None:

@@ -451,10 +451,11 @@ def _floor_lines(results: dict[str, dict[str, Any]]) -> list[str]:
         f"{common.fmt_ratio(max(read_only))}). The floor runs 3 statements in one transaction; "
         "a mutating call reads the session with its current plan and its subtasks (one "
         "statement, to resolve the model's indices), then locks session and plan in one "
-        "statement, reads the subtasks under the lock and writes 2-4 rows. "
-        "revise_current_plan's delete also reads the plan back (2 statements) to show it in its "
-        "result; create_plan, recover_historical_plan and the add show the subtasks as the "
-        "change left them, unread. The column above says how much of each call is spent inside "
+        "statement, reads the subtasks under the lock and writes 2-4 rows (an add at the end "
+        "or a delete of the last subtask shifts no positions). create_plan, "
+        "recover_historical_plan and revise_current_plan's add and delete show the subtasks as "
+        "the change left them, unread; a call's events leave in one Redis round trip. "
+        "The column above says how much of each call is spent inside "
         "statements; the rest is Python (validation, the result text, building the event) and "
         "BEGIN/COMMIT.",
     ]

@@ -1,10 +1,11 @@
 """The run host: one asyncio loop per worker process, on a thread, driving many runs at once.
 
-`run_agent` (agents/tasks.py) takes a run's lease in a short transaction and hands the run
-here (`adopt`); the task then returns and its message is acknowledged. Each run is a task on
-the loop (`agents.loop.drive`): while it waits on a hosted model it costs no thread and no
-database connection. Its database work goes to the host's `PoolLane` (a few threads, each
-with its own connection), where the units of runs that have had the fewest go first.
+`run_agent` (agents/tasks.py) hands a run here (`take`) and returns, so its message is
+acknowledged at once; the host takes the run's lease in a short transaction on its lane.
+Each run is a task on the loop (`agents.loop.drive`): while it waits on a hosted model it
+costs no thread and no database connection. Its database work goes to the host's
+`PoolLane` (a few threads, each with its own connection), where the units of runs that have
+had the fewest go first.
 
 Periodic work, one statement each for all the host's runs:
 - the heartbeat renews every lease the host holds (every third of the lease);
@@ -78,6 +79,7 @@ class RunHost:
         self.slots = ModelSlots()
         self.accepting = True
         self.runs: dict[int, tuple[asyncio.Task[Any], RunControl]] = {}
+        self._starting: set[int] = set()  # taken (`take`), their lease not yet
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name="run-host", daemon=True)
         self._periodic: list[asyncio.Task[Any]] = []
@@ -207,7 +209,7 @@ class RunHost:
 
     async def _recycle(self, limit: float) -> None:
         deadline = time.monotonic() + limit
-        while self.runs and time.monotonic() < deadline:
+        while (self.runs or self._starting) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         for task in self._periodic:
             task.cancel()
@@ -225,14 +227,37 @@ class RunHost:
 
     # --- from other threads -----------------------------------------------------------------
 
-    def adopt(self, run: AgentRun) -> bool:
-        """Drive `run` (its lease taken by `self.worker`); False when this host is stopping.
-        The run is handed to the loop without waiting for it: the task's thread goes back to
-        the broker at once, however busy the loop is."""
+    def take(self, run_id: int) -> bool:
+        """Start and drive the run whose message just arrived; False when this host is
+        stopping. The caller (the Celery task's thread) does not wait: the run's lease is
+        taken by a unit of the lane that goes ahead of every run's own work, so a burst of
+        messages is started in the order they came while the task thread, which would
+        compete for the process's GIL with the runs already driven, goes back to the broker
+        at once. Should the process die before the lease is taken, the run is still queued
+        and the sweep dispatches it again once its dispatch deadline has passed."""
         if not self.accepting:
             return False
-        self.loop.call_soon_threadsafe(self._adopt, run)
+        self.loop.call_soon_threadsafe(self._take, run_id)
         return True
+
+    def _take(self, run_id: int) -> None:
+        if run_id in self.runs or run_id in self._starting:
+            return  # delivered twice: one start is enough
+        self._starting.add(run_id)
+        self.loop.create_task(self._start(run_id))
+
+    async def _start(self, run_id: int) -> None:
+        try:
+            run = await self.lane.run(services.run_start, run_id=run_id, worker=self.worker)
+            if run.status == AgentRun.Status.RUNNING and run.lease_owner == self.worker:
+                if self.accepting:
+                    self._adopt(run)
+                else:  # stopped meanwhile: back to the queue, before the host's loop ends
+                    await self.lane.run(services.run_hand_off, run_id=run_id, worker=self.worker)
+        except Exception:  # the database may be briefly away: the sweep dispatches it again
+            logger.exception("run %s could not be started here", run_id)
+        finally:
+            self._starting.discard(run_id)
 
     def _adopt(self, run: AgentRun) -> None:
         if run.pk in self.runs:
@@ -272,9 +297,12 @@ class RunHost:
         return remaining
 
     async def _hand_off_all(self, limit: float) -> int:
+        deadline = time.monotonic() + limit
+        # Runs whose start is under way join `runs` (and are handed back at once) or not.
+        while self._starting and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         for _, control in list(self.runs.values()):
             control.hand_off()
-        deadline = time.monotonic() + limit
         while self.runs and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         for task in self._periodic:

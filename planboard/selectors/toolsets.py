@@ -200,12 +200,19 @@ def session_tools(*, session_id: int, owner_id: int | None = None) -> list[Tools
     A toolset limited to teams is offered while the session's owner is in one of them, a
     per-person one once the owner has connected their credential. `owner_id`: the session's
     owner, when the caller has read the session (a simpler statement, compiled faster)."""
+    return list(session_tools_query(session_id=session_id, owner_id=owner_id))
+
+
+def session_tools_query(*, session_id: int, owner_id: int | None = None) -> QuerySet[ToolsetTool]:
+    """`session_tools`, not yet run. Building this query costs more Python than running it
+    (about 1 ms: its three sub-queries and joins): an agent run builds it once and runs a copy
+    (`.all()`) at every step, so each step still reads the tools as they are then."""
     owner: Any = (
         owner_id
         if owner_id is not None
         else Subquery(ChatSession.objects.filter(pk=session_id).values("owner_id")[:1])
     )
-    return list(
+    return (
         ToolsetTool.objects.filter(
             open_to(owner, toolset="toolset_id"),
             Q(toolset__access=Toolset.Access.SHARED)
@@ -241,11 +248,16 @@ def session_tool_calls(*, session_id: int, status: str | None = None) -> list[di
 
 
 def session_tools_and_call_flags(
-    *, session_id: int, owner_id: int | None = None, flagged: bool = True
+    *,
+    session_id: int,
+    owner_id: int | None = None,
+    flagged: bool = True,
+    tools_query: QuerySet[ToolsetTool] | None = None,
 ) -> tuple[list[ToolsetTool], set[tuple[int, str]], list[ToolCall]]:
     """What an agent step needs of a session's external tools: `session_tools`, the
     (toolset, tool) pairs someone chose to "always allow", and the calls waiting for a person
-    (oldest first). `flagged=False`: the caller knows the session has neither (one query)."""
+    (oldest first). `flagged=False`: the caller knows the session has neither (one query).
+    `tools_query`: the session's `session_tools_query`, built by the caller once (run afresh)."""
     calls = ToolCall.objects.filter(
         Q(always_allow=True) | Q(status=ToolCall.Status.PENDING), session_id=session_id
     )
@@ -256,6 +268,8 @@ def session_tools_and_call_flags(
             allowed.add((record.toolset_id, record.tool))
         if record.status == ToolCall.Status.PENDING:
             pending.append(record)
+    if tools_query is not None:
+        return list(tools_query.all()), allowed, pending
     return session_tools(session_id=session_id, owner_id=owner_id), allowed, pending
 
 

@@ -9,7 +9,8 @@ nothing.
 
 | module      | what it owns                                                        |
 |-------------|---------------------------------------------------------------------|
-| `_core`     | `Actor`, input cleaning, row locks in the one lock order, `_record`  |
+| `_core`     | `Actor`, input cleaning, row locks in the one lock order, `_record`, |
+|             | `plan_changes_recorded` (the versions a block's changes committed)   |
 | `sessions`  | `session_create`, `session_update`                                  |
 | `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_change`,    |
 |             | `plan_recover`                                                      |
@@ -29,7 +30,13 @@ nothing.
 | `notifications` | notification settings, the outbox (claim/finish), action links     |
 """
 
-from planboard.services._core import PLAN_TEXT_FIELDS, SUBTASK_TEXT_FIELDS, Actor, TextChanges
+from planboard.services._core import (
+    PLAN_TEXT_FIELDS,
+    SUBTASK_TEXT_FIELDS,
+    Actor,
+    TextChanges,
+    plan_changes_recorded,
+)
 from planboard.services.elicitations import (
     elicitation_answer,
     elicitation_close,
@@ -151,6 +158,7 @@ __all__ = [
     "notification_settings_update",
     "notifications_due",
     "plan_change",
+    "plan_changes_recorded",
     "plan_create",
     "plan_events_mark_seen",
     "plan_finish",

@@ -12,7 +12,9 @@ statements; everything else is the ORM.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,6 +251,24 @@ def _sync_plan_state(plan: Plan, subtasks: Sequence[SubTask]) -> None:
     plan.state = State.IN_PROGRESS if started else State.TODO
 
 
+# Per thread: the set a `plan_changes_recorded()` block collects committed changes into.
+_recorded = threading.local()
+
+
+@contextlib.contextmanager
+def plan_changes_recorded() -> Iterator[set[tuple[int, int]]]:
+    """The (plan id, version) of every change recorded in this thread inside the block, added
+    as its transaction commits (a change rolled back is never in it; one committed after the
+    block is left out). An agent run learns which versions it made itself (`agents.memory`)."""
+    outer = getattr(_recorded, "found", None)
+    found: set[tuple[int, int]] = set()
+    _recorded.found = found
+    try:
+        yield found
+    finally:
+        _recorded.found = outer
+
+
 def _record(
     plan: Plan,
     *,
@@ -301,6 +321,10 @@ def _record(
     if plan.session_id:
         groups.append(broadcast.session_group(plan.session_id))
     transaction.on_commit(lambda: broadcast.publish(groups, payload))
+    recorded: set[tuple[int, int]] | None = getattr(_recorded, "found", None)
+    if recorded is not None:
+        change = (plan.pk, plan.version)
+        transaction.on_commit(lambda: recorded.add(change))
     return event
 
 

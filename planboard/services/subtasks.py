@@ -15,6 +15,7 @@ from planboard.exceptions import PlanError
 from planboard.models import (
     FINISHED_STATES,
     ChatSession,
+    Plan,
     State,
     SubTask,
 )
@@ -81,7 +82,10 @@ def subtask_add(
             "expected_outcome": _clean_text(expected_outcome, field="expected_outcome"),
             "agent": _clean_agent(agent),
         }
-        SubTask.objects.filter(plan=plan, position__gte=index).update(position=F("position") + 1)
+        if index < count:  # appended, it moves no one (the positions were read under the lock)
+            SubTask.objects.filter(plan=plan, position__gte=index).update(
+                position=F("position") + 1
+            )
         subtask = SubTask(plan=plan, position=index, **fields)
         subtask.save(force_insert=True)
         subtasks.insert(index, subtask)
@@ -144,19 +148,26 @@ def subtask_update(
     return changes
 
 
+class DeletedSubtask(NamedTuple):
+    deleted: SubtaskSnapshot  # the subtask as it was
+    plan: Plan  # the plan as the change left it (its `written_subtasks`: no read to show it)
+
+
 def subtask_delete(
     *, plan_id: int, actor: Actor, subtask_id: int, expected_version: int | None = None
-) -> SubtaskSnapshot:
-    """Remove a subtask; later ones move up. Returns the deleted subtask as it was."""
+) -> DeletedSubtask:
+    """Remove a subtask; later ones move up. Returns the deleted subtask as it was, and the
+    plan after the change."""
     with transaction.atomic():
         plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
         subtask = _find_subtask(subtasks, subtask_id)
         gone = serialize_subtask(subtask)
         remaining = [s for s in subtasks if s.pk != subtask_id]
         subtask.delete()
-        SubTask.objects.filter(plan=plan, position__gt=gone["index"]).update(
-            position=F("position") - 1
-        )
+        if gone["index"] < len(remaining):  # the last one leaves no gap to close
+            SubTask.objects.filter(plan=plan, position__gt=gone["index"]).update(
+                position=F("position") - 1
+            )
         for position, item in enumerate(remaining):
             item.position = position
         _record(
@@ -169,7 +180,7 @@ def subtask_delete(
             remove=[subtask_id],
             order_changed=True,
         )
-    return gone
+    return DeletedSubtask(gone, plan)
 
 
 def subtask_move(

@@ -55,8 +55,9 @@ CALLS: list[tuple[str, dict[str, Any], int]] = [
     # + the session's subtask limit, shift the later positions, insert (the result shows the
     # subtasks as the change left them)
     ("revise_current_plan", {"subtask_idx": 2, "action": "add", "subtask": _subtask(9)}, 10),
-    # + delete, shift the later positions, and the plan for the result
-    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 11),
+    # + delete, shift the later positions (the result shows the subtasks as the change left
+    # them: 11 before, with the plan and its subtasks read back)
+    ("revise_current_plan", {"subtask_idx": 3, "action": "delete"}, 9),
     # session; BEGIN, lock session+plan, update plan, insert event,
     # clear the session's current plan, COMMIT
     ("finish_plan", {"state": "done", "outcome": "Written."}, 7),
@@ -78,6 +79,33 @@ def test_statements_per_tool_call_are_pinned(user: Any) -> None:
         assert not result.startswith("Error"), (name, result)
         counted.append((name, len(run)))
     assert counted == [(name, expected) for name, _, expected in CALLS]
+
+
+def test_appending_or_deleting_the_last_subtask_moves_no_other(user: Any) -> None:
+    """Adding at the end or deleting the last subtask has no later positions to shift: one
+    statement less than in the middle (10 and 9 above), the board order intact."""
+    session = services.session_create(owner=user, need_user_confirm=False)
+    actor = Actor.agent(AgentRun.objects.create(session=session, status=AgentRun.Status.RUNNING))
+
+    def counted(name: str, arguments: dict[str, Any]) -> int:
+        with db.statements() as run:
+            result = execute_tool_call(
+                session_id=session.pk, actor=actor, name=name, arguments=arguments
+            )
+        assert not result.startswith("Error"), result
+        return len(run)
+
+    plan = {"name": "P", "description": "", "expected_outcome": ""}
+    counted("create_plan", {**plan, "subtasks": [_subtask(0), _subtask(1)]})
+    add = {"subtask_idx": 2, "action": "add", "subtask": _subtask(2)}
+    assert counted("revise_current_plan", add) == 9
+    current = ChatSession.objects.get(pk=session.pk).current_plan
+    assert current is not None
+    board = list(current.subtasks.order_by("position").values_list("position", "name"))
+    assert board == [(0, "Step 0"), (1, "Step 1"), (2, "Step 2")]
+    assert counted("revise_current_plan", {"subtask_idx": 2, "action": "delete"}) == 8
+    board = list(current.subtasks.order_by("position").values_list("position", "name"))
+    assert board == [(0, "Step 0"), (1, "Step 1")]
 
 
 # --- agent steps ------------------------------------------------------------------------------
@@ -163,3 +191,43 @@ def test_a_step_reads_whole_only_the_messages_others_wrote(
         if sql.startswith("SELECT")
     ]
     assert len(whole) == 1, whole
+
+
+def test_a_step_after_the_agents_own_plan_change_reads_no_plan_events(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    """People's changes since the previous step are read for the hint; when the only change
+    since is the agent's own tool call, the run knows it made it and reads none."""
+    session = _session_with_history(user, scripted_model, exchanges=1)
+    scripted_model.script.extend(
+        [
+            tool_calls(call("update_subtask_state", subtask_idx=0, state="in_progress")),
+            tool_calls(call("finish_subtask", subtask_idx=0, subtask_outcome="Booked.")),
+            say("Done."),
+        ]
+    )
+    _, run = services.message_post(session_id=session.pk, author=user, content="Go on.")
+    with db.statements() as run_statements:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    events_read = [
+        sql
+        for sql in run_statements.selecting('"planboard_planevent"."patch"')
+        if sql.startswith("SELECT")
+    ]
+    assert events_read == []
+
+
+def test_a_run_on_a_plan_nobody_changed_asks_nothing_about_seen_edits(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    """The session's last completed step marked people's edits through the version it was
+    shown; when the plan is still there and nobody changed it, a new run's first step has
+    nothing to mark (and a person's edit in between is marked: tests/agents/test_seen_edits.py)."""
+    session = _session_with_history(user, scripted_model, exchanges=1)
+    scripted_model.script.append(say("Still the same plan."))
+    _, run = services.message_post(session_id=session.pk, author=user, content="Anything new?")
+    with db.statements() as run_statements:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    assert run_statements.selecting('"planboard_planevent"') == []

@@ -8,7 +8,7 @@ import pytest
 
 from agents.memory import RunMemory
 from planboard import services
-from planboard.models import AgentRun, Message
+from planboard.models import AgentRun, ChatSession, Message
 
 pytestmark = pytest.mark.django_db
 
@@ -68,3 +68,74 @@ def test_step_numbers_continue_from_the_stored_steps(memory: RunMemory) -> None:
 
     AgentStep.objects.create(run_id=memory.run_id, number=4)
     assert [memory.step_number(), memory.step_number()] == [5, 6]
+
+
+def test_the_tools_query_is_built_once_and_read_afresh_at_every_step(memory: RunMemory) -> None:
+    """Building the session's tool query costs more than running it, so a run keeps it; each
+    step still runs it, and sees a tool set to `never` or a toolset switched off at once."""
+    from planboard import selectors
+    from planboard.models import SessionToolset, ToolsetTool
+    from tests.support import db
+
+    session = ChatSession.objects.get(pk=memory.session_id)
+    query = memory.session_tools_query(session.owner_id)
+    assert memory.session_tools_query(session.owner_id) is query
+
+    def offered() -> list[str]:
+        with db.statements() as run:
+            tools, _, _ = selectors.session_tools_and_call_flags(
+                session_id=session.pk, owner_id=session.owner_id, flagged=False, tools_query=query
+            )
+        assert len(run) == 1
+        names = [t.name for t in tools]
+        assert names == [
+            t.name
+            for t in selectors.session_tools(session_id=session.pk, owner_id=session.owner_id)
+        ]
+        return names
+
+    first = offered()
+    assert first  # the workspace every new session offers
+    ToolsetTool.objects.filter(name=first[0]).update(policy=ToolsetTool.Policy.NEVER)
+    assert offered() == first[1:]
+    SessionToolset.objects.filter(session_id=session.pk).delete()
+    assert offered() == []
+
+
+@pytest.mark.django_db(transaction=True)  # the changes are noted as their transactions commit
+def test_after_the_runs_own_change_no_events_are_read_but_a_persons_are(
+    memory: RunMemory, user: Any
+) -> None:
+    """The next hint lists people's changes since the previous step; when every version since
+    is one this run's tool calls made (and committed), there is nothing to read."""
+    from django.db import transaction
+
+    from agents.context import _changes_since_last_step
+    from planboard import selectors
+    from planboard.services import Actor
+    from tests.support import db
+
+    plan, _ = services.plan_create(
+        session_id=memory.session_id,
+        actor=Actor.person(user),
+        name="Trip",
+        subtasks=[{"name": "Book"}, {"name": "Pack"}],
+    )
+    book, pack = [s["id"] for s in selectors.plan_snapshot(plan_id=plan.pk)["subtasks"]]
+    agent = Actor.agent(AgentRun.objects.get(pk=memory.run_id))
+    memory.last_shown, memory.last_shown_known = (plan.pk, plan.version), True
+    with services.plan_changes_recorded() as made:
+        services.subtask_set_state(plan_id=plan.pk, actor=agent, subtask_id=book, state="done")
+        with transaction.atomic():  # rolled back: never the run's change
+            services.subtask_update(plan_id=plan.pk, actor=agent, subtask_id=pack, name="Gone")
+            transaction.set_rollback(True)
+    assert made == {(plan.pk, plan.version + 1)}
+    memory.plan_changes_made(made)
+    snapshot = selectors.plan_snapshot(plan_id=plan.pk)
+    with db.statements() as run:
+        assert _changes_since_last_step(memory=memory, snapshot=snapshot) == []
+    assert len(run) == 0
+    services.subtask_update(plan_id=plan.pk, actor=Actor.person(user), subtask_id=pack, name="Go")
+    snapshot = selectors.plan_snapshot(plan_id=plan.pk)
+    changes = _changes_since_last_step(memory=memory, snapshot=snapshot)
+    assert [(c["version"], c["actor"]["kind"]) for c in changes] == [(plan.version + 2, "user")]

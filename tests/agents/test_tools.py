@@ -974,3 +974,30 @@ def test_a_number_no_database_column_can_hold_is_a_clear_error(
     assert_error_unchanged(
         chat_session, agent, "recover_historical_plan", {"plan_id": huge}, "out of range"
     )
+
+
+@pytest.mark.django_db(transaction=True)  # the events leave as the change commits
+def test_a_tool_calls_events_leave_in_one_round_trip(
+    session: ChatSession, user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Creating a plan that replaces an unfinished one sends three events (the old plan
+    abandoned, the new plan, the session's new current plan): together, in order, as the
+    agent loop's batch would, also when the tool is called on its own."""
+    from planboard import broadcast
+
+    sent: list[list[str]] = []
+    monkeypatch.setattr(
+        broadcast, "_send_now", lambda messages: sent.append([m["type"] for _, m in messages])
+    )
+    actor = Actor.person(user)
+    for name in ("First", "Second"):
+        result = tools.execute_tool_call(
+            session_id=session.pk,
+            actor=actor,
+            name="create_plan",
+            arguments={"name": name, "description": "", "expected_outcome": "", "subtasks": []},
+        )
+        assert result.startswith("Created plan"), result
+    plan_event = broadcast.encode_event({"type": "plan.event"})["type"]
+    session_plan = broadcast.encode_event({"type": "session.plan"})["type"]
+    assert sent == [[plan_event, session_plan], [plan_event, plan_event, session_plan]]

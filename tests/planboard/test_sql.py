@@ -398,6 +398,9 @@ def test_a_changed_plan_shows_what_the_database_holds_without_reading_it(
     same_without_reading(plan)
     added = services.subtask_add(plan_id=plan.pk, actor=actor, name="Between", index=1)
     same_without_reading(added.plan)
+    deleted = services.subtask_delete(plan_id=plan.pk, actor=actor, subtask_id=added.pk)
+    assert deleted.deleted["name"] == "Between"
+    same_without_reading(deleted.plan)
     services.plan_finish(plan_id=plan.pk, actor=actor, state="done", outcome="Done.")
     recovered, _ = services.plan_recover(session_id=chat_session.pk, actor=actor, plan_id=plan.pk)
     same_without_reading(recovered)

@@ -213,7 +213,7 @@ class SubtaskDetailView(ApiView):
             subtask_id=subtask_id,
             expected_version=query.get("expected_version"),
         )
-        return Response(plan_result(plan_id, deleted=gone))
+        return Response(plan_result(plan_id, deleted=gone.deleted))
 
 
 class PlanEventsView(ApiView):

@@ -398,6 +398,9 @@ class SessionPool:
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _owners: dict[asyncio.Task[Any], _Live] = field(default_factory=dict)  # running
     _reaper: asyncio.Task[Any] | None = None
+    # Told the chat session's id after each call served on a session here (the run host
+    # records the conversation as warm on this worker: `agents.runtime.affinity`).
+    on_served: Callable[[int], None] | None = None
 
     # --- calls -------------------------------------------------------------------------------
 
@@ -458,6 +461,8 @@ class SessionPool:
                 finally:
                     live.busy -= 1
                     live.last_used = self.clock()
+                if self.on_served is not None:
+                    self.on_served(conversation.session_id)
                 break
             else:
                 raise Failure(f"toolset '{toolset.name}': its server stopped before the call.")
@@ -513,6 +518,10 @@ class SessionPool:
         self.seen.move_to_end(pair)
         while len(self.seen) > REMEMBERED:
             self.seen.popitem(last=False)
+
+    def holds(self, session_id: int) -> bool:
+        """Whether chat session `session_id` has an open session here."""
+        return any(k[0] == session_id and not v.ended for k, v in self.live.items())
 
     def _close(self, live: _Live, why: str) -> None:
         live.close(why)

@@ -31,6 +31,7 @@ from django.conf import settings
 
 from agents import llm, loop
 from agents.lease import new_worker_id
+from agents.runtime import affinity
 from agents.runtime import host as run_host
 from agents.sweeper import start_process_sweeper
 from planboard import services
@@ -107,11 +108,21 @@ def run_agent(run_id: int) -> str:
 
 
 def dispatch_run(run_id: int) -> None:
-    """Queue a run for a worker (`settings.PLANBOARD_RUN_DISPATCHER` points here).
+    """Send a run to a worker (`settings.PLANBOARD_RUN_DISPATCHER` points here).
 
-    Called after the run's row is committed. If the queue cannot be reached the run is marked
-    failed with the reason instead of staying queued forever.
+    Called after the run's row is committed (with its dispatch deadline, or admitted). The run
+    is first offered to the worker process where its conversation's MCP sessions are still
+    open (`agents.runtime.affinity`; Redis brokers only); when no such process listens, it is
+    queued through Celery for any worker.
     """
+    if affinity.offer(run_id):
+        return
+    send_to_any_worker(run_id)
+
+
+def send_to_any_worker(run_id: int) -> None:
+    """Queue a run through Celery for any worker. If the queue cannot be reached the run is
+    marked failed with the reason instead of staying queued forever."""
     try:
         run_agent.delay(run_id)
     except Exception as exc:

@@ -42,11 +42,12 @@ from typing import Any
 from django.conf import settings
 
 from agents import loop, mcp_sessions
-from agents.runtime import memory_limit
+from agents.runtime import affinity, memory_limit
 from agents.runtime.control import ModelSlots, RunControl
 from agents.runtime.lanes import Lane, PoolLane
 from planboard import selectors, services
 from planboard.models import AgentRun
+from planboard.sql import close_thread_connection
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,12 @@ class RunHost:
         self._rearm_above = 0  # without recycling: act again only past this size
         self.recycling: asyncio.Task[Any] | None = None
         self._recycled = threading.Event()  # set only when the process outlived its recycle
+        # Warm-host affinity (`agents.runtime.affinity`): only where Redis is the broker.
+        url = affinity.redis_url()
+        self.listener: affinity.Listener | None = (
+            affinity.Listener(worker=self.worker, url=url, take=self._take_offered) if url else None
+        )
+        self._listening: asyncio.Task[Any] | None = None
 
     # --- the loop's thread ----------------------------------------------------------------
 
@@ -113,8 +120,52 @@ class RunHost:
                 self._every(TOOL_SESSION_SWEEP_SECONDS, self._sweep_tool_sessions)
             ),
         ]
+        if self.listener is not None:
+            self._listening = self.loop.create_task(self._listen(self.listener))
         self.loop.call_soon(self._ready.set)
         self.loop.run_forever()
+
+    # --- warm-host affinity -----------------------------------------------------------------
+
+    async def _listen(self, listener: affinity.Listener) -> None:
+        mcp_sessions.pool().on_served = listener.served
+        try:
+            await listener.listen()
+        finally:
+            await listener.close()
+
+    def _stop_listening(self) -> None:
+        """No more offers (the host stops or recycles): PUBLISH finds nobody, so runs of
+        conversations warm here go through Celery at once."""
+        if self._listening is not None:
+            self._listening.cancel()
+
+    async def _take_offered(self, run_id: int, session_id: int) -> None:
+        """A run offered to this host because its conversation's MCP sessions are open here:
+        take it like `run_agent` does, or send it through Celery when this host cannot."""
+        pool = mcp_sessions.pool_of(self.loop)
+        if not self.accepting or pool is None or not pool.holds(session_id):
+            if self.accepting and self.listener is not None:
+                await self.listener.forget(session_id)
+            await self._send_on(run_id)
+            return
+        if run_id in self.runs or run_id in self._starting:
+            return  # offered twice, or its message came too: one start is enough
+        # As a message's run (`take`): the lease on the lane, then driven here; leased
+        # elsewhere, finished or still waiting for admission, it is left alone.
+        self._starting.add(run_id)
+        await self._start(run_id)
+
+    async def _send_on(self, run_id: int) -> None:
+        from agents.tasks import send_to_any_worker  # agents.tasks imports this module
+
+        def send() -> None:
+            try:
+                send_to_any_worker(run_id)
+            finally:
+                close_thread_connection()
+
+        await asyncio.to_thread(send)
 
     async def _every(self, seconds: float, action: Callable[[], Awaitable[Any]]) -> None:
         while True:
@@ -202,6 +253,7 @@ class RunHost:
             self._rearm_above = rss + meter.limit_bytes // 10
             return
         self.accepting = False
+        self._stop_listening()
         for run_id in decision.hand_off:
             self.runs[run_id][1].hand_off()
         limit = float(settings.PLANBOARD_TOOL_TIMEOUT) + STOP_MARGIN_SECONDS
@@ -297,6 +349,7 @@ class RunHost:
         return remaining
 
     async def _hand_off_all(self, limit: float) -> int:
+        self._stop_listening()
         deadline = time.monotonic() + limit
         # Runs whose start is under way join `runs` (and are handed back at once) or not.
         while self._starting and time.monotonic() < deadline:

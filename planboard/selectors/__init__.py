@@ -80,6 +80,7 @@ from planboard.selectors.plans import (
 )
 from planboard.selectors.runs import (
     run_queue_position,
+    run_session_id,
     run_shown,
     runs_in_flight,
     users_with_waiting_runs,
@@ -172,6 +173,7 @@ __all__ = [
     "request_fingerprint",
     "run_key",
     "run_queue_position",
+    "run_session_id",
     "run_shown",
     "runs_cancel_requested",
     "runs_in_flight",

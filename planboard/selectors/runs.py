@@ -66,3 +66,9 @@ def users_with_waiting_runs(*, limit: int) -> list[int]:
         .order_by("first")
         .values_list("session__owner_id", flat=True)[:limit]
     )
+
+
+def run_session_id(*, run_id: int) -> int | None:
+    """The chat session of a run (None when the run does not exist): the dispatcher's one read
+    before it offers the run to the conversation's warm host (`agents.runtime.affinity`)."""
+    return AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()

@@ -9,6 +9,7 @@ The end-to-end test with real workers is tests/system/test_warm_host.py."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 from collections.abc import Iterator
@@ -55,7 +56,7 @@ class ListeningHost:
             self.heard.append((run_id, session_id))
 
         self.listener = affinity.Listener(worker=worker, url=url, take=take)
-        self.task: asyncio.Future[Any] | None = None
+        self.task: concurrent.futures.Future[None] | None = None
 
     def __enter__(self) -> ListeningHost:
         self.thread.start()

@@ -1,0 +1,178 @@
+"""Warm-host affinity with real workers (agents/runtime/affinity.py): two `celery` worker
+processes on one Redis broker and the PostgreSQL test database, a conversation whose run
+called a stateful tool (the test server's in-memory counter, over stdio).
+
+- Its next run is offered to the process that holds its MCP session and is driven there: the
+  tool sees the earlier state, and the result carries no "started afresh" note — where plain
+  Celery dispatch would land on either process.
+- When that process is killed, the next run goes through Celery to the other one at once (not
+  after the lease: it is 60 s here) and its result says the server was started afresh.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from agents import mcp_sessions
+from agents.runtime import affinity
+from planboard import services
+from planboard.models import AgentRun, ChatSession
+from tests.support.mcp_servers import stdio_toolset
+from tests.support.openai_server import FakeOpenAI
+from tests.support.processes import (
+    Child,
+    _broker,
+    dispatch_to_test_broker,
+    own_redis_db,
+    process_env,
+    start_worker,
+    wait_for,
+)
+from tests.support.runs import result_of
+
+pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
+
+TOTAL = re.compile(r"^total (\d+) in pid (\d+)")
+FINISH = 60.0
+OFFERS: list[bool] = []  # per dispatch: was the run heard by a warm host?
+
+
+def offer_then_test_broker(run_id: int) -> None:
+    """`agents.tasks.dispatch_run` against the test's broker: offer, else Celery."""
+    heard = affinity.offer(run_id, url=_broker["url"])
+    OFFERS.append(heard)
+    if not heard:
+        dispatch_to_test_broker(run_id)
+
+
+@pytest.fixture
+def model() -> Iterator[FakeOpenAI]:
+    fake = FakeOpenAI()
+    fake.thread.start()
+    yield fake
+    fake.server.shutdown()
+
+
+def counted(text: str) -> tuple[int, int]:
+    found = TOTAL.match(text)
+    assert found, text
+    return int(found.group(1)), int(found.group(2))
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def test_a_conversations_next_run_goes_where_its_server_is_warm_and_elsewhere_once_gone(
+    postgres: None,
+    redis_url: str,
+    children: list[Child],
+    test_broker: Any,
+    settings: Any,
+    superuser: Any,
+    user: Any,
+    model: FakeOpenAI,
+) -> None:
+    broker = own_redis_db(redis_url, int(redis_url.rsplit("/", 1)[1] or 0))
+    test_broker(broker)
+    settings.PLANBOARD_RUN_DISPATCHER = "tests.system.test_warm_host.offer_then_test_broker"
+    OFFERS.clear()
+    settings.PLANBOARD_LLM_MODEL = "openai/gpt-4o-mini"  # the session's model is chosen here
+    counting = stdio_toolset(superuser, name="counting")
+    services.toolset_update(
+        toolset_id=counting.pk, user=None, tool_policies={"counter_add": "auto"}
+    )
+    session = services.session_create(owner=user, need_user_confirm=False)
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[counting.pk])
+
+    env = process_env(
+        broker,
+        PLANBOARD_LLM_MODEL="openai/gpt-4o-mini",
+        PLANBOARD_LLM_API_BASE=model.base_url,
+        PLANBOARD_LLM_API_KEY="sk-test",
+        PLANBOARD_LLM_RETRY_DELAY="0",
+        PLANBOARD_RUN_LEASE_SECONDS="60",  # a lost run would wait a minute for the sweep
+    )
+    workers = [start_worker(children, env, name) for name in ("warm-a", "warm-b")]
+
+    def logs() -> str:
+        return "\n".join(w.tail() for w in workers)
+
+    def ready() -> bool:
+        return all(w.alive() and " ready." in w.log.read_text(errors="replace") for w in workers)
+
+    wait_for(ready, timeout=90, what="both workers to be ready", details=logs)
+    channels = redis.Redis.from_url(broker)
+    wait_for(
+        lambda: len(channels.pubsub_channels(affinity.CHANNEL.format(worker="*"))) == 2,
+        timeout=30,
+        what="both run hosts listening for offers",
+        details=logs,
+    )
+
+    def one_run(call_id: str, text: str) -> tuple[AgentRun, str]:
+        arguments = json.dumps({"n": 1})
+        model.answer(
+            calls=[
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "counting__counter_add", "arguments": arguments},
+                }
+            ]
+        )
+        model.answer("Counted.")
+        _, run = services.message_post(session_id=session.pk, author=user, content=text)
+        wait_for(
+            lambda: AgentRun.objects.get(pk=run.pk).status not in AgentRun.ACTIVE_STATUSES,
+            timeout=FINISH,
+            what=f"run {run.pk} to finish",
+            details=logs,
+        )
+        run.refresh_from_db()
+        assert run.status == AgentRun.Status.SUCCEEDED, run.error + logs()
+        return run, result_of(ChatSession.objects.get(pk=session.pk), call_id)
+
+    _, first = one_run("a1", "Count once")
+    total, server = counted(first)
+    assert total == 1 and "[Planboard" not in first
+    warm = next(w for w in workers if w.popen.pid == parent_of(server))
+    # The host recorded itself as the conversation's warm host right after the call (a
+    # person's next message comes seconds later; here it would come at once).
+    wait_for(
+        lambda: channels.get(affinity.warm_key(session.pk)),
+        timeout=10,
+        what="the warm record",
+    )
+    assert f":{warm.popen.pid}:" in str(channels.get(affinity.warm_key(session.pk)))
+    assert OFFERS == [False]  # nothing was warm yet: Celery
+
+    _, second = one_run("a2", "Count again")
+    assert OFFERS == [False, True], logs()
+    assert counted(second) == (2, server), second  # the same server, its state kept
+    assert "[Planboard" not in second
+
+    # The warm process dies: the next run goes through Celery to the other one at once.
+    warm.kill()
+
+    def still_listening() -> list[Any]:
+        pattern = affinity.CHANNEL.format(worker="*")
+        return [c for c in channels.pubsub_channels(pattern) if f":{warm.popen.pid}:".encode() in c]
+
+    wait_for(lambda: not still_listening(), timeout=10, what="the killed host's channel to close")
+    started = time.monotonic()
+    _, third = one_run("a3", "And once more")
+    assert time.monotonic() - started < 30, "the run waited for the sweep"
+    assert OFFERS == [False, True, False]
+    total, elsewhere = counted(third)
+    assert total == 1 and elsewhere != server
+    assert third.endswith(mcp_sessions.lost_note("counting", mcp_sessions.ELSEWHERE))

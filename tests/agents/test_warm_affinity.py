@@ -13,12 +13,14 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import redis
+from django.utils import timezone
 
-from agents import mcp_sessions, tasks
+from agents import mcp_sessions, sweeper, tasks
 from agents.runtime import affinity
 from agents.runtime.host import RunHost
 from agents.runtime.lanes import CallerLane
@@ -263,3 +265,33 @@ def test_a_stale_offer_of_a_run_waiting_for_admission_does_not_start_it(
     waiting.refresh_from_db()
     assert waiting.status == AgentRun.Status.QUEUED and waiting.lease_owner == ""
     assert host.runs == {} and sent == []
+
+
+def test_a_run_heard_by_a_host_that_died_before_taking_it_is_dispatched_again_by_the_sweep(
+    session: ChatSession,
+    user: Any,
+    broker: str,
+    sent: list[int],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with ListeningHost(broker) as host:
+        host.serve(session.pk)
+        wait_for(
+            lambda: redis.Redis.from_url(broker).get(affinity.warm_key(session.pk)),
+            timeout=5,
+            what="the record",
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            run = post(session, user)
+        wait_for(lambda: host.heard, timeout=5, what="the offer")
+    # Heard, then the host died before `run_start`: the run is queued with its dispatch
+    # deadline, set before the offer as before a Celery message.
+    assert sent == []
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.QUEUED and run.lease_expires_at is not None
+    AgentRun.objects.filter(pk=run.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweeper.sweep_once().reclaimed == [run.pk]
+    assert sent == [run.pk]  # the dead host no longer listens: through Celery

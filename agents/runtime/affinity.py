@@ -190,8 +190,9 @@ class Listener:
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        """Close the Redis client. Offers being taken are let finish: one cancelled after
+        `run_start` would leave a run leased here but driven nowhere until its lease ran out
+        (adopted by a stopping host, it is handed off as usual)."""
         try:
             await self.client.aclose()
         except Exception:

@@ -45,6 +45,11 @@ CHANNEL = "planboard:run-host:{worker}"
 REFRESH_SECONDS = 1.0
 # Redis calls from `offer` (on a commit, in a request or a run's unit) never wait long.
 SOCKET_SECONDS = 2.0
+# Compare and delete in one step: another host may have recorded itself meanwhile.
+FORGET_IF_OURS = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 # The listener tries to subscribe again after a lost connection this long after.
 RETRY_SECONDS = 1.0
 
@@ -144,10 +149,8 @@ class Listener:
 
     async def forget(self, session_id: int) -> None:
         """The conversation's sessions here are gone: stop claiming it (only if still ours)."""
-        key = warm_key(session_id)
         try:
-            if (await self.client.get(key)) == self.worker.encode():
-                await self.client.delete(key)
+            await self.client.eval(FORGET_IF_OURS, 1, warm_key(session_id), self.worker)
         except Exception:
             logger.warning("forgetting chat session %s as warm here failed", session_id)
 

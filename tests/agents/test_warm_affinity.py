@@ -239,6 +239,11 @@ def test_a_host_whose_sessions_for_it_closed_sends_the_run_through_celery(
     assert AgentRun.objects.get(pk=run.pk).status == AgentRun.Status.QUEUED
     assert sent == [run.pk] and host.runs == {}
     assert client.get(affinity.warm_key(session.pk)) is None  # no longer claimed
+    # A record another host made meanwhile is not this host's to remove.
+    client.set(affinity.warm_key(session.pk), "other:2:xyz", ex=60)
+    take(host, run)
+    assert client.get(affinity.warm_key(session.pk)) == b"other:2:xyz"
+    assert sent == [run.pk, run.pk]
 
 
 def test_a_run_leased_elsewhere_is_left_alone(

@@ -2,9 +2,9 @@
 processes on one Redis broker and the PostgreSQL test database, a conversation whose run
 called a stateful tool (the test server's in-memory counter, over stdio).
 
-- Its next run is offered to the process that holds its MCP session and is driven there: the
-  tool sees the earlier state, and the result carries no "started afresh" note — where plain
-  Celery dispatch would land on either process.
+- Its next run — and that run again after an approval wait — is offered to the process that
+  holds its MCP session and is driven there: the tool sees the earlier state, and the result
+  carries no "started afresh" note — where plain Celery dispatch would land on either process.
 - When that process is killed, the next run goes through Celery to the other one at once (not
   after the lease: it is 60 s here) and its result says the server was started afresh.
 """
@@ -25,7 +25,7 @@ from agents import mcp_sessions
 from agents.runtime import affinity
 from planboard import services
 from planboard.models import AgentRun, ChatSession
-from tests.support.mcp_servers import stdio_toolset
+from tests.support.mcp_servers import notes_written, stdio_toolset
 from tests.support.openai_server import FakeOpenAI
 from tests.support.processes import (
     Child,
@@ -61,6 +61,14 @@ def model() -> Iterator[FakeOpenAI]:
     fake.server.shutdown()
 
 
+def tool_call(call_id: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": f"counting__{tool}", "arguments": json.dumps(arguments)},
+    }
+
+
 def counted(text: str) -> tuple[int, int]:
     found = TOTAL.match(text)
     assert found, text
@@ -81,15 +89,18 @@ def test_a_conversations_next_run_goes_where_its_server_is_warm_and_elsewhere_on
     superuser: Any,
     user: Any,
     model: FakeOpenAI,
+    tmp_path: Path,
 ) -> None:
     broker = own_redis_db(redis_url, int(redis_url.rsplit("/", 1)[1] or 0))
     test_broker(broker)
     settings.PLANBOARD_RUN_DISPATCHER = "tests.system.test_warm_host.offer_then_test_broker"
     OFFERS.clear()
     settings.PLANBOARD_LLM_MODEL = "openai/gpt-4o-mini"  # the session's model is chosen here
-    counting = stdio_toolset(superuser, name="counting")
+    counting = stdio_toolset(superuser, name="counting", notes=tmp_path / "notes.txt")
     services.toolset_update(
-        toolset_id=counting.pk, user=None, tool_policies={"counter_add": "auto"}
+        toolset_id=counting.pk,
+        user=None,
+        tool_policies={"counter_add": "auto", "write_note": "ask"},
     )
     session = services.session_create(owner=user, need_user_confirm=False)
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[counting.pk])
@@ -119,27 +130,36 @@ def test_a_conversations_next_run_goes_where_its_server_is_warm_and_elsewhere_on
         details=logs,
     )
 
-    def one_run(call_id: str, text: str) -> tuple[AgentRun, str]:
-        arguments = json.dumps({"n": 1})
-        model.answer(
-            calls=[
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": "counting__counter_add", "arguments": arguments},
-                }
-            ]
-        )
-        model.answer("Counted.")
-        _, run = services.message_post(session_id=session.pk, author=user, content=text)
+    def stops(run: AgentRun) -> AgentRun:
+        """`run` once it has stopped (finished, or waiting for a person)."""
         wait_for(
             lambda: AgentRun.objects.get(pk=run.pk).status not in AgentRun.ACTIVE_STATUSES,
             timeout=FINISH,
-            what=f"run {run.pk} to finish",
+            what=f"run {run.pk} to stop",
             details=logs,
         )
         run.refresh_from_db()
-        assert run.status == AgentRun.Status.SUCCEEDED, run.error + logs()
+        return run
+
+    def one_run(call_id: str, text: str, *, approval_first: bool = False) -> tuple[AgentRun, str]:
+        """A run whose model calls `counter_add` (after `write_note`, which waits for the
+        person's approval, with `approval_first`); the counter's result."""
+        if approval_first:
+            model.answer(calls=[tool_call(f"{call_id}-note", "write_note", text=text)])
+        model.answer(calls=[tool_call(call_id, "counter_add", n=1)])
+        model.answer("Counted.")
+        _, run = services.message_post(session_id=session.pk, author=user, content=text)
+        if approval_first:
+            waiting = stops(run)
+            assert waiting.status == AgentRun.Status.WAITING_FOR_APPROVAL, waiting.error
+            services.tool_call_decide(
+                session_id=session.pk,
+                tool_call_id=f"{call_id}-note",
+                user=user,
+                decision="approve",
+            )
+        done = stops(run)
+        assert done.status == AgentRun.Status.SUCCEEDED, done.error + logs()
         return run, result_of(ChatSession.objects.get(pk=session.pk), call_id)
 
     _, first = one_run("a1", "Count once")
@@ -156,9 +176,12 @@ def test_a_conversations_next_run_goes_where_its_server_is_warm_and_elsewhere_on
     assert f":{warm.popen.pid}:" in str(channels.get(affinity.warm_key(session.pk)))
     assert OFFERS == [False]  # nothing was warm yet: Celery
 
-    _, second = one_run("a2", "Count again")
-    assert OFFERS == [False, True], logs()
+    # The next message, and the same run again after an approval wait: both are offered to
+    # the warm process and driven there.
+    _, second = one_run("a2", "Count again", approval_first=True)
+    assert OFFERS == [False, True, True], logs()
     assert counted(second) == (2, server), second  # the same server, its state kept
+    assert notes_written(tmp_path / "notes.txt") == ["Count again"]  # approved, written once
     assert "[Planboard" not in second
 
     # The warm process dies: the next run goes through Celery to the other one at once.
@@ -172,7 +195,7 @@ def test_a_conversations_next_run_goes_where_its_server_is_warm_and_elsewhere_on
     started = time.monotonic()
     _, third = one_run("a3", "And once more")
     assert time.monotonic() - started < 30, "the run waited for the sweep"
-    assert OFFERS == [False, True, False]
+    assert OFFERS == [False, True, True, False]
     total, elsewhere = counted(third)
     assert total == 1 and elsewhere != server
     assert third.endswith(mcp_sessions.lost_note("counting", mcp_sessions.ELSEWHERE))

@@ -318,7 +318,7 @@ PLANBOARD_LLM_ATTEMPTS = int(os.environ.get("PLANBOARD_LLM_ATTEMPTS", "3"))
 PLANBOARD_LLM_RETRY_DELAY = float(os.environ.get("PLANBOARD_LLM_RETRY_DELAY", "1.0"))
 # OpenAI and OpenAI-compatible servers are reached through litellm's own HTTP handler; 1 goes
 # through the OpenAI SDK instead (its request transform costs ~5 ms of CPU a call; see
-# docs/PERFORMANCE.md, benchmark 5).
+# docs/PERFORMANCE.md, benchmark 7).
 PLANBOARD_LLM_OPENAI_SDK = os.environ.get("PLANBOARD_LLM_OPENAI_SDK", "0") == "1"
 PLANBOARD_LLM_CONTEXT_TOKENS = int(os.environ.get("PLANBOARD_LLM_CONTEXT_TOKENS", "32000"))
 PLANBOARD_AGENT_MAX_STEPS = int(os.environ.get("PLANBOARD_AGENT_MAX_STEPS", "40"))

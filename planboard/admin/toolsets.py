@@ -434,26 +434,6 @@ class ToolsetCredentialAdmin(admin.ModelAdmin):
     def env_names(self, obj: ToolsetCredential) -> str:
         return ", ".join(sorted(obj.env or {})) or "-"
 
-    @admin.display(description="Resources and prompts offered")
-    def offers(self, obj: Toolset) -> str:
-        """What else the server listed at its last refresh (the server's words, escaped)."""
-        catalog = obj.catalog or {}
-        kinds = [
-            ("Resources", [r.get("uri", "") for r in catalog.get("resources") or []]),
-            ("Templates", [t.get("uri_template", "") for t in catalog.get("templates") or []]),
-            ("Prompts", [p.get("name", "") for p in catalog.get("prompts") or []]),
-        ]
-        cut = set(catalog.get("truncated") or [])
-        return format_html_join(
-            "",
-            "<p><strong>{}</strong> ({}{}): {}</p>",
-            (
-                (label, len(names), ", more not kept" if label.lower() in cut else "",
-                 ", ".join(names) or "-")
-                for label, names in kinds
-            ),
-        )  # fmt: skip
-
     @admin.display(description="HTTP headers (names)")
     def header_names(self, obj: ToolsetCredential) -> str:
         return ", ".join(sorted(obj.headers or {})) or "-"

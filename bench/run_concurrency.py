@@ -65,8 +65,54 @@ def start_worker(db_url: str, model_url: str, concurrency: int | None) -> common
         PLANBOARD_LLM_RETRY_DELAY="0.5",
         # libpq's own variable: every connection of the worker host carries this name.
         PGAPPNAME=APP_NAME,
+        # The MCP test server (--mcp-tool) listens on loopback.
+        PLANBOARD_TOOL_ALLOWED_NETWORKS="127.0.0.0/8",
     )
     return common.Process("celery", argv, env)
+
+
+TOOLSET = "remote"
+MCP_SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+import uvicorn
+from tests.support.mcp_test_server import build_server
+uvicorn.run(build_server().streamable_http_app(), host="127.0.0.1", port={port},
+            log_level="warning")
+"""
+
+
+def start_mcp_server() -> tuple[common.Process, str]:
+    """The MCP test server over streamable HTTP in a process of its own, and its URL."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-c", MCP_SERVER.format(root=str(common.ROOT), port=port)]
+    server = common.Process("mcp-server", argv, dict(os.environ))
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return server, url
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"the MCP server did not start:\n{server.tail()}")
+
+
+def mcp_toolset(url: str) -> int:
+    """A shared toolset for the server, its tools listed (echo is read-only: it runs without
+    asking), created by a superuser as staff would."""
+    from django.contrib.auth import get_user_model
+
+    from planboard import services
+
+    admin = get_user_model().objects.create_superuser(f"bench-admin-{time.monotonic_ns()}")
+    toolset = services.toolset_create(user=admin, name=TOOLSET, kind="http", url=url)
+    services.toolset_refresh_tools(toolset_id=toolset.pk)
+    return toolset.pk
 
 
 def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
@@ -145,10 +191,17 @@ class Sampler(threading.Thread):
                 self.connections = max(self.connections, int(row[0]) if row else 0)
 
 
-def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: int) -> dict:
+def measure(
+    runs: int,
+    delay: float,
+    answers: int,
+    timeout: float,
+    worker_pid: int,
+    toolset: int | None = None,
+) -> dict:
     from django.contrib.auth import get_user_model
 
-    from planboard import services
+    from planboard import selectors, services
     from planboard.models import AgentRun, Message
 
     server = PACED
@@ -156,7 +209,13 @@ def measure(runs: int, delay: float, answers: int, timeout: float, worker_pid: i
     targets = []
     for number in range(runs):
         user = users.create_user(f"concurrency-{number}-{time.monotonic_ns()}")
-        targets.append((user, services.session_create(owner=user, need_user_confirm=False)))
+        session = services.session_create(owner=user, need_user_confirm=False)
+        if toolset is not None:
+            enabled = selectors.session_toolset_ids(session_id=session.pk)
+            services.session_set_toolsets(
+                session_id=session.pk, toolset_ids=[*enabled, toolset], user=user
+            )
+        targets.append((user, session))
     sampler = Sampler(worker_pid, common.postgres_url())
     sampler.start()
     cpu_before = tree_cpu_seconds(worker_pid)
@@ -333,6 +392,12 @@ def main() -> None:
     parser.add_argument("--label", default="", help="the row's name in the report")
     parser.add_argument("--no-report", action="store_true")
     parser.add_argument(
+        "--mcp-tool",
+        action="store_true",
+        help="every run also calls a tool of an MCP server (the test server over streamable "
+        "HTTP, in a process of its own): its third answer asks for it",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="sample the worker's processes with py-spy (on PATH) and say where CPU goes",
@@ -343,22 +408,33 @@ def main() -> None:
     common.flush_redis()
     # Runs name the model they were created with: the paced server.
     common.setup_django(
-        db_url, REDIS_URL=common.REDIS_BENCH_URL, PLANBOARD_LLM_MODEL="openai/paced-model"
+        db_url,
+        REDIS_URL=common.REDIS_BENCH_URL,
+        PLANBOARD_LLM_MODEL="openai/paced-model",
+        PLANBOARD_TOOL_ALLOWED_NETWORKS="127.0.0.0/8",
     )
     from tests.support.paced_model import PacedOpenAI
 
-    PACED = PacedOpenAI(delay=args.delay, answers=args.answers).start()
+    mcp = start_mcp_server() if args.mcp_tool else None
+    tool = (f"{TOOLSET}__echo", {"text": "ping"}) if mcp else None
+    PACED = PacedOpenAI(delay=args.delay, answers=args.answers, tool=tool).start()
     worker = start_worker(db_url, PACED.base_url, args.concurrency)
     try:
         wait_for_worker(worker)
         time.sleep(2)  # every pool process is up and warm
         spies = start_py_spy(worker.popen.pid) if args.profile else []
-        result = measure(args.runs, args.delay, args.answers, args.timeout, worker.popen.pid)
+        toolset = mcp_toolset(mcp[1]) if mcp else None
+        result = measure(
+            args.runs, args.delay, args.answers, args.timeout, worker.popen.pid, toolset
+        )
         if spies:
             result["profile"] = py_spy_summary(spies)
     finally:
         worker.stop(timeout=30)
         PACED.stop()
+        if mcp:
+            mcp[0].stop(timeout=10)
+    result["mcp_tool"] = args.mcp_tool
     result["label"] = args.label or f"runs={args.runs} concurrency={args.concurrency or 'default'}"
     result["command"] = common.command_line()
     result["git"] = os.popen(f"git -C {common.ROOT} rev-parse --short HEAD").read().strip()
@@ -374,9 +450,11 @@ def verdict_lines(rows: list[dict[str, Any]]) -> list[str]:
         for r in rows
         if r["runs"] == 200 and not r.get("profile") and not r["label"].startswith("floor")
     ]
-    if not candidates:
+    plain = [r for r in candidates if not r.get("mcp_tool")]
+    with_tool = [r for r in candidates if r.get("mcp_tool")]
+    if not plain:
         return []
-    row = candidates[-1]
+    row = plain[-1]
     checks = [
         ("wall at most 1.5x ideal", f"{row['ratio']}x", row["ratio"] <= 1.5),
         (
@@ -394,6 +472,18 @@ def verdict_lines(rows: list[dict[str, Any]]) -> list[str]:
         + ". On this shared VM (other work at the load average above) the same command's wall "
         "time moves by a third between runs; CPU per step moves less.",
         "",
+        *(
+            [
+                f"With an MCP tool call in every run (row `{with_tool[-1]['label']}`, "
+                "`--mcp-tool`: the test server over streamable HTTP, each conversation in a "
+                f"live session of its own): wall {with_tool[-1]['ratio']}x ideal, first request "
+                f"p95 {with_tool[-1]['first_request_p95']} s, {with_tool[-1]['completed']}/200 "
+                f"complete, {with_tool[-1]['cpu_ms_per_step']} ms of worker CPU per step.",
+                "",
+            ]
+            if with_tool
+            else []
+        ),
     ]
 
 

@@ -2,7 +2,8 @@
 delay: the stand-in for a hosted model in the run-concurrency benchmark and the runtime tests.
 
 Every conversation gets the same script, chosen by how many answers it already holds: first
-`create_plan` (two subtasks), then read-only plan tools, and the last answer is plain text.
+`create_plan` (two subtasks), then read-only plan tools (the third answer optionally an MCP
+server's tool instead, `tool`), and the last answer is plain text.
 The server counts the requests it is answering at the same moment (`max_in_flight`) and notes
 when it first heard from each conversation (`first_seen`, keyed by the tag the first user
 message carries, `[run:<tag>]`), so a caller can tell how long a run waited for its first
@@ -29,9 +30,19 @@ class _Server(ThreadingHTTPServer):
 
 
 class PacedOpenAI:
-    def __init__(self, *, delay: float, answers: int = 4, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        *,
+        delay: float,
+        answers: int = 4,
+        host: str = "127.0.0.1",
+        tool: tuple[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.delay = delay
         self.answers = max(1, answers)
+        # (name, arguments): the third answer calls this tool (an MCP server's) instead of a
+        # read-only plan tool.
+        self.tool = tool
         self.first_seen: dict[str, float] = {}
         self.requests = 0
         self.in_flight = 0
@@ -66,6 +77,8 @@ class PacedOpenAI:
             message["content"] = f"Done after {number} answers."
         elif number == 1:
             message["tool_calls"] = [_call(number, "create_plan", _PLAN)]
+        elif number == 3 and self.tool is not None:
+            message["tool_calls"] = [_call(number, *self.tool)]
         elif number % 2 == 0:
             message["tool_calls"] = [_call(number, "view_subtasks", {"subtask_idx": [0, 1]})]
         else:

@@ -24,9 +24,11 @@ found `running` had no effect and is simply run again.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -36,7 +38,7 @@ from agents.models import AgentStep
 from agents.profiles import profile_toolsets
 from agents.runtime.control import RunControl
 from agents.runtime.lanes import Lane
-from planboard import selectors, services
+from planboard import selectors, services, streams
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
 from planboard.services.tool_calls import repeatable
@@ -379,9 +381,40 @@ async def aserver_output(
             record.arguments or {},
             conversation=conversation,
             elicit=elicitation.asker(record, lane=lane, control=control),
+            progress=progress_reporter(record, lane=lane),
         )
     except Exception as exc:
         return _unexpected(record, exc)
+
+
+# A chatty server's progress reaches people at most this often (the last one always does).
+PROGRESS_EVERY_SECONDS = 0.25
+
+
+def progress_reporter(record: ToolCall, *, lane: Lane) -> mcp_client.Progress:
+    """What a call tells people of the progress its server reports: `tool.progress` events
+    for the session (`planboard.streams`), sent off the loop in order, at most one per
+    `PROGRESS_EVERY_SECONDS` unless the call is done."""
+    last = [-PROGRESS_EVERY_SECONDS]
+
+    def report(done: float, total: float | None, message: str | None) -> None:
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if now - last[0] < PROGRESS_EVERY_SECONDS and not finished:
+            return
+        last[0] = now
+        lane.post(
+            functools.partial(
+                streams.tool_progress,
+                session_id=record.session_id,
+                tool_call_id=record.tool_call_id,
+                progress=done,
+                total=total,
+                message=message,
+            )
+        )
+
+    return report
 
 
 def _unexpected(record: ToolCall, exc: Exception) -> mcp_client.ToolOutput:

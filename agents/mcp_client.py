@@ -159,6 +159,9 @@ def elicitation_seconds() -> float:
 
 # Asked during a call; answers when a person did, the time ran out or the run stopped.
 Elicitor = Callable[[Elicited], Awaitable[ElicitReply]]
+# Told each progress notification the server sends during a call: progress, total (None when
+# the server does not know it), the server's message (None: none). Called on the event loop.
+Progress = Callable[[float, float | None, str | None], None]
 NOBODY_ASKS = ElicitReply("decline")
 
 
@@ -439,13 +442,24 @@ async def call_on(
     arguments: dict[str, Any],
     *,
     read_timeout: float | None = None,
+    progress: Progress | None = None,
 ) -> ToolOutput:
     """One tools/call on an initialized session, its result as the model gets it (cut,
     secrets removed). `read_timeout`: the SDK's own limit on the wait for the answer
     (`PLANBOARD_TOOL_TIMEOUT` unless given; a live session gives `math.inf` and keeps the
-    limit itself, with its clock stopped while a person answers the server's question)."""
+    limit itself, with its clock stopped while a person answers the server's question).
+    `progress`: told the server's progress notifications (the call then asks for them)."""
     limit = timeout_seconds() if read_timeout is None else read_timeout
-    result = await session.call_tool(tool, arguments, read_timeout_seconds=limit)
+    reported = None
+    if progress is not None:
+        tell = progress
+
+        async def reported(progress: float, total: float | None, message: str | None) -> None:
+            tell(progress, total, message)
+
+    result = await session.call_tool(
+        tool, arguments, read_timeout_seconds=limit, progress_callback=reported
+    )
     rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
     text = _redact(rendered.text, toolset)
     if result.is_error:

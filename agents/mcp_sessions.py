@@ -56,7 +56,15 @@ import anyio
 from django.conf import settings
 
 from agents import mcp_client, mcp_limits
-from agents.mcp_client import ClientSession, Elicited, Elicitor, ElicitReply, Failure, ToolOutput
+from agents.mcp_client import (
+    ClientSession,
+    Elicited,
+    Elicitor,
+    ElicitReply,
+    Failure,
+    Progress,
+    ToolOutput,
+)
 from planboard import services, workspace
 from planboard.models import Toolset
 from planboard.sql import close_thread_connection
@@ -411,6 +419,7 @@ class SessionPool:
         arguments: dict[str, Any],
         conversation: Conversation,
         elicit: Elicitor | None = None,
+        progress: Progress | None = None,
     ) -> ToolOutput:
         return await self.serve(
             toolset,
@@ -418,7 +427,7 @@ class SessionPool:
             # The session's own deadline bounds the call (its clock stops while a person
             # answers the server): the SDK's per-request limit is lifted.
             lambda session: mcp_client.call_on(
-                session, toolset, tool, arguments, read_timeout=math.inf
+                session, toolset, tool, arguments, read_timeout=math.inf, progress=progress
             ),
             conversation,
             elicit,
@@ -678,16 +687,18 @@ async def acall_tool(
     *,
     conversation: Conversation,
     elicit: Elicitor | None = None,
+    progress: Progress | None = None,
 ) -> ToolOutput:
     """Call one tool in the chat session's live session with the toolset's server (opened
     if it has none); never raises, like `mcp_client.call_tool`. An OAuth toolset is called
     on a connection of its own each time (its tokens are refreshed and handed back to be
     stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built yet.
     `elicit` answers the questions the server asks a person during the call
-    (`agents.elicitation`)."""
+    (`agents.elicitation`); `progress` hears the server's progress notifications (live
+    sessions only)."""
     if mcp_client.signs_in(toolset):
         return await mcp_client.acall_tool(toolset, tool, arguments, elicit=elicit)
-    return await pool().call(toolset, tool, arguments, conversation, elicit)
+    return await pool().call(toolset, tool, arguments, conversation, elicit, progress)
 
 
 async def aread_resource(toolset: Toolset, uri: str, *, conversation: Conversation) -> ToolOutput:

@@ -9,7 +9,11 @@ tells clients to drop a partial answer (the model call is retried from the start
 
 Event shapes (group `session.<id>`):
 `{type: "message.delta", session_id, run_id, answer_id, seq, text}` — `text` is the new piece;
-`{type: "message.reset", session_id, run_id, answer_id}`.
+`{type: "message.reset", session_id, run_id, answer_id}`;
+`{type: "tool.progress", session_id, tool_call_id, progress, total, message}` — how far an
+external tool call has got, as its server reports it (`total` null when the server does not
+know; `message` the server's words, cut, or null). Not kept: a client that misses one shows
+the next, and the call's `session.tool_call` event closes it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from planboard import broadcast
 
 # A partial answer older than this is stale (its worker died): snapshots stop showing it.
 PARTIAL_TTL_SECONDS = 600
+# A server's progress message is shown in one line.
+PROGRESS_MESSAGE_MAX = 200
 
 
 def _key(session_id: int) -> str:
@@ -77,3 +83,25 @@ def partial_answer(*, session_id: int) -> dict[str, Any] | None:
     """`{run_id, answer_id, seq, text}` of the answer being written, or None."""
     value = cache.get(_key(session_id))
     return value if isinstance(value, dict) else None
+
+
+def tool_progress(
+    *,
+    session_id: int,
+    tool_call_id: str,
+    progress: float,
+    total: float | None,
+    message: str | None,
+) -> None:
+    """Tell the session's clients how far a running external tool call has got."""
+    _publish(
+        session_id,
+        {
+            "type": "tool.progress",
+            "session_id": session_id,
+            "tool_call_id": tool_call_id,
+            "progress": progress,
+            "total": total,
+            "message": message[:PROGRESS_MESSAGE_MAX] if message else None,
+        },
+    )

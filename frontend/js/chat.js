@@ -354,6 +354,27 @@ export class ChatView {
     this.scrollToEnd(stick);
   }
 
+  /**
+   * How far a running call has got (`tool.progress`, the server's own words as text). Not
+   * kept: the call's next `session.tool_call` event (its end) replaces it.
+   * @param {{tool_call_id: string, progress: number, total: number | null,
+   *   message: string | null}} event
+   */
+  showToolProgress(event) {
+    const row = this.callRows.get(event.tool_call_id);
+    // A late event of a call that has ended (the events of one session keep their order,
+    // but a page that reconnected may hear one after the call's end) changes nothing.
+    if (!row || ENDED_CALL.includes(row.dataset.callStatus || "")) return;
+    const parts = [t("tool_status_running")];
+    if (event.total) parts.push(t("tool_progress_of", { done: event.progress, total: event.total }));
+    else parts.push(String(event.progress));
+    if (event.message) parts.push(event.message);
+    const text = parts.join(" · ");
+    const chip = row.querySelector(".tool-status");
+    if (chip) chip.textContent = text;
+    else row.querySelector("summary").append(h("span", { class: "tool-status", text }));
+  }
+
   dropApproval(callId) {
     const card = this.approvals.get(callId);
     if (!card) return;
@@ -630,6 +651,9 @@ export class ChatView {
     if (force) this.list.scrollTop = this.list.scrollHeight;
   }
 }
+
+/** Statuses of a tool call that are final: its progress is over. */
+const ENDED_CALL = ["succeeded", "failed", "denied", "interrupted"];
 
 /** A resource a person attached, as the run read it from its server: folded, text only. */
 function attachmentRow(message) {

@@ -143,6 +143,9 @@ class SessionPage {
       case "session.tool_call":
         this.chat.updateToolCall(message.tool_call);
         break;
+      case "tool.progress":
+        this.chat.showToolProgress(message);
+        break;
       case "session.elicitation":
         this.chat.updateElicitation(message.elicitation);
         this.tabs.notify("chat");

@@ -129,6 +129,8 @@
  *   | {type: "session.run", run: RunSnapshot}
  *   | {type: "session.updated", session: Record<string, any>, toolsets?: number[]}
  *   | {type: "session.tool_call", tool_call: Record<string, any>}
+ *   | {type: "tool.progress", session_id: number, tool_call_id: string, progress: number,
+ *      total: number | null, message: string | null}
  *   | {type: "session.elicitation", elicitation: Record<string, any>}
  *   | {type: "session.files", session_id: number, action: string, path: string,
  *      files: Record<string, any>[]}

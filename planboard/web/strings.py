@@ -236,6 +236,8 @@ STRINGS: dict[str, str | Promise] = {
     "tool_status_approved": _("approved"),
     "tool_status_denied": _("denied"),
     "tool_status_running": _("running"),
+    # How far a running tool has got, as its server says (progress of a known total).
+    "tool_progress_of": _("{done} of {total}"),
     "tool_status_succeeded": _("done"),
     "tool_status_failed": _("failed"),
     "tool_status_interrupted": _("interrupted"),

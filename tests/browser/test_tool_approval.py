@@ -50,3 +50,37 @@ def test_owner_approves_a_tool_call_and_the_lead_watches(
         re.compile(r"^(done|approved|running)"), timeout=RUN_TIMEOUT_MS
     )
     screenshot(owner, "tool-approval-done")
+
+
+def test_a_running_calls_progress_shows_in_its_status_as_text(
+    browsing: Browsing, screenshot: Any
+) -> None:
+    """The page's side of `tool.progress` (the worker's side: tests/agents/test_tool_progress):
+    the call's status line says how far it got, the server's words as text, until it ends."""
+    session_id = browsing.server.data["approval_session"]
+    page = browsing.new_page("alice")
+    open_session(page, browsing.server.url, session_id)
+    status = page.locator(".tool-status").first
+    expect(status).to_be_visible()
+    call = {"tool_call_id": "call_seed_note", "status": "running", "tool_name": "notes"}
+
+    def send(message: dict[str, Any]) -> None:
+        page.evaluate("(m) => window.planboard.onMessage(m)", message)
+
+    send({"type": "session.tool_call", "tool_call": call})
+    expect(status).to_have_text("running")
+    hostile = '<img src=x onerror="window.__xss=1">'
+    progress = {"type": "tool.progress", "session_id": session_id}
+    send({**progress, "tool_call_id": "call_seed_note", "progress": 2, "total": 4,
+          "message": f"Copying {hostile}"})  # fmt: skip
+    expect(status).to_have_text(f"running · 2 of 4 · Copying {hostile}")
+    assert not page.evaluate("window.__xss")
+    screenshot(page, "tool-progress")
+    send({**progress, "tool_call_id": "call_seed_note", "progress": 7, "total": None,
+          "message": None})  # fmt: skip
+    expect(status).to_have_text("running · 7")
+    # Once the call has ended, a late progress event changes nothing.
+    send({"type": "session.tool_call", "tool_call": {**call, "status": "succeeded"}})
+    send({**progress, "tool_call_id": "call_seed_note", "progress": 3, "total": 4,
+          "message": "late"})  # fmt: skip
+    expect(status).to_have_text("done")

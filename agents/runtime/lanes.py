@@ -81,6 +81,7 @@ class _PriorityPool:
     def __init__(self, threads: int, name: str) -> None:
         self._work: queue.PriorityQueue[tuple[int, int, Any]] = queue.PriorityQueue()
         self._order = itertools.count()
+        self._last: Callable[[], Any] = lambda: None
         self._threads = [
             threading.Thread(target=self._serve, name=f"{name}_{n}", daemon=True)
             for n in range(threads)
@@ -91,12 +92,10 @@ class _PriorityPool:
     def _serve(self) -> None:
         while True:
             _, _, item = self._work.get()
-            if item is None:
+            if item is None:  # shut down: each thread takes exactly one of these
+                self._last()
                 return
             fn, args, kwargs, loop, done = item
-            if done is None:
-                fn(*args, **kwargs)
-                continue
             if done.cancelled():
                 continue  # nobody waits for it any more (as a cancelled executor future)
             try:
@@ -113,11 +112,11 @@ class _PriorityPool:
         return await done
 
     def shutdown(self, last: Callable[[], Any]) -> None:
-        """Run `last` on every thread once the queued work is done, then end the threads."""
+        """Once the queued work is done, run `last` on every thread (each closes its own
+        database connection) and end the threads."""
+        self._last = last
         for _ in self._threads:
-            self._work.put((YOUNG_RUN_UNITS + 1, next(self._order), (last, (), {}, None, None)))
-        for _ in self._threads:
-            self._work.put((YOUNG_RUN_UNITS + 2, next(self._order), None))
+            self._work.put((YOUNG_RUN_UNITS + 1, next(self._order), None))
         for thread in self._threads:
             thread.join()
 

@@ -551,12 +551,16 @@ class SessionPool:
             del self.seen[live.pair]
 
     def _make_room(self) -> None:
-        """Past the per-host cap, close the least recently used idle sessions."""
+        """Past the per-host cap, close the least recently used idle sessions. A session still
+        opening is not idle: its first call is waiting for it (closing it sent that call to
+        open another, which closed the next one's: with more conversations starting at once
+        than the cap, calls failed with "its server stopped"). The cap may thus be passed
+        while sessions open; it is met again as they go idle."""
         excess = len(self.live) + 1 - sessions_per_host()
         for live in list(self.live.values()):
             if excess <= 0:
                 break
-            if live.busy == 0:
+            if live.busy == 0 and live.ready.done():
                 self._close(live, "it was closed to make room for other conversations' sessions")
                 excess -= 1
 

@@ -161,6 +161,34 @@ def test_past_the_cap_the_least_recently_used_session_is_closed(
         assert total == 1 and "to make room" in text
 
 
+def test_more_conversations_starting_at_once_than_the_cap_all_get_their_call(
+    counting: Toolset, settings: Any
+) -> None:
+    """A session still opening is not closed to make room: its call is waiting for it."""
+    settings.PLANBOARD_MCP_SESSIONS_PER_HOST = 2
+
+    async def at_once() -> list[Any]:
+        return await asyncio.gather(
+            *(
+                mcp_sessions.acall_tool(
+                    counting, "counter_add", {"n": 1}, conversation=Conversation(chat)
+                )
+                for chat in range(1, 6)
+            )
+        )
+
+    with HostLoop() as host:
+        pool = host.pool()
+        outputs = host.run(at_once())
+        assert all(o.ok for o in outputs), [o.text for o in outputs]
+        assert [counted(o.text)[0] for o in outputs] == [1] * 5
+        host.run(pool.settled())
+        # The cap holds again once they are idle: a new conversation makes room.
+        add(host, counting, 6)
+        host.run(pool.settled())
+        assert len([v for v in pool.live.values() if not v.ended]) <= 2
+
+
 def test_a_disabled_toolset_or_a_deleted_conversation_closes_its_sessions(
     session: ChatSession, user: Any, superuser: Any, counting: Toolset
 ) -> None:

@@ -4,6 +4,7 @@
 // and prompt text come from MCP servers: they are only ever set as text.
 
 import { api, listOf } from "./api.js";
+import { dialogButtons } from "./dialog.js";
 import { h, icon } from "./dom.js";
 import { t } from "./i18n.js";
 import { toast } from "./toast.js";
@@ -264,23 +265,7 @@ function askArguments(/** @type {Prompt} */ prompt) {
         text: prompt.description || t("prompt_arguments_help", { toolset: prompt.toolset }),
       }),
       ...fields.map((f) => f.row),
-      h(
-        "div",
-        { class: "dialog-buttons" },
-        h("button", {
-          type: "submit",
-          value: "cancel",
-          formnovalidate: true,
-          class: "btn",
-          text: t("cancel"),
-        }),
-        h("button", {
-          type: "submit",
-          value: "ok",
-          class: "btn btn-primary",
-          text: t("prompt_use"),
-        }),
-      ),
+      dialogButtons(t("prompt_use")),
     );
     const dialog = h("dialog", { class: "dialog", "aria-label": title }, form);
     dialog.addEventListener("close", () => {

@@ -20,18 +20,7 @@ export function askText({ title, message = "", label, confirm, required = false,
       h("h2", { class: "dialog-title", text: title }),
       message ? h("p", { class: "dialog-message", text: message }) : null,
       h("label", { class: "field" }, h("span", { class: "field-label", text: label }), field),
-      h(
-        "div",
-        { class: "dialog-buttons" },
-        h("button", {
-          type: "submit",
-          value: "cancel",
-          formnovalidate: true,
-          class: "btn",
-          text: t("cancel"),
-        }),
-        h("button", { type: "submit", value: "ok", class: "btn btn-primary", text: confirm }),
-      ),
+      dialogButtons(confirm),
     );
     const dialog = h("dialog", { class: "dialog", "aria-label": title }, form);
     field.addEventListener("keydown", (event) => {
@@ -50,4 +39,23 @@ export function askText({ title, message = "", label, confirm, required = false,
     dialog.showModal();
     field.focus();
   });
+}
+
+/**
+ * A dialog form's Cancel and confirm buttons (`value` "cancel" / "ok").
+ * @param {string} confirm the confirm button's label
+ */
+export function dialogButtons(confirm) {
+  return h(
+    "div",
+    { class: "dialog-buttons" },
+    h("button", {
+      type: "submit",
+      value: "cancel",
+      formnovalidate: true,
+      class: "btn",
+      text: t("cancel"),
+    }),
+    h("button", { type: "submit", value: "ok", class: "btn btn-primary", text: confirm }),
+  );
 }

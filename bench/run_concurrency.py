@@ -65,6 +65,8 @@ def start_worker(db_url: str, model_url: str, concurrency: int | None) -> common
         PLANBOARD_LLM_RETRY_DELAY="0.5",
         # libpq's own variable: every connection of the worker host carries this name.
         PGAPPNAME=APP_NAME,
+        # The pool is the web process's (this process posts as it would); workers have none.
+        PLANBOARD_DB_POOL="0",
         # The MCP test server (--mcp-tool) listens on loopback.
         PLANBOARD_TOOL_ALLOWED_NETWORKS="127.0.0.0/8",
     )
@@ -203,6 +205,7 @@ def measure(
 
     from planboard import selectors, services
     from planboard.models import AgentRun, Message
+    from planboard.services.run_queue import run_dispatcher
 
     server = PACED
     users = get_user_model().objects
@@ -216,6 +219,9 @@ def measure(
                 session_id=session.pk, toolset_ids=[*enabled, toolset], user=user
             )
         targets.append((user, session))
+    # The web process loads the dispatcher (Celery's task module, litellm) as it starts
+    # (planboard/asgi.py); here the first post would otherwise pay seconds of imports.
+    run_dispatcher()
     sampler = Sampler(worker_pid, common.postgres_url())
     sampler.start()
     cpu_before = tree_cpu_seconds(worker_pid)
@@ -223,9 +229,10 @@ def measure(
     posted: dict[str, tuple[int, int]] = {}
 
     def post(number: int) -> None:
-        # As N people would, each through a web request: POSTERS at a time, each on a
-        # database connection of its own (a sequential loop took 100 ms a message on two
-        # cores the worker host saturates, so the last run started 20 s after the first).
+        # As N people would, each through a web request: POSTERS at a time, each taking a
+        # connection from the pool as the web process does (a sequential loop took 100 ms a
+        # message on two cores the worker host saturates, so the last run started 20 s after
+        # the first).
         from django.db import connection
 
         user, session = targets[number]
@@ -410,6 +417,8 @@ def main() -> None:
     common.setup_django(
         db_url,
         REDIS_URL=common.REDIS_BENCH_URL,
+        # The messages are posted as the web process would: its connection pool (asgi.py).
+        PLANBOARD_DB_POOL="1",
         PLANBOARD_LLM_MODEL="openai/paced-model",
         PLANBOARD_TOOL_ALLOWED_NETWORKS="127.0.0.0/8",
     )

@@ -19,6 +19,10 @@ from planboard.realtime.routing import websocket_application  # noqa: E402
 
 application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})
 
+from planboard.services.run_queue import run_dispatcher  # noqa: E402
+
+run_dispatcher()  # loaded now, not by the first message someone posts (litellm takes seconds)
+
 from planboard.gc_tuning import freeze_startup_objects  # noqa: E402
 
 freeze_startup_objects()

@@ -21,6 +21,7 @@ Lock order: session, then user, then runs (`run_start` of a waiting run: user, t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -46,8 +47,16 @@ def _lease_until() -> Any:
     return timezone.now() + timedelta(seconds=float(settings.PLANBOARD_RUN_LEASE_SECONDS))
 
 
+def run_dispatcher() -> Callable[[int], None]:
+    """The configured dispatcher (`PLANBOARD_RUN_DISPATCHER`). The web process loads it as it
+    starts (planboard/asgi.py): importing it brings in Celery's task module and litellm,
+    seconds of CPU the first person to post a message would otherwise wait for."""
+    dispatcher: Callable[[int], None] = import_string(settings.PLANBOARD_RUN_DISPATCHER)
+    return dispatcher
+
+
 def _dispatch_on_commit(run_id: int) -> None:
-    dispatcher = import_string(settings.PLANBOARD_RUN_DISPATCHER)
+    dispatcher = run_dispatcher()
     transaction.on_commit(lambda: dispatcher(run_id))
 
 

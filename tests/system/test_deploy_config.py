@@ -359,9 +359,10 @@ def test_postgres_prepares_statements_and_pools_only_where_asked() -> None:
 
 def test_the_web_process_pools_connections_and_freezes_its_startup_objects() -> None:
     code = (
-        "import gc, planboard.asgi\n"
+        "import gc, sys, planboard.asgi\n"
         "from planboard.gc_tuning import THRESHOLDS\n"
         "result = {'pool': 'pool' in settings.DATABASES['default']['OPTIONS'],\n"
+        "          'dispatcher': 'agents.tasks' in sys.modules and 'litellm' in sys.modules,\n"
         "          'frozen': gc.get_freeze_count(), 'thresholds': list(gc.get_threshold()),\n"
         "          'expected': list(THRESHOLDS)}"
     )
@@ -369,6 +370,8 @@ def test_the_web_process_pools_connections_and_freezes_its_startup_objects() -> 
     # here as asgi.py gives it to daphne; asgi.py's own default is checked on the file.
     found = settings_probe({"DATABASE_URL": PG_URL, "PLANBOARD_DB_POOL": "1"}, code)
     assert found["pool"] is True
+    # The run dispatcher (and litellm with it) is loaded before the first message is posted.
+    assert found["dispatcher"] is True
     assert found["frozen"] > 10_000, "start-up objects were not frozen"
     assert found["thresholds"] == found["expected"]
     asgi = (ROOT / "planboard" / "asgi.py").read_text()

@@ -160,7 +160,6 @@ def build_request(
         session_id=session.pk,
         owner_id=session.owner_id,
         flagged=read.calls_flagged,
-        tools_query=memory.session_tools_query(session.owner_id),
     )
     external = external_tools.offered_tools(
         session_id=session.pk, within=acting.toolset_ids, allowed=allowed, tools=session_tools

@@ -18,11 +18,9 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db.models import QuerySet
-
 from agents.models import AgentStep
 from planboard import selectors
-from planboard.models import AgentRun, Message, ToolsetTool
+from planboard.models import AgentRun, Message
 
 
 @dataclass
@@ -62,8 +60,6 @@ class RunMemory:
     profiles: list[dict[str, str]] | None = None
     # (plan id, version) of the plan changes this run's tool calls made (and committed).
     made: set[tuple[int, int]] = field(default_factory=set)
-    # The query of the session's external tools, built once (by owner id) and run every step.
-    tools_query: tuple[int, QuerySet[ToolsetTool]] | None = None
 
     @classmethod
     def for_run(cls, run: AgentRun) -> RunMemory:
@@ -105,14 +101,6 @@ class RunMemory:
         if self.profiles is None:
             self.profiles = read()
         return self.profiles
-
-    def session_tools_query(self, owner_id: int) -> QuerySet[ToolsetTool]:
-        """The session's external tools, as a query to run afresh (`.all()`) at each step:
-        building it is the costly part, and its shape never changes within a run."""
-        if self.tools_query is None or self.tools_query[0] != owner_id:
-            built = selectors.session_tools_query(session_id=self.session_id, owner_id=owner_id)
-            self.tools_query = (owner_id, built)
-        return self.tools_query[1]
 
     def plan_changes_made(self, changes: set[tuple[int, int]]) -> None:
         self.made |= changes

@@ -19,7 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 from django.utils import timezone
 
-from planboard.models import ChatSession, Message, Plan, SubTask
+from planboard.models import ChatSession, Message, Plan, SubTask, Toolset, ToolsetTool
 
 M = TypeVar("M", bound=Model)
 Owned = TypeVar("Owned", ChatSession, Plan)
@@ -115,6 +115,32 @@ def lock_plan_and_subtasks(plan_id: int) -> tuple[Plan, list[SubTask]] | None:
     plan = lock_plan(plan_id)
     found = _rows(SUBTASKS, [plan.pk]) if plan is not None else []
     return None if plan is None else (plan, [_load(SubTask, SUBTASK_COLUMNS, r) for r in found])
+
+
+# What an agent step offers of the session's external tools (`selectors.session_tools`): the
+# queryset took 2.5 ms to compile against 0.4 ms to run, at every step.
+TOOL_COLUMNS = """t.id, t.toolset_id, t.name, t.description, t.input_schema, t.read_only,
+t.policy, t.needs_review, t.reads_resources"""
+OFFERED_TOOLS = f"""SELECT {TOOL_COLUMNS}, ts.name FROM planboard_toolsettool t
+JOIN planboard_toolset ts ON ts.id = t.toolset_id
+JOIN planboard_sessiontoolset st ON st.toolset_id = ts.id AND st.session_id = %s
+WHERE ts.enabled AND t.available AND t.unsupported = '' AND t.policy <> 'never'
+AND (NOT EXISTS (SELECT 1 FROM planboard_toolset_teams x WHERE x.toolset_id = ts.id)
+    OR EXISTS (SELECT 1 FROM planboard_toolset_teams x JOIN planboard_teammembership m
+        ON m.team_id = x.team_id WHERE x.toolset_id = ts.id AND m.user_id = %s))
+AND (ts.access = 'shared' OR EXISTS (SELECT 1 FROM planboard_toolsetcredential c
+    WHERE c.toolset_id = ts.id AND c.user_id = %s))
+ORDER BY ts.name, t.name"""
+
+
+def offered_tools(session_id: int, owner_id: int) -> list[ToolsetTool]:
+    """The tools, each with its toolset (id and name only; other fields load on first use)."""
+    found = _rows(OFFERED_TOOLS, [session_id, owner_id, owner_id]) if _is_id(session_id) else []
+    tools = [_load(ToolsetTool, TOOL_COLUMNS, row[:-1]) for row in found]
+    for tool, row in zip(tools, found, strict=True):
+        toolset = Toolset.from_db(DEFAULT_DB_ALIAS, ["id", "name"], [tool.toolset_id, row[-1]])
+        ToolsetTool.toolset.field.set_cached_value(tool, toolset)
+    return tools
 
 
 # Never the usage counters: steps add to them without the plan's lock (`run_record_step`).
@@ -217,7 +243,7 @@ def _converters(model: type[Model], columns: str, vendor: str) -> list[tuple[str
     db = _db()
     fields = {field.attname: field for field in model._meta.concrete_fields}
     found = []
-    for name in (column.split(".")[-1] for column in columns.split(", ")):
+    for name in (column.strip().split(".")[-1] for column in columns.split(",")):
         col = fields[name].get_col(model._meta.db_table)
         steps = db.ops.get_db_converters(col) + col.get_db_converters(db)
         found.append((name, [(step, col) for step in steps]))

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
+from planboard import sql
 from planboard.models import (
     ChatSession,
     SessionToolset,
@@ -183,52 +184,22 @@ def session_toolset_ids(*, session_id: int) -> list[int]:
     )
 
 
-# What a step uses of an offered tool and of its toolset. Never the toolset's cached listing
-# (it lists every tool of the toolset: one copy per offered tool made a step quadratic), its
-# secrets or how its server starts (read when a call is made: `services.tool_call_claim`).
-OFFERED_TOOL_FIELDS = (
-    "id", "toolset", "name", "description", "input_schema", "read_only", "policy",
-    "needs_review", "reads_resources", "toolset__id", "toolset__name",
-)  # fmt: skip
-
-
 def session_tools(*, session_id: int, owner_id: int | None = None) -> list[ToolsetTool]:
     """The external tools a session's agent is offered: tools its server still lists (and
     Planboard can call), of enabled toolsets the session enables, that staff have not set to
-    `never`; by toolset and tool name, each with its toolset (only `OFFERED_TOOL_FIELDS`;
-    others load on first use).
+    `never`; by toolset and tool name, each with its toolset's id and name (other fields load
+    on first use: never the toolset's cached listing, its secrets or how its server starts).
     A toolset limited to teams is offered while the session's owner is in one of them, a
-    per-person one once the owner has connected their credential. `owner_id`: the session's
-    owner, when the caller has read the session (a simpler statement, compiled faster)."""
-    return list(session_tools_query(session_id=session_id, owner_id=owner_id))
-
-
-def session_tools_query(*, session_id: int, owner_id: int | None = None) -> QuerySet[ToolsetTool]:
-    """`session_tools`, not yet run. Building this query costs more Python than running it
-    (about 1 ms: its three sub-queries and joins): an agent run builds it once and runs a copy
-    (`.all()`) at every step, so each step still reads the tools as they are then."""
-    owner: Any = (
-        owner_id
-        if owner_id is not None
-        else Subquery(ChatSession.objects.filter(pk=session_id).values("owner_id")[:1])
-    )
-    return (
-        ToolsetTool.objects.filter(
-            open_to(owner, toolset="toolset_id"),
-            Q(toolset__access=Toolset.Access.SHARED)
-            | Exists(
-                ToolsetCredential.objects.filter(toolset_id=OuterRef("toolset_id"), user_id=owner)
-            ),
-            toolset__sessions__session_id=session_id,
-            toolset__enabled=True,
-            available=True,
-            unsupported="",
+    per-person one once the owner has connected their credential. Read at every agent step,
+    so it is one of `planboard.sql`'s statements. `owner_id`: the session's owner, when the
+    caller has read the session."""
+    if owner_id is None:
+        owner_id = (
+            ChatSession.objects.filter(pk=session_id).values_list("owner_id", flat=True).first()
         )
-        .exclude(policy=ToolsetTool.Policy.NEVER)
-        .select_related("toolset")
-        .only(*OFFERED_TOOL_FIELDS)
-        .order_by("toolset__name", "name")
-    )
+        if owner_id is None:
+            return []
+    return sql.offered_tools(session_id, owner_id)
 
 
 def tool_always_allowed(*, session_id: int, toolset_id: int, tool: str) -> bool:
@@ -252,24 +223,21 @@ def session_tools_and_call_flags(
     session_id: int,
     owner_id: int | None = None,
     flagged: bool = True,
-    tools_query: QuerySet[ToolsetTool] | None = None,
 ) -> tuple[list[ToolsetTool], set[tuple[int, str]], list[ToolCall]]:
     """What an agent step needs of a session's external tools: `session_tools`, the
     (toolset, tool) pairs someone chose to "always allow", and the calls waiting for a person
-    (oldest first). `flagged=False`: the caller knows the session has neither (one query).
-    `tools_query`: the session's `session_tools_query`, built by the caller once (run afresh)."""
-    calls = ToolCall.objects.filter(
-        Q(always_allow=True) | Q(status=ToolCall.Status.PENDING), session_id=session_id
-    )
+    (oldest first). `flagged=False`: the caller knows the session has neither (one query)."""
     allowed: set[tuple[int, str]] = set()
     pending: list[ToolCall] = []
-    for record in calls.order_by("id") if flagged else []:
-        if record.always_allow and record.toolset_id is not None:
-            allowed.add((record.toolset_id, record.tool))
-        if record.status == ToolCall.Status.PENDING:
-            pending.append(record)
-    if tools_query is not None:
-        return list(tools_query.all()), allowed, pending
+    if flagged:
+        calls = ToolCall.objects.filter(
+            Q(always_allow=True) | Q(status=ToolCall.Status.PENDING), session_id=session_id
+        )
+        for record in calls.order_by("id"):
+            if record.always_allow and record.toolset_id is not None:
+                allowed.add((record.toolset_id, record.tool))
+            if record.status == ToolCall.Status.PENDING:
+                pending.append(record)
     return session_tools(session_id=session_id, owner_id=owner_id), allowed, pending
 
 

@@ -70,29 +70,22 @@ def test_step_numbers_continue_from_the_stored_steps(memory: RunMemory) -> None:
     assert [memory.step_number(), memory.step_number()] == [5, 6]
 
 
-def test_the_tools_query_is_built_once_and_read_afresh_at_every_step(memory: RunMemory) -> None:
-    """Building the session's tool query costs more than running it, so a run keeps it; each
-    step still runs it, and sees a tool set to `never` or a toolset switched off at once."""
+def test_every_step_reads_the_tools_afresh_in_one_statement(memory: RunMemory) -> None:
+    """Each step reads the session's tools (one literal statement, `sql.offered_tools`) and
+    sees a tool set to `never` or a toolset switched off at once."""
     from planboard import selectors
     from planboard.models import SessionToolset, ToolsetTool
     from tests.support import db
 
     session = ChatSession.objects.get(pk=memory.session_id)
-    query = memory.session_tools_query(session.owner_id)
-    assert memory.session_tools_query(session.owner_id) is query
 
     def offered() -> list[str]:
         with db.statements() as run:
             tools, _, _ = selectors.session_tools_and_call_flags(
-                session_id=session.pk, owner_id=session.owner_id, flagged=False, tools_query=query
+                session_id=session.pk, owner_id=session.owner_id, flagged=False
             )
         assert len(run) == 1
-        names = [t.name for t in tools]
-        assert names == [
-            t.name
-            for t in selectors.session_tools(session_id=session.pk, owner_id=session.owner_id)
-        ]
-        return names
+        return [t.name for t in tools]
 
     first = offered()
     assert first  # the workspace every new session offers

@@ -11,10 +11,22 @@ from typing import Any
 
 import pytest
 from django.db import transaction
-from django.db.models import F, Model
+from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
 
 from planboard import services, sql
-from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask, ToolCall
+from planboard.models import (
+    AgentRun,
+    ChatSession,
+    Message,
+    Plan,
+    SubTask,
+    Team,
+    TeamMembership,
+    ToolCall,
+    Toolset,
+    ToolsetCredential,
+    ToolsetTool,
+)
 from planboard.services import Actor
 from tests.support import db
 
@@ -324,6 +336,87 @@ def test_a_snapshot_through_the_statements_equals_the_orms(costly_plan: Plan) ->
     assert expected["subtasks"][2]["created_at"] == "2026-02-03T04:05:06.500000+00:00"
     assert expected["subtasks"][2]["finished_at"] == "2025-12-31T15:00:00+00:00"
     assert sql.subtask_values(10**9) == [] and sql.subtask_values(2**64) == []
+
+
+def orm_offered_tools(session_id: int, owner_id: int) -> QuerySet[ToolsetTool]:
+    """The rule `sql.offered_tools` writes out, as the ORM says it."""
+    teams = Toolset.teams.through.objects.filter(toolset_id=OuterRef("toolset_id"))
+    return (
+        ToolsetTool.objects.filter(
+            ~Exists(teams) | Exists(teams.filter(team__members=owner_id)),
+            Q(toolset__access=Toolset.Access.SHARED)
+            | Exists(
+                ToolsetCredential.objects.filter(
+                    toolset_id=OuterRef("toolset_id"), user_id=owner_id
+                )
+            ),
+            toolset__sessions__session_id=session_id,
+            toolset__enabled=True,
+            available=True,
+            unsupported="",
+        )
+        .exclude(policy=ToolsetTool.Policy.NEVER)
+        .select_related("toolset")
+        .order_by("toolset__name", "name")
+    )
+
+
+def test_the_offered_tools_equal_the_orms(
+    user: Any, other_user: Any, staff_admin: Any, chat_session: ChatSession
+) -> None:
+    """Every rule: toolsets the session enables, enabled, open to the owner's teams, shared or
+    connected by the owner; tools listed, callable, not set to `never`; by toolset and name."""
+
+    def toolset(name: str, **fields: Any) -> Toolset:
+        made = services.toolset_create(user=staff_admin, name=name, kind="http",
+            url="https://tools.example/mcp", **fields)  # fmt: skip
+        tools = [{"name": n, "description": f"{n} <b>&</b>", "read_only": n == "b",
+            "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}
+            for n in ("c", "b", "a")]  # fmt: skip
+        services.toolset_refresh_tools(toolset_id=made.pk, tools=tools)
+        return made
+
+    shared, teamed, foreign = toolset("zeta"), toolset("alpha"), toolset("mid")
+    personal, connected = toolset("own", access="per_person"), toolset("key", access="per_person")
+    off = toolset("off")
+    Toolset.objects.filter(pk=off.pk).update(enabled=False)
+    mine, theirs = Team.objects.create(name="mine"), Team.objects.create(name="theirs")
+    TeamMembership.objects.create(team=mine, user=user)
+    TeamMembership.objects.create(team=theirs, user=other_user)
+    teamed.teams.add(mine, theirs)
+    foreign.teams.add(theirs)
+    ToolsetCredential.objects.create(toolset=connected, user=user, headers={"K": "v"})
+    ToolsetTool.objects.filter(toolset=shared, name="a").update(policy=ToolsetTool.Policy.NEVER)
+    ToolsetTool.objects.filter(toolset=shared, name="b").update(available=False)
+    ToolsetTool.objects.filter(toolset=teamed, name="c").update(unsupported="needs tasks")
+    ToolsetTool.objects.filter(toolset=teamed, name="a").update(needs_review=True,
+        policy=ToolsetTool.Policy.AUTO, reads_resources=True)  # fmt: skip
+    # Enabled in both sessions as they were before some toolsets were limited or switched off.
+    everything = [shared, teamed, foreign, personal, connected, off]
+    theirs_session = services.session_create(owner=other_user, need_user_confirm=False)
+    SessionToolset = Toolset.sessions.rel.related_model
+    SessionToolset.objects.bulk_create(
+        [SessionToolset(session=s, toolset=t) for s in (chat_session, theirs_session)
+            for t in everything]
+    )  # fmt: skip
+
+    def shown(tool: ToolsetTool) -> tuple[Any, ...]:
+        fields = ("id", "toolset_id", "name", "description", "input_schema", "read_only",
+            "policy", "needs_review", "reads_resources")  # fmt: skip
+        return (*(getattr(tool, f) for f in fields), tool.toolset.pk, tool.toolset.name)
+
+    for session, owner in ((chat_session, user), (theirs_session, other_user)):
+        with db.statements() as run:
+            found = [shown(t) for t in sql.offered_tools(session.pk, owner.pk)]
+        assert len(run) == 1  # the toolsets came with their tools
+        assert found == [shown(t) for t in orm_offered_tools(session.pk, owner.pk)]
+    mine_only = {t.pk for t in everything}
+    names = [(t.toolset.name, t.name) for t in sql.offered_tools(chat_session.pk, user.pk)
+        if t.toolset_id in mine_only]  # fmt: skip
+    assert names == [("alpha", "a"), ("alpha", "b"), ("key", "a"), ("key", "b"), ("key", "c"),
+        ("zeta", "c")]  # fmt: skip
+    assert sql.offered_tools(chat_session.pk, other_user.pk) != []  # teams are the owner's
+    assert sql.offered_tools(2**63, user.pk) == []
 
 
 def test_times_read_as_text_become_what_isoformat_writes() -> None:

@@ -199,21 +199,29 @@ def _sync_providers() -> None:
         litellm.utils.custom_llm_setup()
 
 
-# In-process model names litellm has been told the price of (`_price_for_litellm`).
+# Model names litellm has been told a price for (`_price_for_litellm`).
 _priced: set[str] = set()
 
 
 def _price_for_litellm(name: str) -> None:
-    """Tell litellm what an in-process model costs, once per model name.
+    """Tell litellm what a model costs, once per model name.
 
-    litellm prices every streamed answer for its own bookkeeping; a model missing from its
-    price list is looked up under many spellings first, which was about a third of a local
-    model's streamed call (docs/PERFORMANCE.md, benchmark 4). Our own cost (`_cost`) still
-    comes from the model's `price_per_token`; this only spares litellm the search.
-    """
+    litellm prices every answer for its own bookkeeping, and looks a model missing from its
+    price list up under many spellings first, on every call: about a third of a local model's
+    streamed call (docs/PERFORMANCE.md, benchmark 4), 3 % of a worker's CPU with a hosted
+    model it does not know (benchmark 5). Our own cost (`_cost`) is unchanged: an in-process
+    model's `price_per_token`; for a hosted model litellm does not know, the zero told here
+    stays unknown to Planboard (`_unpriced`: budgets in dollars still refuse to guess)."""
     if name in _priced:
         return
-    price = local_models.price_per_token(name)
+    _priced.add(name)
+    if local_models.is_local_model(name):
+        price, provider = local_models.price_per_token(name), local_models.provider_of(name)
+    elif _listed_prices(name) is None and "/" in name:
+        price, provider = 0.0, name.split("/", 1)[0]
+        _unpriced.add(name)
+    else:
+        return  # litellm knows it (or cannot route it: its call fails before pricing)
     litellm.register_model(
         {
             name: {
@@ -221,12 +229,11 @@ def _price_for_litellm(name: str) -> None:
                 "output_cost_per_token": price,
                 "cache_creation_input_token_cost": 0.0,
                 "cache_read_input_token_cost": 0.0,
-                "litellm_provider": local_models.provider_of(name),
+                "litellm_provider": provider,
                 "mode": "chat",
             }
         }
     )
-    _priced.add(name)
 
 
 def provider_error(kind: ErrorKind, *, message: str, model: str = "") -> Exception:
@@ -320,6 +327,8 @@ def known_prices(model: str) -> Prices | None:
 
 @functools.lru_cache(maxsize=64)
 def _listed_prices(model: str) -> Prices | None:
+    if model in _unpriced:
+        return None  # litellm was told a zero to spare its search (`_price_for_litellm`)
     try:
         info = litellm.get_model_info(model)
     except Exception:  # not in litellm's price list
@@ -400,7 +409,8 @@ def context_budget(model: str | None = None) -> int:
     return budget
 
 
-# Models litellm could not price once: asking again fails the same way, slowly.
+# Hosted models litellm cannot price: told a zero (`_price_for_litellm`), or failed once (asking
+# again fails the same way, slowly). Planboard treats their cost as unknown.
 _unpriced: set[str] = set()
 
 
@@ -628,8 +638,7 @@ def _request(
     if max_tokens is not None:
         ceiling = max_output_tokens(name)
         kwargs["max_tokens"] = max(1, min(max_tokens, ceiling) if ceiling else max_tokens)
-    if local_models.is_local_model(name):
-        _price_for_litellm(name)
+    _price_for_litellm(name)
     return kwargs
 
 

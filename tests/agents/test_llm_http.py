@@ -134,3 +134,20 @@ def test_a_429_waits_as_long_as_the_server_asks(
         assert server.refused == 1
     finally:
         server.stop()
+
+
+def test_a_hosted_model_litellm_cannot_price_is_told_once_and_stays_unpriced(
+    openai_server: FakeOpenAI,
+) -> None:
+    """litellm looks a model missing from its price list up under many spellings on every
+    call; it is told a zero once instead, and Planboard still knows no price for the model
+    (no cost counted, dollar budgets refuse it). A listed model keeps its list price."""
+    model = "openai/house-model-7"
+    openai_server.answer("Hi.")
+    listener = llm.StreamListener(on_text=lambda _text: None)
+    result = asyncio.run(llm.acomplete(messages=MESSAGES, model=model, listener=listener))
+    assert result.content == "Hi." and result.cost_usd == 0.0
+    assert llm.litellm.model_cost[model]["input_cost_per_token"] == 0.0
+    assert llm.known_prices(model) is None
+    listed = llm.known_prices("openai/gpt-4o-mini")
+    assert listed is not None and listed.input_per_token > 0

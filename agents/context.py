@@ -366,11 +366,12 @@ def _changes_since_last_step(
         return []  # the same plan at the same version: nobody changed anything since
     if (
         snapshot is not None
-        and previous_plan == current_id
-        and previous_version is not None
-        and memory.made_every_change(snapshot["id"], previous_version, snapshot["version"])
+        and previous_plan in (current_id, None)
+        and memory.made_every_change(snapshot["id"], previous_version or 0, snapshot["version"])
     ):
-        return []  # every version since is this run's own change (events read would be its)
+        # Every version since is this run's own change (events read would be its), or the plan
+        # is one this run created and only it has changed since.
+        return []
     if previous_plan is not None:
         events += selectors.plan_events_since(
             plan_id=previous_plan, version=previous_version or 0, limit=MAX_CHANGES

@@ -137,7 +137,7 @@ class _Step:
 async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl) -> AgentRun:
     actor = Actor.agent(run)
     budget_factor = 1.0
-    memory = await lane.run(RunMemory.for_run, run)
+    memory = RunMemory.for_run(run)  # reads nothing yet
     while True:
         control.check()
         ready = await lane.run(_prepare_step, run, worker, actor, memory, budget_factor)

@@ -132,3 +132,32 @@ def test_after_the_runs_own_change_no_events_are_read_but_a_persons_are(
     snapshot = selectors.plan_snapshot(plan_id=plan.pk)
     changes = _changes_since_last_step(memory=memory, snapshot=snapshot)
     assert [(c["version"], c["actor"]["kind"]) for c in changes] == [(plan.version + 2, "user")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_plan_the_run_created_is_not_read_back_until_a_person_changes_it(
+    memory: RunMemory, user: Any
+) -> None:
+    """The step after the run's create_plan (its previous step was shown no plan) reads no
+    events: every version of the plan is the run's own. A person's edit is read and listed."""
+    from agents.context import _changes_since_last_step
+    from planboard import selectors
+    from planboard.services import Actor
+    from tests.support import db
+
+    agent = Actor.agent(AgentRun.objects.get(pk=memory.run_id))
+    memory.last_shown, memory.last_shown_known = (None, None), True
+    with services.plan_changes_recorded() as made:
+        plan, _ = services.plan_create(
+            session_id=memory.session_id, actor=agent, name="Trip", subtasks=[{"name": "Book"}]
+        )
+    memory.plan_changes_made(made)
+    snapshot = selectors.plan_snapshot(plan_id=plan.pk)
+    with db.statements() as run:
+        assert _changes_since_last_step(memory=memory, snapshot=snapshot) == []
+    assert len(run) == 0
+    book = snapshot["subtasks"][0]["id"]
+    services.subtask_update(plan_id=plan.pk, actor=Actor.person(user), subtask_id=book, name="Go")
+    snapshot = selectors.plan_snapshot(plan_id=plan.pk)
+    changes = _changes_since_last_step(memory=memory, snapshot=snapshot)
+    assert [(c["version"], c["actor"]["kind"]) for c in changes] == [(plan.version + 1, "user")]

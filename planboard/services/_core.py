@@ -168,12 +168,11 @@ def _describe(subtask: SubTask) -> str:
 
 
 def _lock_session(session_id: int) -> ChatSession:
-    try:
-        # The owner comes along (snapshots show their name); `of`: only the session is locked.
-        locking = ChatSession.objects.select_for_update(no_key=True, of=("self",))
-        return locking.select_related("owner").get(pk=session_id)
-    except ChatSession.DoesNotExist:
-        raise PlanError(f"Session {session_id} does not exist.", code="not_found") from None
+    """Lock the session (its owner's username attached: snapshots show it)."""
+    session = sql.lock_session(session_id)
+    if session is None:
+        raise PlanError(f"Session {session_id} does not exist.", code="not_found")
+    return session
 
 
 def _lock_plan(plan_id: int, *, expected_version: int | None = None) -> Plan:

@@ -197,6 +197,7 @@ def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -
     with transaction.atomic():
         assert sql.lock_plan(wrong) is None
         assert sql.lock_plan_and_subtasks(wrong) is None
+        assert sql.lock_session(wrong) is None
     cost = Decimal("0.1")
     assert sql.run_count_step(wrong, prompt_tokens=1, completion_tokens=1, cost_usd=cost) is None
 
@@ -204,6 +205,16 @@ def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -
 def test_unknown_ids_are_not_found(chat_session: ChatSession) -> None:
     assert sql.session_with_plan(10**9) is None and sql.plan(10**9) is None
     assert _subtasks(10**9) == []
+    with transaction.atomic():
+        assert sql.lock_session(10**9) is None
+
+
+def test_the_session_lock_reads_what_the_orm_does(costly_plan: Plan) -> None:
+    with transaction.atomic():
+        locked = sql.lock_session(costly_plan.session_id)
+    expected = ChatSession.objects.select_related("owner").get(pk=costly_plan.session_id)
+    assert locked is not None and fields_of(locked) == fields_of(expected)
+    assert (locked.owner.pk, locked.owner.username) == (expected.owner.pk, expected.owner.username)
 
 
 def test_the_plan_update_stores_what_save_would(costly_plan: Plan) -> None:
@@ -461,6 +472,40 @@ def test_the_lock_holds_the_session_then_the_plan(postgres: None, plan: Plan, ac
                         cursor.execute(
                             f"SELECT 1 FROM {table} WHERE id = %s FOR NO KEY UPDATE NOWAIT", [pk]
                         )
+        finally:
+            probe.close()
+    finally:
+        release.set()
+        thread.join()
+
+
+def test_the_session_lock_holds_the_session_and_not_its_owner(
+    postgres: None, chat_session: ChatSession
+) -> None:
+    held = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                assert sql.lock_session(chat_session.pk) is not None
+                held.set()
+                release.wait(10)
+        finally:
+            db.close_thread_connections()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10)
+        probe = db.second_connection()
+        try:
+            with probe.cursor() as cursor:
+                lock = "SELECT 1 FROM {} WHERE id = %s FOR NO KEY UPDATE NOWAIT"
+                cursor.execute(lock.format("auth_user"), [chat_session.owner_id])  # free
+            with pytest.raises(Exception, match="could not obtain lock"):
+                with probe.cursor() as cursor:
+                    cursor.execute(lock.format("planboard_chatsession"), [chat_session.pk])
         finally:
             probe.close()
     finally:

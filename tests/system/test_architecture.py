@@ -233,8 +233,8 @@ def test_the_write_check_catches_a_write() -> None:
         "subtask.save()",
     ]
     assert sql_writes() == {
-        "lock_plan", "lock_plan_and_subtasks", "plan_update", "subtask_update", "message_insert",
-        "run_count_step",
+        "lock_plan", "lock_plan_and_subtasks", "lock_session", "plan_update", "subtask_update",
+        "message_insert", "run_count_step",
     }  # fmt: skip
 
 

@@ -1,7 +1,7 @@
-"""The plan tool call's hot path, written out: its reviewed statements, and the only module that
-touches a database connection (ruff's TID251 bans `django.db.connection(s)` elsewhere).
-Django compiles a queryset anew on every call, at more than a local round trip's cost; every plan
-tool call and agent step runs these (docs/PERFORMANCE.md); the rest of the code uses the ORM.
+"""The hot path of plan tool calls and agent steps, written out: its reviewed statements, and the
+only module that touches a database connection (ruff's TID251 bans `django.db.connection(s)`
+elsewhere). Django compiles a queryset anew on every call, at more than a local round trip's cost;
+every plan tool call and agent step runs these (docs/PERFORMANCE.md); the rest uses the ORM.
 tests/planboard/test_sql.py compares each with the ORM on SQLite and PostgreSQL. An id outside
 1..2**63-1 is "not found", never an OverflowError. Only `planboard.services` locks and writes."""
 

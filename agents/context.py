@@ -81,14 +81,13 @@ class StepContext:
 
 def read_step_context(*, run_id: int, memory: RunMemory) -> StepContext | None:
     """What the next step decides from; None when the run is gone (deleted with its session).
-    Three queries: the run, the session with its plan and the plan's subtasks, the transcript's
-    ids (and the rows of messages the worker does not hold)."""
-    run = selectors.agent_run(run_id=run_id)
-    found = selectors.session_with_plan(session_id=run.session_id) if run else None
-    if run is None or found is None:
+    Two queries: the run with its session, the session's plan and the plan's subtasks; the
+    transcript's ids (and the rows of messages the worker does not hold)."""
+    found = selectors.session_with_plan(session_id=memory.session_id, run_id=run_id)
+    if found is None or found.run is None:
         return None
     return StepContext(
-        run=run,
+        run=found.run,
         session=found.session,
         plan=found.plan,
         snapshot=found.snapshot,

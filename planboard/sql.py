@@ -19,7 +19,15 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 from django.utils import timezone
 
-from planboard.models import ChatSession, Message, Plan, SubTask, Toolset, ToolsetTool
+from planboard.models import (
+    AgentRun,
+    ChatSession,
+    Message,
+    Plan,
+    SubTask,
+    Toolset,
+    ToolsetTool,
+)
 
 M = TypeVar("M", bound=Model)
 Owned = TypeVar("Owned", ChatSession, Plan)
@@ -38,20 +46,27 @@ SUBTASK_COLUMNS = (
     "id, plan_id, position, name, description, expected_outcome, outcome, state, agent, "
     "cost_usd, tokens, created_at, finished_at"
 )
+RUN_COLUMNS = """r.id, r.session_id, r.status, r.error, r.model, r.cancel_requested, r.step_count,
+r.prompt_tokens, r.completion_tokens, r.cost_usd, r.created_at, r.started_at, r.finished_at,
+r.lease_owner, r.pause_reason, r.lease_expires_at"""
 SESSION_WIDTH, PLAN_WIDTH = SESSION_COLUMNS.count(",") + 1, PLAN_COLUMNS.count(",") + 1
+RUN_WIDTH = RUN_COLUMNS.count(",") + 1
 
 # A snapshot's columns (`snapshots.SUBTASK_FIELDS`), times as text (`snapshots.iso`): instances
 # and parsing the times made a 1000-subtask snapshot take 15-30 ms instead of 3.
 SUBTASK_VALUE_COLUMNS = """{t}id, {t}position, {t}name, {t}description, {t}expected_outcome,
     {t}outcome, {t}state, {t}agent, CAST({t}created_at AS TEXT), CAST({t}finished_at AS TEXT)"""
 
-# The CTE is the session's one row; its current plan's subtasks join it (in plan mode only).
+# The CTE is the session's one row (with an agent step's run); its current plan's subtasks join
+# it (in plan mode only).
 SESSION_WITH_PLAN = f"""WITH sp AS (
 SELECT {SESSION_COLUMNS}, so.username, {PLAN_COLUMNS}, po.username, EXISTS (SELECT 1 FROM
-    planboard_toolcall c WHERE c.session_id = s.id AND (c.always_allow OR c.status = 'pending'))
+    planboard_toolcall c WHERE c.session_id = s.id AND (c.always_allow OR c.status = 'pending')),
+    {RUN_COLUMNS}
 FROM planboard_chatsession s JOIN auth_user so ON so.id = s.owner_id
 LEFT JOIN planboard_plan p ON p.id = s.current_plan_id
 LEFT JOIN auth_user po ON po.id = p.owner_id
+LEFT JOIN planboard_agentrun r ON r.id = %s AND r.session_id = s.id
 WHERE s.id = %s)
 SELECT sp.*, {SUBTASK_VALUE_COLUMNS.format(t="t.")} FROM sp
 LEFT JOIN planboard_subtask t ON t.plan_id = sp.current_plan_id AND sp.plan_mode
@@ -59,12 +74,14 @@ ORDER BY t.position"""
 
 
 def session_with_plan(
-    session_id: int,
-) -> tuple[ChatSession, Plan | None, bool, list[tuple[Any, ...]]] | None:
+    session_id: int, run_id: int | None = None
+) -> tuple[ChatSession, Plan | None, bool, AgentRun | None, list[tuple[Any, ...]]] | None:
     """The session, its current plan (owners' names attached), whether a tool call of it is
-    always allowed or waits for a person, and in plan mode the plan's `subtask_values`: what
-    every tool call and agent step starts with, in one round trip."""
-    found = _rows(SESSION_WITH_PLAN, [session_id]) if _is_id(session_id) else []
+    always allowed or waits for a person, the run `run_id` of the session (an agent step's; None
+    when gone) and in plan mode the plan's `subtask_values`: what every tool call and agent step
+    starts with, in one round trip."""
+    run_key = run_id if _is_id(run_id) else None
+    found = _rows(SESSION_WITH_PLAN, [run_key, session_id]) if _is_id(session_id) else []
     if not found:
         return None
     row, at = found[0], SESSION_WIDTH + 1  # where the plan starts
@@ -72,7 +89,9 @@ def session_with_plan(
     plan = None if row[at] is None else _plan_at(row, at)
     ChatSession._meta.get_field("current_plan").set_cached_value(session, plan)
     at += PLAN_WIDTH + 2  # past the plan's owner and the flag
-    return session, plan, bool(row[at - 1]), [r[at:] for r in found if r[at] is not None]
+    flagged, run_at, at = bool(row[at - 1]), at, at + RUN_WIDTH
+    run = None if row[run_at] is None else _load(AgentRun, RUN_COLUMNS, row[run_at:at])
+    return session, plan, flagged, run, [r[at:] for r in found if r[at] is not None]
 
 
 SESSION = f"""SELECT {SESSION_COLUMNS}, so.username

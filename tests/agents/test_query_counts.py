@@ -147,16 +147,17 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
     return session
 
 
-# Per model call with one read-only plan tool, 18 (20 before the session's statement brought
-# the plan's subtasks; 57 before issue 14). The step's context: the run (ORM), the session with
-# its current plan's row and subtasks (and whether a tool call waits for a person), the
+# Per model call with one read-only plan tool, 17 (18 before the session's statement brought
+# the run, 20 before it brought the plan's subtasks; 57 before issue 14). The step's context:
+# the run with its session, the current plan's row and subtasks (and whether a tool call waits
+# for a person), the
 # transcript's ids (the answer and results this worker stored are known already: nothing is
 # read whole); the external tools, each with whether someone always allows it (people's changes
 # are not asked for: the plan's version has not moved since the previous step); the step
 # record; storing the answer (BEGIN, insert, 3 usage counters — the run's also reads its cancel
 # flag and lease owner —, the step, COMMIT) and the usage totals for clients; the tool (BEGIN,
 # session with plan and subtasks, result, the step's results, COMMIT).
-STATEMENTS_PER_STEP = 18
+STATEMENTS_PER_STEP = 17
 
 
 def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcript(

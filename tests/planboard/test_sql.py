@@ -67,11 +67,16 @@ def costly_plan(plan: Plan) -> Plan:
         (ChatSession, sql.SESSION_COLUMNS),
         (Plan, sql.PLAN_COLUMNS),
         (SubTask, sql.SUBTASK_COLUMNS),
+        (AgentRun, sql.RUN_COLUMNS),
+        (ToolsetTool, sql.TOOL_COLUMNS),
     ],
 )
 def test_every_column_list_names_every_field(model: type[Model], columns: str) -> None:
     """A field added to the model and not here would load lazily, one query per instance."""
-    listed = [column.split(".")[-1] for column in columns.split(", ")]
+    listed = [column.strip().split(".")[-1] for column in columns.split(",")]
+    if model is ToolsetTool:  # what a step uses of an offered tool (the rest loads on use)
+        assert set(listed) < {f.column for f in model._meta.concrete_fields}
+        return
     assert listed == [f.column for f in model._meta.concrete_fields]
 
 
@@ -79,7 +84,7 @@ def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any)
     with db.statements() as run:
         found = sql.session_with_plan(costly_plan.session_id)
         assert found is not None
-        session, current, flagged, values = found
+        session, current, flagged, run_found, values = found
         names = (session.owner.get_username(), current.owner.get_username() if current else None)
         assert session.current_plan is current
     assert len(run) == 1
@@ -90,10 +95,29 @@ def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any)
     )
     assert session.budget_usd == Decimal("2.5") and current.cost_usd == Decimal("1.234567")
     assert names == (user.get_username(), user.get_username())
-    assert not flagged
+    assert not flagged and run_found is None  # no run asked for
     ChatSession.objects.filter(pk=costly_plan.session_id).update(current_plan=None)
     again = sql.session_with_plan(costly_plan.session_id)
-    assert again is not None and again[1] is None and again[3] == []
+    assert again is not None and again[1] is None and again[4] == []
+
+
+def test_an_agent_steps_run_comes_with_its_session(chat_session: ChatSession) -> None:
+    """Each agent step reads its run in the session's statement: as the ORM has it, and only
+    when it is a run of that session."""
+    run = AgentRun.objects.create(session=chat_session, model="m", status="running",
+        cost_usd=Decimal("0.000321"), lease_owner="w1",
+        lease_expires_at=dt.datetime(2026, 3, 4, 5, 6, 7, 89, tzinfo=dt.UTC))  # fmt: skip
+    with db.statements() as statements:
+        found = sql.session_with_plan(chat_session.pk, run.pk)
+    assert len(statements) == 1
+    assert found is not None and found[3] is not None
+    assert fields_of(found[3]) == fields_of(AgentRun.objects.get(pk=run.pk))
+    other = services.session_create(owner=chat_session.owner, need_user_confirm=False)
+    elsewhere = sql.session_with_plan(other.pk, run.pk)
+    assert elsewhere is not None and elsewhere[3] is None
+    for wrong in (None, 10**9, 2**63, True):
+        found = sql.session_with_plan(chat_session.pk, wrong)
+        assert found is not None and found[3] is None
 
 
 def test_the_session_read_brings_the_subtasks_in_plan_mode_only(plan: Plan, actor: Actor) -> None:

@@ -8,7 +8,7 @@ when one of its owner's runs stops."""
 
 from __future__ import annotations
 
-from django.db.models import Min, Q, Subquery
+from django.db.models import Count, Min, Q, Subquery
 
 from planboard.models import AgentRun, ChatSession
 from planboard.shapes import RunSnapshot
@@ -30,12 +30,16 @@ def runs_in_flight(*, user_id: int) -> int:
     return AgentRun.objects.filter(IN_FLIGHT, session__owner_id=user_id).count()
 
 
-def runs_waiting(*, user_id: int, before_id: int | None = None) -> int:
-    """How many of the user's runs wait for admission (those created before `before_id`)."""
-    waiting = AgentRun.objects.filter(WAITING_FOR_ADMISSION, session__owner_id=user_id)
-    if before_id is not None:
-        waiting = waiting.filter(pk__lt=before_id)
-    return waiting.count()
+def runs_ahead_and_in_flight(*, user_id: int, before_id: int | None = None) -> tuple[int, int]:
+    """How many of the user's runs wait for admission (those created before `before_id`; all
+    without it) and how many are in flight, in one query: what admission decides from."""
+    ahead = (
+        WAITING_FOR_ADMISSION if before_id is None else WAITING_FOR_ADMISSION & Q(pk__lt=before_id)
+    )
+    found = AgentRun.objects.filter(session__owner_id=user_id).aggregate(
+        ahead=Count("pk", filter=ahead), in_flight=Count("pk", filter=IN_FLIGHT)
+    )
+    return int(found["ahead"]), int(found["in_flight"])
 
 
 def run_queue_position(*, run: AgentRun) -> int | None:

@@ -35,8 +35,8 @@ from planboard.models import AgentRun, ChatSession
 from planboard.selectors.runs import (
     WAITING_FOR_ADMISSION,
     run_shown,
+    runs_ahead_and_in_flight,
     runs_in_flight,
-    runs_waiting,
 )
 from planboard.services._core import _publish_session
 
@@ -76,14 +76,14 @@ def _lock_user(user_id: int) -> None:
     list(User.objects.select_for_update(no_key=True).filter(pk=user_id).values_list("pk"))
 
 
-def _has_room(user_id: int, *, run_id: int) -> bool:
-    """May this waiting run go now? The caller holds the user's lock."""
+def _has_room(user_id: int, *, run_id: int | None) -> bool:
+    """May this waiting run (None: one about to be created) go now? The caller holds the
+    user's lock. First come, first served: not while an older run of theirs waits."""
     cap = _cap()
     if cap <= 0:
         return True
-    if runs_waiting(user_id=user_id, before_id=run_id):
-        return False  # first come, first served
-    return runs_in_flight(user_id=user_id) < cap
+    ahead, in_flight = runs_ahead_and_in_flight(user_id=user_id, before_id=run_id)
+    return not ahead and in_flight < cap
 
 
 def _stamp_and_dispatch(run: AgentRun) -> None:
@@ -102,6 +102,23 @@ def _admit_or_wait(run: AgentRun, *, owner_id: int | None = None) -> None:
     if owner is None or _has_room(owner, run_id=run.pk):
         _stamp_and_dispatch(run)
     _publish_run(run)
+
+
+def queue_new_run(session: ChatSession) -> AgentRun:
+    """A new run of the session, whose lock the caller holds: dispatched when its owner has
+    room, else waiting; clients hear which. Admission is decided before the insert (under the
+    owner's lock), so the run is created with its dispatch deadline already set."""
+    _lock_user(session.owner_id)
+    admitted = _has_room(session.owner_id, run_id=None)
+    run = AgentRun.objects.create(
+        session=session,
+        model=settings.PLANBOARD_LLM_MODEL,
+        lease_expires_at=_lease_until() if admitted else None,
+    )
+    if admitted:
+        _dispatch_on_commit(run.pk)
+    _publish_run(run)
+    return run
 
 
 def claim_waiting_run(run: AgentRun, *, owner_id: int | None) -> bool:

@@ -6,7 +6,6 @@ from collections.abc import Collection
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -48,6 +47,7 @@ from planboard.services.run_queue import (
     _publish_run,
     claim_waiting_run,
     queue_moved_on_commit,
+    queue_new_run,
     waiting_run_owner,
 )
 from planboard.services.usage import profile_usage_add
@@ -130,8 +130,7 @@ def message_post(
             _deny_pending_calls(run, note=DENIED_BY_MESSAGE, user=author, channel=channel)
             _requeue(run)
         else:
-            run = AgentRun.objects.create(session=session, model=settings.PLANBOARD_LLM_MODEL)
-            _admit_or_wait(run, owner_id=session.owner_id)
+            run = queue_new_run(session)
         message = Message.objects.create(
             session=session,
             run=run,

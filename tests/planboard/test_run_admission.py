@@ -236,3 +236,20 @@ def test_two_posts_at_once_cannot_both_take_the_last_place(postgres: None, setti
         thread.join(30)
     assert len(made) == 2 and len(DISPATCHED) == 1
     assert sorted(p or 0 for p in positions(made)) == [0, 1]
+
+
+def test_a_new_run_is_admitted_before_its_insert_in_one_count(user: Any) -> None:
+    """Posting decides admission under the owner's lock with one query, then inserts the run
+    with its dispatch deadline set (or none: waiting): no update stamps it afterwards."""
+    first, second, third = new_sessions(user, 3)
+    post(user, first), post(user, second)
+    with db.statements() as posting:
+        waiting = post(user, third)
+    assert waiting.lease_expires_at is None and positions([waiting]) == [1]
+    assert not any(s.lstrip().startswith('UPDATE "planboard_agentrun"') for s in posting)
+    other = get_user_model().objects.create_user("x")
+    with db.statements() as posting:
+        admitted = post(other, new_sessions(other, 1)[0])
+    assert admitted.lease_expires_at is not None and positions([admitted]) == [None]
+    assert not any(s.lstrip().startswith('UPDATE "planboard_agentrun"') for s in posting)
+    assert sum("COUNT(" in s for s in posting) == 1  # waiting ahead and in flight, together

@@ -19,33 +19,19 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Model
 from django.utils import timezone
 
-from planboard.models import (
-    AgentRun,
-    ChatSession,
-    Message,
-    Plan,
-    SubTask,
-    Toolset,
-    ToolsetTool,
-)
+from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask, Toolset, ToolsetTool
 
 M = TypeVar("M", bound=Model)
 Owned = TypeVar("Owned", ChatSession, Plan)
 ID_MAX = 2**63 - 1  # the largest 64-bit primary key
 
-SESSION_COLUMNS = (
-    "s.id, s.owner_id, s.title, s.need_user_confirm, s.max_subtasks, s.language, "
-    "s.current_plan_id, s.profile_id, s.plan_mode, s.budget_usd, s.budget_tokens, "
-    "s.spent_usd, s.spent_tokens, s.created_at, s.updated_at"
-)
-PLAN_COLUMNS = (
-    "p.id, p.owner_id, p.session_id, p.name, p.description, p.expected_outcome, p.state, "
-    "p.outcome, p.version, p.cost_usd, p.tokens, p.created_at, p.updated_at, p.finished_at"
-)
-SUBTASK_COLUMNS = (
-    "id, plan_id, position, name, description, expected_outcome, outcome, state, agent, "
-    "cost_usd, tokens, created_at, finished_at"
-)
+SESSION_COLUMNS = """s.id, s.owner_id, s.title, s.need_user_confirm, s.max_subtasks, s.language,
+s.current_plan_id, s.profile_id, s.plan_mode, s.budget_usd, s.budget_tokens, s.spent_usd,
+s.spent_tokens, s.created_at, s.updated_at"""
+PLAN_COLUMNS = """p.id, p.owner_id, p.session_id, p.name, p.description, p.expected_outcome,
+p.state, p.outcome, p.version, p.cost_usd, p.tokens, p.created_at, p.updated_at, p.finished_at"""
+SUBTASK_COLUMNS = """id, plan_id, position, name, description, expected_outcome, outcome, state,
+agent, cost_usd, tokens, created_at, finished_at"""
 RUN_COLUMNS = """r.id, r.session_id, r.status, r.error, r.model, r.cancel_requested, r.step_count,
 r.prompt_tokens, r.completion_tokens, r.cost_usd, r.created_at, r.started_at, r.finished_at,
 r.lease_owner, r.pause_reason, r.lease_expires_at"""

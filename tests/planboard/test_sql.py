@@ -4,8 +4,10 @@ the plan; and every column list names every field of its model."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -467,15 +469,16 @@ def test_times_read_as_text_become_what_isoformat_writes() -> None:
     assert iso(None) is None
 
 
-@pytest.mark.postgres
-def test_the_lock_holds_the_session_then_the_plan(postgres: None, plan: Plan, actor: Actor) -> None:
-    held = threading.Event()
-    release = threading.Event()
+@contextlib.contextmanager
+def held_elsewhere(take: Callable[[], object]) -> Iterator[Any]:
+    """`take()` (a lock) runs in another thread's transaction, held open while the block probes
+    it through a second connection (yielded)."""
+    held, release = threading.Event(), threading.Event()
 
     def holder() -> None:
         try:
             with transaction.atomic():
-                assert sql.lock_plan(plan.pk) is not None
+                assert take() is not None
                 held.set()
                 release.wait(10)
         finally:
@@ -487,15 +490,7 @@ def test_the_lock_holds_the_session_then_the_plan(postgres: None, plan: Plan, ac
         assert held.wait(10)
         probe = db.second_connection()
         try:
-            for table, pk in (
-                ("planboard_chatsession", plan.session_id),
-                ("planboard_plan", plan.pk),
-            ):
-                with pytest.raises(Exception, match="could not obtain lock"):
-                    with probe.cursor() as cursor:
-                        cursor.execute(
-                            f"SELECT 1 FROM {table} WHERE id = %s FOR NO KEY UPDATE NOWAIT", [pk]
-                        )
+            yield probe
         finally:
             probe.close()
     finally:
@@ -503,38 +498,30 @@ def test_the_lock_holds_the_session_then_the_plan(postgres: None, plan: Plan, ac
         thread.join()
 
 
+def is_locked(probe: Any, table: str, pk: int) -> bool:
+    try:
+        with probe.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR NO KEY UPDATE NOWAIT", [pk])
+    except Exception as exc:
+        assert "could not obtain lock" in str(exc)
+        return True
+    return False
+
+
+@pytest.mark.postgres
+def test_the_lock_holds_the_session_then_the_plan(postgres: None, plan: Plan, actor: Actor) -> None:
+    with held_elsewhere(lambda: sql.lock_plan(plan.pk)) as probe:
+        assert is_locked(probe, "planboard_chatsession", plan.session_id)
+        assert is_locked(probe, "planboard_plan", plan.pk)
+
+
+@pytest.mark.postgres
 def test_the_session_lock_holds_the_session_and_not_its_owner(
     postgres: None, chat_session: ChatSession
 ) -> None:
-    held = threading.Event()
-    release = threading.Event()
-
-    def holder() -> None:
-        try:
-            with transaction.atomic():
-                assert sql.lock_session(chat_session.pk) is not None
-                held.set()
-                release.wait(10)
-        finally:
-            db.close_thread_connections()
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    try:
-        assert held.wait(10)
-        probe = db.second_connection()
-        try:
-            with probe.cursor() as cursor:
-                lock = "SELECT 1 FROM {} WHERE id = %s FOR NO KEY UPDATE NOWAIT"
-                cursor.execute(lock.format("auth_user"), [chat_session.owner_id])  # free
-            with pytest.raises(Exception, match="could not obtain lock"):
-                with probe.cursor() as cursor:
-                    cursor.execute(lock.format("planboard_chatsession"), [chat_session.pk])
-        finally:
-            probe.close()
-    finally:
-        release.set()
-        thread.join()
+    with held_elsewhere(lambda: sql.lock_session(chat_session.pk)) as probe:
+        assert not is_locked(probe, "auth_user", chat_session.owner_id)
+        assert is_locked(probe, "planboard_chatsession", chat_session.pk)
 
 
 def test_a_changed_plan_shows_what_the_database_holds_without_reading_it(

@@ -23,7 +23,12 @@ IN_FLIGHT = Q(status=AgentRun.Status.RUNNING) | Q(
 
 
 def run_waits_for_admission(run: AgentRun) -> bool:
-    return run.status == AgentRun.Status.QUEUED and run.lease_expires_at is None
+    return _waits(run.status, run.lease_expires_at)
+
+
+def _waits(status: str, deadline: object) -> bool:
+    """`WAITING_FOR_ADMISSION` of one run's status and dispatch deadline."""
+    return status == AgentRun.Status.QUEUED and deadline is None
 
 
 def runs_in_flight(*, user_id: int) -> int:
@@ -40,9 +45,9 @@ def runs_ahead_and_in_flight(*, user_id: int, before_id: int | None = None) -> t
     ).values_list("pk", "status", "lease_expires_at")
     ahead = in_flight = 0
     for pk, status, deadline in active:
-        if status == AgentRun.Status.QUEUED and deadline is None:  # WAITING_FOR_ADMISSION
+        if _waits(status, deadline):
             ahead += before_id is None or pk < before_id
-        else:  # IN_FLIGHT
+        else:  # queued with a deadline, or running: IN_FLIGHT
             in_flight += 1
     return ahead, in_flight
 

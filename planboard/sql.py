@@ -1,7 +1,6 @@
-"""The hot path of plan tool calls and agent steps, written out: its reviewed statements, and the
-only module that touches a database connection (ruff's TID251 bans `django.db.connection(s)`
-elsewhere). Django compiles a queryset anew on every call, at more than a local round trip's cost;
-every plan tool call and agent step runs these (docs/PERFORMANCE.md); the rest uses the ORM.
+"""The statements every plan tool call and agent step runs, written out: Django compiles a
+queryset anew on every call, at more than a local round trip's cost (docs/PERFORMANCE.md); the
+rest uses the ORM. The only module that touches a connection (ruff's TID251 bans the others).
 tests/planboard/test_sql.py compares each with the ORM on SQLite and PostgreSQL. An id outside
 1..2**63-1 is "not found", never an OverflowError. Only `planboard.services` locks and writes."""
 
@@ -35,8 +34,9 @@ agent, cost_usd, tokens, created_at, finished_at"""
 RUN_COLUMNS = """r.id, r.session_id, r.status, r.error, r.model, r.cancel_requested, r.step_count,
 r.prompt_tokens, r.completion_tokens, r.cost_usd, r.created_at, r.started_at, r.finished_at,
 r.lease_owner, r.pause_reason, r.lease_expires_at"""
-SESSION_WIDTH, PLAN_WIDTH = SESSION_COLUMNS.count(",") + 1, PLAN_COLUMNS.count(",") + 1
-RUN_WIDTH = RUN_COLUMNS.count(",") + 1
+SESSION_WIDTH, PLAN_WIDTH, RUN_WIDTH = (
+    columns.count(",") + 1 for columns in (SESSION_COLUMNS, PLAN_COLUMNS, RUN_COLUMNS)
+)
 
 # A snapshot's columns (`snapshots.SUBTASK_FIELDS`), times as text (`snapshots.iso`): instances
 # and parsing the times made a 1000-subtask snapshot take 15-30 ms instead of 3.
@@ -62,10 +62,9 @@ ORDER BY t.position"""
 def session_with_plan(
     session_id: int, run_id: int | None = None
 ) -> tuple[ChatSession, Plan | None, bool, AgentRun | None, list[tuple[Any, ...]]] | None:
-    """The session, its current plan (owners' names attached), whether a tool call of it is
-    always allowed or waits for a person, the run `run_id` of the session (an agent step's; None
-    when gone) and in plan mode the plan's `subtask_values`: what every tool call and agent step
-    starts with, in one round trip."""
+    """In one round trip, what every tool call and agent step starts with: the session and its
+    current plan (owners' names attached), whether a tool call of it is always allowed or waits
+    for a person, the session's run `run_id` (None: gone) and in plan mode `subtask_values`."""
     run_key = run_id if _is_id(run_id) else None
     found = _rows(SESSION_WITH_PLAN, [run_key, session_id]) if _is_id(session_id) else []
     if not found:
@@ -80,41 +79,24 @@ def session_with_plan(
     return session, plan, flagged, run, [r[at:] for r in found if r[at] is not None]
 
 
+# `OF s`: never the owner's row. SQLite has no row locks (its writers queue): it just reads.
 SESSION = f"""SELECT {SESSION_COLUMNS}, so.username
 FROM planboard_chatsession s JOIN auth_user so ON so.id = s.owner_id WHERE s.id = %s"""
-# `OF s`: never the owner's row. SQLite has no row locks (writers queue): it runs `SESSION`.
 LOCK_SESSION = f"{SESSION} FOR NO KEY UPDATE OF s"
 
 
 def lock_session(session_id: int) -> ChatSession | None:
-    """Lock the session in the caller's transaction (its owner's username attached, as every
-    plan change's snapshot shows it); None: no session. 0.13 ms against the ORM's 0.5 ms."""
-    statement = LOCK_SESSION if _db().vendor == "postgresql" else SESSION
-    found = _rows(statement, [session_id]) if _is_id(session_id) else []
+    """Lock the session in the caller's transaction, its owner's name attached (every plan
+    change's snapshot shows it); None: no session. 0.13 ms against the ORM's 0.5 ms."""
+    found = _rows(_locking(LOCK_SESSION, SESSION), [session_id]) if _is_id(session_id) else []
     row = found[0] if found else None
     return None if row is None else _owned(_load(ChatSession, SESSION_COLUMNS, row[:-1]), row[-1])
 
 
+# The sub-select locks the session before the statement locks the plan (`OF p`: not the user):
+# the one lock order, one round trip.
 PLAN = f"""SELECT {PLAN_COLUMNS}, po.username
 FROM planboard_plan p JOIN auth_user po ON po.id = p.owner_id WHERE p.id = %s"""
-
-
-def plan(plan_id: int) -> Plan | None:
-    """The plan with its owner's username, or None."""
-    return _plan(PLAN, plan_id)
-
-
-SUBTASK_VALUES = f"""SELECT {SUBTASK_VALUE_COLUMNS.format(t="")}
-FROM planboard_subtask WHERE plan_id = %s ORDER BY position"""
-
-
-def subtask_values(plan_id: int) -> list[tuple[Any, ...]]:
-    """The plan's subtasks in board order, as a snapshot shows them."""
-    return _rows(SUBTASK_VALUES, [plan_id]) if _is_id(plan_id) else []
-
-
-# The sub-select locks the session before the statement locks the plan (`OF p`: not the user):
-# the one lock order, one round trip. SQLite has no row locks (writers queue): it runs `PLAN`.
 LOCK_PLAN = f"""{PLAN} AND (p.session_id IS NULL OR EXISTS (
     SELECT 1 FROM planboard_chatsession s WHERE s.id = p.session_id FOR NO KEY UPDATE))
 FOR NO KEY UPDATE OF p"""
@@ -122,10 +104,13 @@ FOR NO KEY UPDATE OF p"""
 
 def lock_plan(plan_id: int) -> Plan | None:
     """Lock the plan's session, then the plan (in the caller's transaction); None: no plan."""
-    return _plan(LOCK_PLAN if _db().vendor == "postgresql" else PLAN, plan_id)
+    found = _rows(_locking(LOCK_PLAN, PLAN), [plan_id]) if _is_id(plan_id) else []
+    return _plan_at(found[0], 0) if found else None
 
 
 SUBTASKS = f"SELECT {SUBTASK_COLUMNS} FROM planboard_subtask WHERE plan_id = %s ORDER BY position"
+SUBTASK_VALUES = f"""SELECT {SUBTASK_VALUE_COLUMNS.format(t="")}
+FROM planboard_subtask WHERE plan_id = %s ORDER BY position"""
 
 
 def lock_plan_and_subtasks(plan_id: int) -> tuple[Plan, list[SubTask]] | None:
@@ -135,6 +120,11 @@ def lock_plan_and_subtasks(plan_id: int) -> tuple[Plan, list[SubTask]] | None:
     plan = lock_plan(plan_id)
     found = _rows(SUBTASKS, [plan.pk]) if plan is not None else []
     return None if plan is None else (plan, [_load(SubTask, SUBTASK_COLUMNS, r) for r in found])
+
+
+def subtask_values(plan_id: int) -> list[tuple[Any, ...]]:
+    """The plan's subtasks in board order, as a snapshot shows them."""
+    return _rows(SUBTASK_VALUES, [plan_id]) if _is_id(plan_id) else []
 
 
 # What an agent step offers of the session's external tools (`selectors.session_tools`): the
@@ -190,7 +180,8 @@ def subtask_update(subtask: SubTask) -> None:
 
 
 # Unlike a caught IntegrityError, ON CONFLICT needs no savepoint to keep the caller's transaction
-# usable; the one unique key it can meet is a tool call's stored result.
+# usable; the one unique key it can meet is a tool call's stored result. RETURNING: PostgreSQL,
+# SQLite 3.35+ (system check E003).
 MESSAGE_INSERT = """INSERT INTO planboard_message (session_id, run_id, author_id, role,
     content, tool_calls, tool_call_id, tool_name, answer_id, created_at)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
@@ -200,12 +191,11 @@ ON CONFLICT DO NOTHING RETURNING id"""
 def message_insert(message: Message) -> bool:
     """Insert a new message; False (nothing stored) when its tool call has a result already."""
     db, calls, message.created_at = _db(), message.tool_calls, timezone.now()
-    values = [
+    found = _rows(MESSAGE_INSERT, [
         message.session_id, message.run_id, message.author_id, message.role, message.content,
         None if calls is None else db.ops.adapt_json_value(calls, None), message.tool_call_id,
         message.tool_name, message.answer_id, _time(message.created_at),
-    ]  # fmt: skip
-    found = _rows(MESSAGE_INSERT, values)  # RETURNING: PostgreSQL, SQLite 3.35+ (check E003)
+    ])  # fmt: skip
     if found:
         message.pk, message._state.adding, message._state.db = found[0][0], False, DEFAULT_DB_ALIAS
     return bool(found)
@@ -241,15 +231,15 @@ def _is_id(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= ID_MAX
 
 
+def _locking(locking: str, plain: str) -> str:
+    """The statement that locks rows on PostgreSQL; SQLite has none (its writers queue)."""
+    return locking if _db().vendor == "postgresql" else plain
+
+
 def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     with _db().cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall() if cursor.description else []
-
-
-def _plan(sql: str, plan_id: int) -> Plan | None:
-    found = _rows(sql, [plan_id]) if _is_id(plan_id) else []
-    return _plan_at(found[0], 0) if found else None
 
 
 def _plan_at(row: Sequence[Any], at: int) -> Plan:
@@ -260,8 +250,7 @@ def _plan_at(row: Sequence[Any], at: int) -> Plan:
 @functools.cache
 def _converters(model: type[Model], columns: str, vendor: str) -> list[tuple[str, list[Any]]]:
     """Per column ("[alias.]name, ..."): its field's name and the ORM's value converters."""
-    db = _db()
-    fields = {field.attname: field for field in model._meta.concrete_fields}
+    db, fields = _db(), {field.attname: field for field in model._meta.concrete_fields}
     found = []
     for name in (column.strip().split(".")[-1] for column in columns.split(",")):
         col = fields[name].get_col(model._meta.db_table)
@@ -272,9 +261,8 @@ def _converters(model: type[Model], columns: str, vendor: str) -> list[tuple[str
 
 def _load(model: type[M], columns: str, values: Sequence[Any]) -> M:
     """`model` from one row's values, as `raw()` gives it (minus its 0.1 ms resolving columns)."""
-    db = _db()
+    db, converted = _db(), list(values)
     shape = _converters(model, columns, db.vendor)
-    converted = list(values)
     for index, (_, steps) in enumerate(shape):
         for convert, col in steps:
             converted[index] = convert(converted[index], col, db)

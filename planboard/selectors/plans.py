@@ -42,11 +42,11 @@ STATE_FILTER_ALL = "all"
 def plan_row(*, plan_id: int) -> Plan | None:
     """The plan's row with its owner's username (what an edit's permission check needs), or
     None: no such plan."""
-    return sql.plan(plan_id)
+    return Plan.objects.select_related("owner").filter(pk=plan_id).first()
 
 
 def plan_snapshot(*, plan_id: int) -> PlanSnapshot:
-    plan = sql.plan(plan_id)
+    plan = plan_row(plan_id=plan_id)
     if plan is None:
         raise Plan.DoesNotExist(f"Plan {plan_id} does not exist.")
     return plan_snapshot_of(plan)

@@ -166,15 +166,13 @@ def test_the_session_read_says_whether_a_tool_call_is_flagged(chat_session: Chat
     assert flagged()
 
 
-def test_the_plan_and_its_lock_equal_the_orms(costly_plan: Plan) -> None:
+def test_the_plan_lock_reads_what_the_orm_does(costly_plan: Plan) -> None:
     expected = fields_of(Plan.objects.get(pk=costly_plan.pk))
-    plain = sql.plan(costly_plan.pk)
     with transaction.atomic():
         locked = sql.lock_plan(costly_plan.pk)
-    assert plain is not None and locked is not None
-    assert fields_of(plain) == fields_of(locked) == expected
+    assert locked is not None and fields_of(locked) == expected
     with db.statements() as run:
-        assert plain.owner.get_username() == locked.owner.get_username() == "alice"
+        assert locked.owner.get_username() == "alice"
     assert len(run) == 0  # the owner came with the plan
 
 
@@ -218,7 +216,6 @@ def test_the_subtasks_under_the_lock_equal_the_orms(costly_plan: Plan) -> None:
 def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -> None:
     """The driver would refuse them (SQLite: OverflowError); they simply exist nowhere."""
     assert sql.session_with_plan(wrong) is None
-    assert sql.plan(wrong) is None
     assert _subtasks(wrong) == []
     with transaction.atomic():
         assert sql.lock_plan(wrong) is None
@@ -229,10 +226,10 @@ def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -
 
 
 def test_unknown_ids_are_not_found(chat_session: ChatSession) -> None:
-    assert sql.session_with_plan(10**9) is None and sql.plan(10**9) is None
+    assert sql.session_with_plan(10**9) is None
     assert _subtasks(10**9) == []
     with transaction.atomic():
-        assert sql.lock_session(10**9) is None
+        assert sql.lock_session(10**9) is None and sql.lock_plan(10**9) is None
 
 
 def test_the_session_lock_reads_what_the_orm_does(costly_plan: Plan) -> None:
@@ -246,7 +243,8 @@ def test_the_session_lock_reads_what_the_orm_does(costly_plan: Plan) -> None:
 def test_the_plan_update_stores_what_save_would(costly_plan: Plan) -> None:
     """The fields a change sets, `updated_at` touched; never the usage counters, which steps
     add to without the plan's lock."""
-    by_sql = sql.plan(costly_plan.pk)
+    with transaction.atomic():
+        by_sql = sql.lock_plan(costly_plan.pk)
     by_orm = Plan.objects.get(pk=costly_plan.pk)
     assert by_sql is not None
     before = by_orm.updated_at

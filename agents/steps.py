@@ -254,6 +254,8 @@ def mark_changes_seen(
     if memory is not None:
         marked = memory.marked_through or memory.previous_shown()
         memory.marked_through = (request.plan_id, request.plan_version)
+        if memory.made_every_change(request.plan_id, 0, request.plan_version):
+            return []  # a plan this run created, and only it has changed since: no one's edits
         by_people = any(e["actor"]["kind"] != "agent" for e in request.changes)
         if (
             marked is not None

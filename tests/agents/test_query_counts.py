@@ -232,3 +232,28 @@ def test_a_run_on_a_plan_nobody_changed_asks_nothing_about_seen_edits(
         finished = loop.execute_run(run_id=run.pk)
     assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
     assert run_statements.selecting('"planboard_planevent"') == []
+
+
+def test_a_run_that_creates_its_plan_asks_nothing_about_seen_edits(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    """Every version of a plan this run created is its own: no person's edit to mark as seen
+    and no event to read, at any later step (a person's edit in between is marked:
+    tests/agents/test_seen_edits.py)."""
+    session = services.session_create(owner=user, need_user_confirm=False)
+    subtasks = [{"name": "Book", "description": "", "expected_outcome": ""}]
+    plan = {"name": "Trip", "description": "", "expected_outcome": "", "subtasks": subtasks}
+    scripted_model.script.extend(
+        [
+            tool_calls(call("create_plan", **plan)),
+            tool_calls(call("update_subtask_state", subtask_idx=0, state="in_progress")),
+            tool_calls(call("get_subtask_count")),
+            say("Done."),
+        ]
+    )
+    _, run = services.message_post(session_id=session.pk, author=user, content="Plan a trip.")
+    with db.statements() as run_statements:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    events = run_statements.selecting('"planboard_planevent"')
+    assert [sql for sql in events if not sql.startswith("INSERT")] == []

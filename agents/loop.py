@@ -104,7 +104,8 @@ async def drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl) 
     its worker hands it off (`HandedOff` at a safe point: the lease is released and the run
     dispatched again). Every piece of database work is one unit on `lane`."""
     try:
-        await lane.run(interrupt_unfinished_steps, run)
+        if not run.first_start:  # a run started before may have a call a dead worker left
+            await lane.run(interrupt_unfinished_steps, run)
         return await _drive(run, worker=worker, lane=lane, control=control)
     except HandedOff:
         await lane.run(services.run_hand_off, run_id=run.pk, worker=worker)

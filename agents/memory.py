@@ -63,7 +63,10 @@ class RunMemory:
 
     @classmethod
     def for_run(cls, run: AgentRun) -> RunMemory:
-        return cls(run_id=run.pk, session_id=run.session_id)
+        memory = cls(run_id=run.pk, session_id=run.session_id)
+        if run.first_start:  # no step records yet: none to read back
+            memory.steps, memory.next_step_number = [], 1
+        return memory
 
     # --- the transcript ---------------------------------------------------------------------
 

@@ -252,6 +252,10 @@ class SubTask(models.Model):
 class AgentRun(models.Model):
     """One execution of the agent for a session, from a user message to a final answer."""
 
+    # Not a column: `services.run_start` sets it on the run it starts for the first time, which
+    # has no step records yet (its driver reads none back).
+    first_start: bool = False
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"

@@ -311,6 +311,7 @@ def run_start(*, run_id: int, worker: str = "") -> AgentRun:
                 return run  # another worker is driving it right now
         if run.status in AgentRun.ACTIVE_STATUSES:
             was_queued = run.status == AgentRun.Status.QUEUED
+            run.first_start = was_queued and run.started_at is None
             run.status = AgentRun.Status.RUNNING
             run.started_at = run.started_at or timezone.now()
             run.lease_owner = worker

@@ -257,3 +257,23 @@ def test_a_run_that_creates_its_plan_asks_nothing_about_seen_edits(
     assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
     events = run_statements.selecting('"planboard_planevent"')
     assert [sql for sql in events if not sql.startswith("INSERT")] == []
+
+
+# A run's statements besides its steps': starting it (BEGIN, whether it waits for admission,
+# the run locked, started, COMMIT); at its first step the person's message (whole), the
+# session's previous step and the profiles the hint offers; settling the final answer (the
+# step's context again; BEGIN, the run's session, the session locked, the run locked, whether
+# the person wrote meanwhile, the run finished, its owner, COMMIT); then the owner's waiting
+# runs (BEGIN, the user locked, the runs, COMMIT). A run started for the first time reads no
+# step records back (24 before: it has none).
+STATEMENTS_PER_RUN = 22
+
+
+def test_statements_per_run_besides_its_steps_are_pinned(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    session = _session_with_history(user, scripted_model, exchanges=1)
+    three = _run_counting(session, user, scripted_model, steps=3)
+    # Three steps with a tool each, then the final answer's (no tool: 5 statements fewer).
+    steps = 3 * STATEMENTS_PER_STEP + STATEMENTS_PER_STEP - 5
+    assert three - steps == STATEMENTS_PER_RUN

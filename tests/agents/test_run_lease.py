@@ -193,3 +193,28 @@ DISPATCHED: list[int] = []
 
 def remember_dispatch(run_id: int) -> None:
     DISPATCHED.append(run_id)
+
+
+def test_only_a_runs_first_start_says_it_has_no_steps_yet(
+    session: ChatSession, user: Any, scripted_model: ScriptedModel
+) -> None:
+    """The driver skips reading step records back only at a run's first start: a run taken
+    over (its lease expired), or handed off and started again, may have a step a dead worker
+    left mid-call, and that step is marked interrupted."""
+    run = queued_run(session, user)
+    first = services.run_start(run_id=run.pk, worker="host-a")
+    assert first.first_start
+    AgentStep.objects.create(run=run, number=1, hint="(lost)")  # host-a dies mid-call
+    hold_lease(run, "host-a", seconds=-1)
+    taken_over = services.run_start(run_id=run.pk, worker="host-b")
+    assert taken_over.lease_owner == "host-b" and not taken_over.first_start
+    assert services.run_hand_off(run_id=run.pk, worker="host-b")
+    again = services.run_start(run_id=run.pk, worker="host-c")
+    assert again.lease_owner == "host-c" and not again.first_start
+    scripted_model.script.append(say("Hi there."))
+    assert loop.execute_run(run_id=run.pk, worker="host-c").status == AgentRun.Status.SUCCEEDED
+    steps = AgentStep.objects.filter(run=run).order_by("number")
+    assert [(s.number, s.status) for s in steps] == [
+        (1, AgentStep.Status.INTERRUPTED),
+        (2, AgentStep.Status.COMPLETED),
+    ]

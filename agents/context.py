@@ -81,8 +81,9 @@ class StepContext:
 
 def read_step_context(*, run_id: int, memory: RunMemory) -> StepContext | None:
     """What the next step decides from; None when the run is gone (deleted with its session).
-    Two queries: the run with its session, the session's plan and the plan's subtasks; the
-    transcript's ids (and the rows of messages the worker does not hold)."""
+    One query (the run with its session, the session's plan and the plan's subtasks, how many
+    messages the session has) when the worker holds every message; else the transcript's ids
+    too, and the rows of the messages it does not hold."""
     found = selectors.session_with_plan(session_id=memory.session_id, run_id=run_id)
     if found is None or found.run is None:
         return None
@@ -91,7 +92,7 @@ def read_step_context(*, run_id: int, memory: RunMemory) -> StepContext | None:
         session=found.session,
         plan=found.plan,
         snapshot=found.snapshot,
-        transcript=memory.transcript(),
+        transcript=memory.transcript(messages=found.messages),
         calls_flagged=found.calls_flagged,
     )
 

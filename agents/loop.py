@@ -112,14 +112,12 @@ async def drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl) 
         return await lane.run(lambda: selectors.agent_run(run_id=run.pk) or run)
     except MemoryLimitExceeded as exc:
         logger.error("agent run %s stopped at the worker's memory limit", run.pk)
-        return await lane.run(
-            services.run_finish, run_id=run.pk, status=AgentRun.Status.FAILED, error=str(exc)
-        )
+        return await lane.run(_finish, run, status=AgentRun.Status.FAILED, error=str(exc))
     except Exception as exc:
         logger.exception("agent run %s crashed", run.pk)
         return await lane.run(
-            services.run_finish,
-            run_id=run.pk,
+            _finish,
+            run,
             status=AgentRun.Status.FAILED,
             error=f"The agent stopped on an internal error ({type(exc).__name__}): {exc}",
         )
@@ -170,12 +168,7 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
             if exc.context_exceeded and budget_factor > 0.2:
                 budget_factor /= 2  # our token estimate was too generous for this model
                 continue
-            return await lane.run(
-                services.run_finish,
-                run_id=run.pk,
-                status=AgentRun.Status.FAILED,
-                error=exc.message,
-            )
+            return await lane.run(_finish, run, status=AgentRun.Status.FAILED, error=exc.message)
         await lane.drain()  # the streamed text has left before the stored message
         stopped = await lane.run(_store_and_act, ready, result, answer, worker, actor, memory)
         if isinstance(stopped, ToolCall):
@@ -200,7 +193,7 @@ def _prepare_step(
     if not run.is_active or run.lease_owner != worker:
         return run  # finished elsewhere, or another worker took over after our lease lapsed
     if run.cancel_requested:
-        return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
+        return _finish(run, status=AgentRun.Status.CANCELLED)
     settled = _settle_stored_answer(context, actor, memory)
     if settled is _AGAIN or isinstance(settled, AgentRun | ToolCall):
         return settled
@@ -247,6 +240,11 @@ async def _ask_model(
         return await control.watch(llm.acomplete(listener=listener, **call))
 
 
+def _finish(run: AgentRun, status: str, **fields: Any) -> AgentRun:
+    """`services.run_finish` of the run, whose session it knows (one read fewer)."""
+    return services.run_finish(run_id=run.pk, session_id=run.session_id, status=status, **fields)
+
+
 def _close_cancelled(answer: AnswerStream, step: AgentStep, run: AgentRun) -> AgentRun:
     answer.end()
     close_step(
@@ -254,7 +252,7 @@ def _close_cancelled(answer: AnswerStream, step: AgentStep, run: AgentRun) -> Ag
         status=AgentStep.Status.DISCARDED,
         error="The run was cancelled while the model was answering.",
     )
-    return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
+    return _finish(run, status=AgentRun.Status.CANCELLED)
 
 
 def _close_handed_off(answer: AnswerStream, step: AgentStep) -> None:
@@ -315,7 +313,7 @@ def _store_and_act(
             result=result,
             error="The run was cancelled while the model was answering.",
         )
-        return services.run_finish(run_id=run.pk, status=AgentRun.Status.CANCELLED)
+        return _finish(run, status=AgentRun.Status.CANCELLED)
     answer.end()
     memory.step_completed(step, answer=message)
     if message.tool_calls:
@@ -351,8 +349,8 @@ def _settle_stored_answer(
         return None
     # The final answer is stored; only the status is left to settle, unless the user wrote
     # something the model has not read yet (checked under the session lock).
-    finished = services.run_finish(
-        run_id=run.pk,
+    finished = _finish(
+        run,
         status=(
             AgentRun.Status.WAITING_FOR_USER
             if context.plan_awaits_confirmation()
@@ -372,8 +370,8 @@ def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | Allowan
     another model call; else what the call may spend."""
     limit = request.acting.max_steps
     if run.step_count >= limit:
-        return services.run_finish(
-            run_id=run.pk,
+        return _finish(
+            run,
             status=AgentRun.Status.FAILED,
             error=(
                 f"The agent stopped after {run.step_count} steps without a final answer "
@@ -383,16 +381,14 @@ def _stop_before_step(run: AgentRun, request: StepRequest) -> AgentRun | Allowan
             ),
         )
     if request.acting.key_refused:
-        return services.run_finish(
-            run_id=run.pk, status=AgentRun.Status.FAILED, error=request.acting.key_refused
-        )
+        return _finish(run, status=AgentRun.Status.FAILED, error=request.acting.key_refused)
     session = request.session or ChatSession.objects.get(pk=run.session_id)
     allowed = step_allowance(session=session, acting=request.acting, prompt_tokens=request.tokens)
     if allowed.stop:
         # Checked before each call with the request's own size, and the answer capped by what
         # is left: a step cannot run far past a limit.
-        return services.run_finish(
-            run_id=run.pk,
+        return _finish(
+            run,
             status=AgentRun.Status.WAITING_FOR_USER,
             pause_reason=AgentRun.PAUSE_BUDGET,
             error=f"Paused at the spending limit. {allowed.stop}",

@@ -70,9 +70,13 @@ class RunMemory:
 
     # --- the transcript ---------------------------------------------------------------------
 
-    def transcript(self) -> list[Message]:
-        """The session's messages, oldest first: every id is read each time (exact even when
-        a message with a smaller id commits late), whole rows only of the new ones."""
+    def transcript(self, *, messages: int | None = None) -> list[Message]:
+        """The session's messages, oldest first. `messages`: how many the session has, just
+        read; when this worker holds that many, it holds them all (a live session's messages
+        are never deleted) and nothing is read. Else every id is read (exact even when a
+        message with a smaller id commits late), whole rows only of the new ones."""
+        if messages is not None and messages == len(self.message_ids):
+            return self.messages
         ids, added = selectors.transcript_since(session_id=self.session_id, known=self.message_ids)
         if added:
             for message in added:

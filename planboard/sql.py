@@ -43,12 +43,13 @@ SESSION_WIDTH, PLAN_WIDTH, RUN_WIDTH = (
 SUBTASK_VALUE_COLUMNS = """{t}id, {t}position, {t}name, {t}description, {t}expected_outcome,
     {t}outcome, {t}state, {t}agent, CAST({t}created_at AS TEXT), CAST({t}finished_at AS TEXT)"""
 
-# The CTE is the session's one row (with an agent step's run); its current plan's subtasks join
-# it (in plan mode only).
+# The CTE is the session's one row (with an agent step's run, and then how many messages the
+# session has); its current plan's subtasks join it (in plan mode only).
 SESSION_WITH_PLAN = f"""WITH sp AS (
 SELECT {SESSION_COLUMNS}, so.username, {PLAN_COLUMNS}, po.username, EXISTS (SELECT 1 FROM
     planboard_toolcall c WHERE c.session_id = s.id AND (c.always_allow OR c.status = 'pending')),
-    {RUN_COLUMNS}
+    {RUN_COLUMNS}, CASE WHEN r.id IS NOT NULL THEN
+    (SELECT count(*) FROM planboard_message m WHERE m.session_id = s.id) END
 FROM planboard_chatsession s JOIN auth_user so ON so.id = s.owner_id
 LEFT JOIN planboard_plan p ON p.id = s.current_plan_id
 LEFT JOIN auth_user po ON po.id = p.owner_id
@@ -59,12 +60,17 @@ LEFT JOIN planboard_subtask t ON t.plan_id = sp.current_plan_id AND sp.plan_mode
 ORDER BY t.position"""
 
 
-def session_with_plan(
-    session_id: int, run_id: int | None = None
-) -> tuple[ChatSession, Plan | None, bool, AgentRun | None, list[tuple[Any, ...]]] | None:
+# The session, its plan, whether a call is flagged, the run, the messages, the subtasks' values.
+SessionRead = tuple[
+    ChatSession, Plan | None, bool, AgentRun | None, int | None, list[tuple[Any, ...]]
+]
+
+
+def session_with_plan(session_id: int, run_id: int | None = None) -> SessionRead | None:
     """In one round trip, what every tool call and agent step starts with: the session and its
     current plan (owners' names attached), whether a tool call of it is always allowed or waits
-    for a person, the session's run `run_id` (None: gone) and in plan mode `subtask_values`."""
+    for a person, the session's run `run_id` (None: gone) with the session's message count,
+    and in plan mode `subtask_values`."""
     run_key = run_id if _is_id(run_id) else None
     found = _rows(SESSION_WITH_PLAN, [run_key, session_id]) if _is_id(session_id) else []
     if not found:
@@ -74,9 +80,9 @@ def session_with_plan(
     plan = None if row[at] is None else _plan_at(row, at)
     ChatSession._meta.get_field("current_plan").set_cached_value(session, plan)
     at += PLAN_WIDTH + 2  # past the plan's owner and the flag
-    flagged, run_at, at = bool(row[at - 1]), at, at + RUN_WIDTH
-    run = None if row[run_at] is None else _load(AgentRun, RUN_COLUMNS, row[run_at:at])
-    return session, plan, flagged, run, [r[at:] for r in found if r[at] is not None]
+    flagged, run_at, at = bool(row[at - 1]), at, at + RUN_WIDTH + 1
+    run = None if row[run_at] is None else _load(AgentRun, RUN_COLUMNS, row[run_at : at - 1])
+    return session, plan, flagged, run, row[at - 1], [r[at:] for r in found if r[at] is not None]
 
 
 # `OF s`: never the owner's row. SQLite has no row locks (its writers queue): it just reads.

@@ -32,20 +32,21 @@ class SessionWithPlan(NamedTuple):
     snapshot: PlanSnapshot | None  # that plan's snapshot, when the session is in plan mode
     calls_flagged: bool  # a tool call of it is always allowed or waits for a person
     run: AgentRun | None = None  # the run asked for, as it is now (None: not of this session)
+    messages: int | None = None  # with the run: how many messages the session has
 
 
 def session_with_plan(*, session_id: int, run_id: int | None = None) -> SessionWithPlan | None:
     """The session, its current plan (each with its owner's username), in plan mode the plan's
     snapshot, whether one of its tool calls is always allowed or waits for a person, and the
-    session's run `run_id` (an agent step's), in one query: every plan tool call and agent step
-    starts with them. None: no such session."""
+    session's run `run_id` (an agent step's) with the number of the session's messages, in one
+    query: every plan tool call and agent step starts with them. None: no such session."""
     found = sql.session_with_plan(session_id, run_id)
     if found is None:
         return None
-    session, plan, flagged, run, values = found
+    session, plan, flagged, run, messages, values = found
     shown = plan is not None and session.plan_mode
     snapshot = build_plan_snapshot_from_values(plan, values) if shown and plan else None
-    return SessionWithPlan(session, plan, snapshot, flagged, run)
+    return SessionWithPlan(session, plan, snapshot, flagged, run, messages)
 
 
 def agent_run(*, run_id: int) -> AgentRun | None:

@@ -4,7 +4,8 @@ Admission. A user has at most `PLANBOARD_USER_RUNS_IN_FLIGHT` runs in flight (di
 running, `selectors.runs.IN_FLIGHT`); a queued run beyond that is not dispatched and waits, in
 creation order, its place shown as `queue_position`. Deciding takes a lock on the user's row,
 so two messages posted at once cannot both take the last place. When one of the user's runs
-stops, `run_admit_waiting` (on commit, in its own transaction) lets the next ones in.
+stops, the next ones are let in: by `run_finish`'s own transaction (it holds the user's lock),
+else by `run_admit_waiting` on commit, in a transaction of its own.
 
 Dispatch deadline. A dispatched queued run carries `lease_expires_at` = now + lease: the time
 by which a worker should have claimed it. A running run carries its worker's lease.
@@ -159,22 +160,27 @@ def run_admit_waiting(*, user_id: int, queue_changed: bool = False) -> list[int]
     `queue_changed` says one of them left otherwise (cancelled)."""
     with transaction.atomic():
         _lock_user(user_id)
-        waiting = list(
-            AgentRun.objects.select_for_update(no_key=True, of=("self",))
-            .filter(WAITING_FOR_ADMISSION, session__owner_id=user_id)
-            .order_by("id")
-        )
-        if not waiting:
-            return []
-        cap = _cap()
-        room = len(waiting) if cap <= 0 else max(0, cap - runs_in_flight(user_id=user_id))
-        admitted, still = waiting[:room], waiting[room:]
-        for run in admitted:
-            _stamp_and_dispatch(run)
+        return admit_waiting_locked(user_id=user_id, queue_changed=queue_changed)
+
+
+def admit_waiting_locked(*, user_id: int, queue_changed: bool = False) -> list[int]:
+    """`run_admit_waiting` in the caller's transaction, which holds the user's lock."""
+    waiting = list(
+        AgentRun.objects.select_for_update(no_key=True, of=("self",))
+        .filter(WAITING_FOR_ADMISSION, session__owner_id=user_id)
+        .order_by("id")
+    )
+    if not waiting:
+        return []
+    cap = _cap()
+    room = len(waiting) if cap <= 0 else max(0, cap - runs_in_flight(user_id=user_id))
+    admitted, still = waiting[:room], waiting[room:]
+    for run in admitted:
+        _stamp_and_dispatch(run)
+        _publish_run(run)
+    if admitted or queue_changed:
+        for run in still:
             _publish_run(run)
-        if admitted or queue_changed:
-            for run in still:
-                _publish_run(run)
     return [run.pk for run in admitted]
 
 

@@ -45,6 +45,7 @@ from planboard.services.run_queue import (
     _lease_until,
     _lock_user,
     _publish_run,
+    admit_waiting_locked,
     claim_waiting_run,
     queue_moved_on_commit,
     queue_new_run,
@@ -298,27 +299,42 @@ def run_start(*, run_id: int, worker: str = "") -> AgentRun:
     room now; otherwise it comes back queued and keeps its place.
     """
     with transaction.atomic():
+        run = _load_run(run_id)
+        if not run_waits_for_admission(run):
+            return _claim(run, worker)
+    # Rare: the admission decides in its lock order (the user, then the run), so this starts
+    # over in that order.
+    with transaction.atomic():
         waiting_owner = waiting_run_owner(run_id)
         if waiting_owner is not None:
-            _lock_user(waiting_owner)  # the admission's lock order: user, then run
+            _lock_user(waiting_owner)
         run = _load_run(run_id)
-        if run.status in AgentRun.ACTIVE_STATUSES and run.cancel_requested:
-            return _run_set_status(run, AgentRun.Status.CANCELLED, "")
-        if run_waits_for_admission(run) and not claim_waiting_run(run, owner_id=waiting_owner):
+        if (
+            run_waits_for_admission(run)
+            and not run.cancel_requested
+            and not claim_waiting_run(run, owner_id=waiting_owner)
+        ):
             return run
-        if run.status == AgentRun.Status.RUNNING and run.lease_owner not in ("", worker):
-            if run.lease_expires_at is not None and run.lease_expires_at > timezone.now():
-                return run  # another worker is driving it right now
-        if run.status in AgentRun.ACTIVE_STATUSES:
-            was_queued = run.status == AgentRun.Status.QUEUED
-            run.first_start = was_queued and run.started_at is None
-            run.status = AgentRun.Status.RUNNING
-            run.started_at = run.started_at or timezone.now()
-            run.lease_owner = worker
-            run.lease_expires_at = _lease_until()
-            run.save(update_fields=["status", "started_at", "lease_owner", "lease_expires_at"])
-            if was_queued:
-                _publish_run(run)
+        return _claim(run, worker)
+
+
+def _claim(run: AgentRun, worker: str) -> AgentRun:
+    """`run_start`'s decision on the locked run, which may start (or is cancelled)."""
+    if run.status in AgentRun.ACTIVE_STATUSES and run.cancel_requested:
+        return _run_set_status(run, AgentRun.Status.CANCELLED, "")
+    if run.status == AgentRun.Status.RUNNING and run.lease_owner not in ("", worker):
+        if run.lease_expires_at is not None and run.lease_expires_at > timezone.now():
+            return run  # another worker is driving it right now
+    if run.status in AgentRun.ACTIVE_STATUSES:
+        was_queued = run.status == AgentRun.Status.QUEUED
+        run.first_start = was_queued and run.started_at is None
+        run.status = AgentRun.Status.RUNNING
+        run.started_at = run.started_at or timezone.now()
+        run.lease_owner = worker
+        run.lease_expires_at = _lease_until()
+        run.save(update_fields=["status", "started_at", "lease_owner", "lease_expires_at"])
+        if was_queued:
+            _publish_run(run)
     return run
 
 
@@ -399,7 +415,16 @@ def resume_budget_pause(*, session_id: int) -> AgentRun | None:
     return run
 
 
-def _run_set_status(run: AgentRun, status: str, error: str, *, pause_reason: str = "") -> AgentRun:
+def _run_set_status(
+    run: AgentRun,
+    status: str,
+    error: str,
+    *,
+    pause_reason: str = "",
+    owner_locked: int | None = None,
+) -> AgentRun:
+    """`owner_locked`: the run's owner, whose lock the caller holds (after the session's, before
+    the run's): the next runs of theirs waiting for admission are let in in this transaction."""
     # Leaving the active statuses frees a place among the owner's runs in flight.
     stops = run.is_active and status not in AgentRun.ACTIVE_STATUSES
     was_waiting = run_waits_for_admission(run)
@@ -421,7 +446,9 @@ def _run_set_status(run: AgentRun, status: str, error: str, *, pause_reason: str
         ]
     )
     _publish_run(run)
-    if stops:
+    if stops and owner_locked is not None:
+        admit_waiting_locked(user_id=owner_locked, queue_changed=was_waiting)
+    elif stops:
         queue_moved_on_commit(run, was_waiting=was_waiting)
     if status == AgentRun.Status.WAITING_FOR_USER:
         # Something now waits on people: their inboxes, and the notifications they asked for.
@@ -438,8 +465,11 @@ def run_finish(
     error: str = "",
     unless_user_message_after: int | None = None,
     pause_reason: str = "",
+    session_id: int | None = None,
 ) -> AgentRun:
-    """End (or pause for the user) a running run.
+    """End (or pause for the user) a running run (`session_id`: its session, when the caller
+    knows it). It frees a place among its owner's runs: their next runs waiting for admission
+    are let in by the same transaction.
 
     With `unless_user_message_after` (a message id), a run about to succeed or wait for the
     user stays running when the user wrote after that message: the agent has not read it yet,
@@ -454,12 +484,17 @@ def run_finish(
     ]
     clean_status = _clean_state(status, allowed=allowed)
     with transaction.atomic():
-        if unless_user_message_after is not None:
-            # Same lock order as message_post: session first, then the run.
-            session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True)
-            if session_id:
-                _lock_session(session_id[0])
+        # The one lock order (message_post's): the session, its owner, then the run.
+        if session_id is None:
+            session_id = (
+                AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
+            )
+        owner_id = None if session_id is None else _lock_session(session_id).owner_id
+        if owner_id is not None:
+            _lock_user(owner_id)
         run = _load_run(run_id)
+        if run.session_id != session_id:
+            raise PlanError(f"Run {run_id} is not a run of session {session_id}.", code="not_found")
         if not run.is_active:
             return run
         if run.cancel_requested and clean_status != AgentRun.Status.FAILED:
@@ -474,7 +509,9 @@ def run_finish(
             ).exists()
         ):
             return run
-        return _run_set_status(run, clean_status, error, pause_reason=pause_reason)
+        return _run_set_status(
+            run, clean_status, error, pause_reason=pause_reason, owner_locked=owner_id
+        )
 
 
 def run_record_step(

@@ -147,17 +147,18 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
     return session
 
 
-# Per model call with one read-only plan tool, 17 (18 before the session's statement brought
-# the run, 20 before it brought the plan's subtasks; 57 before issue 14). The step's context:
-# the run with its session, the current plan's row and subtasks (and whether a tool call waits
-# for a person), the
-# transcript's ids (the answer and results this worker stored are known already: nothing is
-# read whole); the external tools, each with whether someone always allows it (people's changes
-# are not asked for: the plan's version has not moved since the previous step); the step
-# record; storing the answer (BEGIN, insert, 3 usage counters — the run's also reads its cancel
-# flag and lease owner —, the step, COMMIT) and the usage totals for clients; the tool (BEGIN,
-# session with plan and subtasks, result, the step's results, COMMIT).
-STATEMENTS_PER_STEP = 17
+# Per model call with one read-only plan tool, 16 (17 before the session's statement counted
+# the session's messages, 18 before it brought the run, 20 before it brought the plan's
+# subtasks; 57 before issue 14). The step's context: the run with its session, the current
+# plan's row and subtasks, whether a tool call waits for a person, and how many messages the
+# session has (the answer and results this worker stored are known already, so when that is
+# all of them nothing more is read); the external tools, each with whether someone always
+# allows it (people's changes are not asked for: the plan's version has not moved since the
+# previous step); the step record; storing the answer (BEGIN, insert, 3 usage counters — the
+# run's also reads its cancel flag and lease owner —, the step, COMMIT) and the usage totals
+# for clients; the tool (BEGIN, session with plan and subtasks, result, the step's results,
+# COMMIT).
+STATEMENTS_PER_STEP = 16
 
 
 def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcript(
@@ -259,14 +260,15 @@ def test_a_run_that_creates_its_plan_asks_nothing_about_seen_edits(
     assert [sql for sql in events if not sql.startswith("INSERT")] == []
 
 
-# A run's statements besides its steps': starting it (BEGIN, whether it waits for admission,
-# the run locked, started, COMMIT); at its first step the person's message (whole), the
-# session's previous step and the profiles the hint offers; settling the final answer (the
-# step's context again; BEGIN, the run's session, the session locked, the run locked, whether
-# the person wrote meanwhile, the run finished, its owner, COMMIT); then the owner's waiting
-# runs (BEGIN, the user locked, the runs, COMMIT). A run started for the first time reads no
-# step records back (24 before: it has none).
-STATEMENTS_PER_RUN = 22
+# A run's statements besides its steps': starting it (BEGIN, the run locked, started, COMMIT);
+# at its first step the transcript's ids (the worker holds none yet), the person's message
+# (whole), the session's previous step and the profiles the hint offers; settling the final
+# answer (the step's context again; BEGIN, the session, its owner and the run locked in that
+# order, whether the person wrote meanwhile, the run finished, the owner's runs waiting for
+# admission, COMMIT). A run started for the first time reads no step records back (it has
+# none). 24 before: the step records, whether the run waits for admission, the run's session
+# and owner read apart, admission in a transaction of its own.
+STATEMENTS_PER_RUN = 17
 
 
 def test_statements_per_run_besides_its_steps_are_pinned(

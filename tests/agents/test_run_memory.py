@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from agents.context import read_step_context
 from agents.memory import RunMemory
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message
+from tests.support import db
 
 pytestmark = pytest.mark.django_db
 
@@ -41,6 +43,31 @@ def test_a_message_that_commits_after_a_newer_one_is_still_seen(memory: RunMemor
     memory.messages = [newer]
     memory.message_ids = {newer.pk}
     assert [m.pk for m in memory.transcript()] == [older.pk, newer.pk]
+
+
+def test_the_step_contexts_message_count_spares_the_read_only_when_nothing_is_new(
+    memory: RunMemory,
+) -> None:
+    """An agent step's context counts the session's messages in its one statement: when the
+    worker holds that many, nothing else is read; a message committed late (with an older id)
+    or a new one changes the count, and the transcript is read as before."""
+    older = say(memory, "written first, committed last")
+    newer = say(memory, "written second, committed first")
+    memory.messages, memory.message_ids = [newer], {newer.pk}
+
+    def step_context() -> list[int]:
+        found = read_step_context(run_id=memory.run_id, memory=memory)
+        assert found is not None
+        return [m.pk for m in found.transcript]
+
+    assert step_context() == [older.pk, newer.pk]
+    with db.statements() as statements:
+        assert step_context() == [older.pk, newer.pk]
+    assert len(statements) == 1  # the session's statement, counting two messages held
+    latest = say(memory, "a person writes")
+    with db.statements() as statements:
+        assert step_context() == [older.pk, newer.pk, latest.pk]
+    assert len(statements) == 3  # the ids, then the new message whole
 
 
 def test_deleted_messages_leave_the_transcript(memory: RunMemory) -> None:

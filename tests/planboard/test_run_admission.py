@@ -255,3 +255,52 @@ def test_a_new_run_is_admitted_before_its_insert_in_one_read(user: Any) -> None:
     # The owner's runs waiting ahead and in flight, read together (by the owner: a join).
     owners_runs = [s for s in posting if 'FROM "planboard_agentrun" INNER JOIN' in s]
     assert len(owners_runs) == 1 and "COUNT(" not in owners_runs[0]
+
+
+@pytest.mark.postgres
+def test_runs_posted_started_and_finished_at_once_never_deadlock_or_strand(
+    postgres: None, settings: Any
+) -> None:
+    """Posting (session, user), starting (the run; a waiting one: user, run) and finishing
+    (session, user, run, then the owner's waiting runs in the same transaction) take their
+    locks in one order: threads doing all three at once for one user never deadlock, never
+    put more runs in flight than the cap, and leave no run waiting once none is in flight."""
+    settings.PLANBOARD_USER_RUNS_IN_FLIGHT = 2
+    user = get_user_model().objects.create_user("busy", password="pw-busy-123")
+    sessions = new_sessions(user, 4)
+    failures: list[BaseException] = []
+    most_in_flight = [0]
+
+    def lifecycle(session: ChatSession, worker: str) -> None:
+        try:
+            for _ in range(6):
+                run = post(user, session)
+                started = services.run_start(run_id=run.pk, worker=worker)
+                in_flight = selectors.runs_in_flight(user_id=user.pk)
+                most_in_flight[0] = max(most_in_flight[0], in_flight)
+                if started.status == AgentRun.Status.RUNNING:
+                    services.run_finish(
+                        run_id=run.pk,
+                        session_id=session.pk,
+                        status=AgentRun.Status.SUCCEEDED,
+                        unless_user_message_after=10**9,
+                    )
+                else:  # waiting for admission: stopped before it ever ran
+                    services.run_cancel(session_id=session.pk)
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            db.close_thread_connections()
+
+    threads = [
+        threading.Thread(target=lifecycle, args=(s, f"w{n}")) for n, s in enumerate(sessions)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not [t for t in threads if t.is_alive()], "a thread hung (a deadlock)"
+    assert not failures, failures
+    assert most_in_flight[0] <= 2
+    assert selectors.runs_in_flight(user_id=user.pk) == 0
+    assert not AgentRun.objects.filter(session__owner=user, status=AgentRun.Status.QUEUED).exists()

@@ -86,7 +86,7 @@ def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any)
     with db.statements() as run:
         found = sql.session_with_plan(costly_plan.session_id)
         assert found is not None
-        session, current, flagged, run_found, values = found
+        session, current, flagged, run_found, messages, values = found
         names = (session.owner.get_username(), current.owner.get_username() if current else None)
         assert session.current_plan is current
     assert len(run) == 1
@@ -97,10 +97,10 @@ def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any)
     )
     assert session.budget_usd == Decimal("2.5") and current.cost_usd == Decimal("1.234567")
     assert names == (user.get_username(), user.get_username())
-    assert not flagged and run_found is None  # no run asked for
+    assert not flagged and run_found is None and messages is None  # no run asked for
     ChatSession.objects.filter(pk=costly_plan.session_id).update(current_plan=None)
     again = sql.session_with_plan(costly_plan.session_id)
-    assert again is not None and again[1] is None and again[4] == []
+    assert again is not None and again[1] is None and again[5] == []
 
 
 def test_an_agent_steps_run_comes_with_its_session(chat_session: ChatSession) -> None:
@@ -114,12 +114,20 @@ def test_an_agent_steps_run_comes_with_its_session(chat_session: ChatSession) ->
     assert len(statements) == 1
     assert found is not None and found[3] is not None
     assert fields_of(found[3]) == fields_of(AgentRun.objects.get(pk=run.pk))
+    assert found[4] == 0  # the session's messages, counted with the run
+    for number in range(3):
+        Message.objects.create(session=chat_session, role="user", content=f"m{number}")
+    Message.objects.create(session=services.session_create(owner=chat_session.owner), role="user")
+    found = sql.session_with_plan(chat_session.pk, run.pk)
+    assert (
+        found is not None and found[4] == 3 == Message.objects.filter(session=chat_session).count()
+    )
     other = services.session_create(owner=chat_session.owner, need_user_confirm=False)
     elsewhere = sql.session_with_plan(other.pk, run.pk)
-    assert elsewhere is not None and elsewhere[3] is None
+    assert elsewhere is not None and elsewhere[3] is None and elsewhere[4] is None
     for wrong in (None, 10**9, 2**63, True):
         found = sql.session_with_plan(chat_session.pk, wrong)
-        assert found is not None and found[3] is None
+        assert found is not None and found[3] is None and found[4] is None
 
 
 def test_the_session_read_brings_the_subtasks_in_plan_mode_only(plan: Plan, actor: Actor) -> None:

@@ -42,7 +42,7 @@ from planboard.url_secrets import redact_url
 
 def iso(value: datetime | str | None) -> str | None:
     """ISO 8601 text of a time (`isoformat()`, UTC), also from the text the database writes for
-    one (`planboard.sql.subtask_values`: parsing the times cost most of a large snapshot):
+    one (snapshots read times as text: parsing them cost most of a large snapshot):
     PostgreSQL's "2026-05-06 07:08:09.5+00" (UTC, the zone Django sets), SQLite's
     "2026-05-06 07:08:09.500000" (Django stores UTC)."""
     if not isinstance(value, str):
@@ -55,7 +55,7 @@ def iso(value: datetime | str | None) -> str | None:
 
 
 # The SubTask fields a snapshot shows, in the order `serialize_subtask_values` takes them (the
-# snapshot selector reads just these columns: planboard.sql.subtask_values).
+# snapshot selector reads just these columns: `selectors.plans._subtask_values`).
 SUBTASK_FIELDS = (
     "id",
     "position",

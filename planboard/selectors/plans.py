@@ -1,8 +1,8 @@
 """Plan reads: the one snapshot everyone shares, its event history, and history search.
 
 `plan_snapshot` is used by the page, the socket on connect, the REST GET and the agent hint;
-it costs two queries whatever the plan's size (`planboard.sql`'s plan and subtasks: every plan
-tool call reads them).
+it costs two queries whatever the plan's size (the plan, its subtasks' values; a plan tool call
+has them from `planboard.sql`'s session read).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import datetime as dt
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
-from planboard import sql
 from planboard.models import (
     FINISHED_STATES,
     Plan,
@@ -26,6 +26,7 @@ from planboard.models import (
 from planboard.selectors.access import plans_visible_to, sees_all_teams
 from planboard.shapes import PlanEventData, PlanSnapshot
 from planboard.snapshots import (
+    SUBTASK_FIELDS,
     apply_event,
     build_plan_snapshot,
     build_plan_snapshot_from_values,
@@ -58,7 +59,15 @@ def plan_snapshot_of(plan: Plan) -> PlanSnapshot:
     returned with them (`Plan.written_subtasks`)."""
     if plan.written_subtasks is not None:
         return build_plan_snapshot(plan, plan.written_subtasks)
-    return build_plan_snapshot_from_values(plan, sql.subtask_values(plan.pk))
+    return build_plan_snapshot_from_values(plan, _subtask_values(plan.pk))
+
+
+def _subtask_values(plan_id: int) -> list[tuple[Any, ...]]:
+    """The plan's subtasks in board order as a snapshot shows them (`SUBTASK_FIELDS`), times
+    as the database's text: parsing them cost most of a large snapshot (`snapshots.iso`)."""
+    times = [Cast(name, TextField()) for name in SUBTASK_FIELDS[-2:]]
+    subtasks = SubTask.objects.filter(plan_id=plan_id).order_by("position")
+    return list(subtasks.values_list(*SUBTASK_FIELDS[:-2], *times))
 
 
 def plan_events_since(

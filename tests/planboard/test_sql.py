@@ -15,7 +15,7 @@ import pytest
 from django.db import transaction
 from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
 
-from planboard import services, sql
+from planboard import selectors, services, sql
 from planboard.models import (
     AgentRun,
     ChatSession,
@@ -90,7 +90,7 @@ def test_the_session_with_its_plan_equals_the_orms(costly_plan: Plan, user: Any)
         names = (session.owner.get_username(), current.owner.get_username() if current else None)
         assert session.current_plan is current
     assert len(run) == 1
-    assert values == sql.subtask_values(costly_plan.pk) and len(values) == 3
+    assert values == selectors.plans._subtask_values(costly_plan.pk) and len(values) == 3
     assert fields_of(session) == fields_of(ChatSession.objects.get(pk=costly_plan.session_id))
     assert current is not None and fields_of(current) == fields_of(
         Plan.objects.get(pk=costly_plan.pk)
@@ -133,7 +133,6 @@ def test_an_agent_steps_run_comes_with_its_session(chat_session: ChatSession) ->
 def test_the_session_read_brings_the_subtasks_in_plan_mode_only(plan: Plan, actor: Actor) -> None:
     """The snapshot a tool call and a step resolve indices against and show in the hint: the
     same as the snapshot selector's, from the same statement as the session."""
-    from planboard import selectors
 
     with db.statements() as run:
         found = selectors.session_with_plan(session_id=plan.session_id)
@@ -365,7 +364,6 @@ def test_counting_a_step_adds_what_f_expressions_would(
 
 
 def test_a_snapshot_through_the_statements_equals_the_orms(costly_plan: Plan) -> None:
-    from planboard import selectors
     from planboard.snapshots import build_plan_snapshot
 
     expected = build_plan_snapshot(
@@ -378,7 +376,6 @@ def test_a_snapshot_through_the_statements_equals_the_orms(costly_plan: Plan) ->
     assert expected["subtasks"][1]["finished_at"] == "2026-05-06T07:08:09.123456+00:00"
     assert expected["subtasks"][2]["created_at"] == "2026-02-03T04:05:06.500000+00:00"
     assert expected["subtasks"][2]["finished_at"] == "2025-12-31T15:00:00+00:00"
-    assert sql.subtask_values(10**9) == [] and sql.subtask_values(2**64) == []
 
 
 def orm_offered_tools(session_id: int, owner_id: int) -> QuerySet[ToolsetTool]:
@@ -535,7 +532,6 @@ def test_a_changed_plan_shows_what_the_database_holds_without_reading_it(
 ) -> None:
     """A change returns its plan with the subtasks as it left them (`Plan.written_subtasks`):
     the snapshot built from them is the one read back, and costs no statement."""
-    from planboard import selectors
 
     def same_without_reading(plan: Plan) -> None:
         assert plan.written_subtasks is not None

@@ -219,7 +219,7 @@ def test_the_write_check_catches_a_write() -> None:
         "AgentStep.objects.filter(pk=1).update(status='x')\n"
         "sql.plan_update(plan)\n"
         "sql.lock_plan(1)\n"
-        "sql.subtask_values(1)\n"
+        "sql.session_with_plan(1)\n"
         "message_insert(message)\n"
         "subtasks(1)\n"
     )

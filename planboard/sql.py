@@ -38,12 +38,14 @@ t.policy, t.needs_review, t.reads_resources"""
 # and parsing the times made a 1000-subtask snapshot take 15-30 ms instead of 3.
 SUBTASK_VALUE_COLUMNS = """t.id, t.position, t.name, t.description, t.expected_outcome,
     t.outcome, t.state, t.agent, CAST(t.created_at AS TEXT), CAST(t.finished_at AS TEXT)"""
-SESSION_WIDTH, PLAN_WIDTH, RUN_WIDTH = (
-    columns.count(",") + 1 for columns in (SESSION_COLUMNS, PLAN_COLUMNS, RUN_COLUMNS)
+SESSION_WIDTH, PLAN_WIDTH, RUN_WIDTH, VALUES_WIDTH = (
+    c.count(",") + 1 for c in (SESSION_COLUMNS, PLAN_COLUMNS, RUN_COLUMNS, SUBTASK_VALUE_COLUMNS)
 )
+SP_WIDTH = SESSION_WIDTH + PLAN_WIDTH + RUN_WIDTH + 4  # owners' names, the flag, the count
 
 # The CTE is the session's one row (with an agent step's run, and then how many messages the
-# session has); its current plan's subtasks join it (in plan mode only).
+# session has). It comes first; then, in plan mode, a row per subtask of its current plan with
+# NULLs in its place (joined, each row would repeat it, and its times be parsed again).
 SESSION_WITH_PLAN = f"""WITH sp AS (
 SELECT {SESSION_COLUMNS}, so.username, {PLAN_COLUMNS}, po.username, EXISTS (SELECT 1 FROM
     planboard_toolcall c WHERE c.session_id = s.id AND (c.always_allow OR c.status = 'pending')),
@@ -54,9 +56,10 @@ LEFT JOIN planboard_plan p ON p.id = s.current_plan_id
 LEFT JOIN auth_user po ON po.id = p.owner_id
 LEFT JOIN planboard_agentrun r ON r.id = %s AND r.session_id = s.id
 WHERE s.id = %s)
-SELECT sp.*, {SUBTASK_VALUE_COLUMNS} FROM sp
-LEFT JOIN planboard_subtask t ON t.plan_id = sp.current_plan_id AND sp.plan_mode
-ORDER BY t.position"""
+SELECT sp.*, -1, {", ".join(["NULL"] * VALUES_WIDTH)} FROM sp
+UNION ALL SELECT {", ".join(["NULL"] * SP_WIDTH)}, t.position, {SUBTASK_VALUE_COLUMNS}
+FROM sp JOIN planboard_subtask t ON t.plan_id = sp.current_plan_id AND sp.plan_mode
+ORDER BY {SP_WIDTH + 1}"""
 
 # `OF s`: never the owner's row. SQLite has no row locks (its writers queue): it just reads.
 SESSION = f"""SELECT {SESSION_COLUMNS}, so.username
@@ -129,7 +132,7 @@ def session_with_plan(session_id: int, run_id: int | None = None) -> SessionRead
     at += PLAN_WIDTH + 2  # past the plan's owner and the flag
     flagged, run_at, at = bool(row[at - 1]), at, at + RUN_WIDTH + 1
     run = None if row[run_at] is None else load(_db(), AgentRun, RUN_COLUMNS, row[run_at : at - 1])
-    return session, plan, flagged, run, row[at - 1], [r[at:] for r in found if r[at] is not None]
+    return session, plan, flagged, run, row[at - 1], [r[SP_WIDTH + 1 :] for r in found[1:]]
 
 
 def lock_session(session_id: int) -> ChatSession | None:

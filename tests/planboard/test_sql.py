@@ -138,6 +138,12 @@ def test_the_session_read_brings_the_subtasks_in_plan_mode_only(plan: Plan, acto
         found = selectors.session_with_plan(session_id=plan.session_id)
     assert len(run) == 1
     assert found is not None and found.snapshot == selectors.plan_snapshot(plan_id=plan.pk)
+    # The session's row comes once: each subtask's row has NULLs in its place (its times are
+    # not parsed again per subtask).
+    rows = sql._rows(sql.SESSION_WITH_PLAN, [None, plan.session_id])
+    assert len(rows) == 1 + len(found.snapshot["subtasks"]) > 2
+    assert rows[0][0] == plan.session_id
+    assert all(row[: sql.SP_WIDTH] == (None,) * sql.SP_WIDTH for row in rows[1:])
     first = found.snapshot["subtasks"][0]["id"]
     services.subtask_delete(plan_id=plan.pk, actor=actor, subtask_id=first)
     ChatSession.objects.filter(pk=plan.session_id).update(plan_mode=False)

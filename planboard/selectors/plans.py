@@ -35,6 +35,9 @@ from planboard.snapshots import (
     snapshot_before,
 )
 
+# The snapshot's times, read as the database's text.
+SUBTASK_TIMES = frozenset({"created_at", "finished_at"})
+
 # History filter values beyond the plan states: every finished plan, or every plan.
 STATE_FILTER_FINISHED = "finished"
 STATE_FILTER_ALL = "all"
@@ -65,9 +68,9 @@ def plan_snapshot_of(plan: Plan) -> PlanSnapshot:
 def _subtask_values(plan_id: int) -> list[tuple[Any, ...]]:
     """The plan's subtasks in board order as a snapshot shows them (`SUBTASK_FIELDS`), times
     as the database's text: parsing them cost most of a large snapshot (`snapshots.iso`)."""
-    times = [Cast(name, TextField()) for name in SUBTASK_FIELDS[-2:]]
+    columns = [Cast(f, TextField()) if f in SUBTASK_TIMES else f for f in SUBTASK_FIELDS]
     subtasks = SubTask.objects.filter(plan_id=plan_id).order_by("position")
-    return list(subtasks.values_list(*SUBTASK_FIELDS[:-2], *times))
+    return list(subtasks.values_list(*columns))
 
 
 def plan_events_since(

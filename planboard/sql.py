@@ -41,7 +41,10 @@ SUBTASK_VALUE_COLUMNS = """t.id, t.position, t.name, t.description, t.expected_o
 SESSION_WIDTH, PLAN_WIDTH, RUN_WIDTH, VALUES_WIDTH = (
     c.count(",") + 1 for c in (SESSION_COLUMNS, PLAN_COLUMNS, RUN_COLUMNS, SUBTASK_VALUE_COLUMNS)
 )
-SP_WIDTH = SESSION_WIDTH + PLAN_WIDTH + RUN_WIDTH + 4  # owners' names, the flag, the count
+# The session row's plan (after the session's owner), run (after the plan's owner and flag).
+PLAN_AT = SESSION_WIDTH + 1
+RUN_AT = PLAN_AT + PLAN_WIDTH + 2
+SP_WIDTH = RUN_AT + RUN_WIDTH + 1
 
 # The CTE is the session's one row (with an agent step's run, and then how many messages the
 # session has). It comes first; then, in plan mode, a row per subtask of its current plan with
@@ -125,14 +128,14 @@ def session_with_plan(session_id: int, run_id: int | None = None) -> SessionRead
     found = _rows(SESSION_WITH_PLAN, [run_key, session_id]) if _is_id(session_id) else []
     if not found:
         return None
-    row, at = found[0], SESSION_WIDTH + 1  # where the plan starts
+    row = found[0]
     session = _session_at(row)
-    plan = None if row[at] is None else _plan_at(row, at)
+    plan = None if row[PLAN_AT] is None else _plan_at(row, PLAN_AT)
     ChatSession._meta.get_field("current_plan").set_cached_value(session, plan)
-    at += PLAN_WIDTH + 2  # past the plan's owner and the flag
-    flagged, run_at, at = bool(row[at - 1]), at, at + RUN_WIDTH + 1
-    run = None if row[run_at] is None else load(_db(), AgentRun, RUN_COLUMNS, row[run_at : at - 1])
-    return session, plan, flagged, run, row[at - 1], [r[SP_WIDTH + 1 :] for r in found[1:]]
+    run_values = row[RUN_AT : RUN_AT + RUN_WIDTH]
+    run = None if run_values[0] is None else load(_db(), AgentRun, RUN_COLUMNS, run_values)
+    flagged, messages = bool(row[RUN_AT - 1]), row[SP_WIDTH - 1]
+    return session, plan, flagged, run, messages, [r[SP_WIDTH + 1 :] for r in found[1:]]
 
 
 def lock_session(session_id: int) -> ChatSession | None:

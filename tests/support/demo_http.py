@@ -26,13 +26,19 @@ def _is_hint(message: dict[str, Any]) -> bool:
     return isinstance(content, str) and content.lstrip().startswith("<system-hint>")
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a hundred runs ask at once (socketserver's default is 5)
+
+
 class DemoOverHttp:
     def __init__(self, *, delay: float, note_tool: str | None = None) -> None:
         self.delay = delay
         self.note_tool = note_tool
         self.requests = 0
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        self._open = threading.Event()  # cleared: requests wait before they are answered
+        self._open.set()
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
@@ -47,6 +53,13 @@ class DemoOverHttp:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def hold(self) -> None:
+        """Answer nothing until `release`: every run waits on the model meanwhile."""
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         messages: list[dict[str, Any]] = body.get("messages") or []
@@ -103,6 +116,7 @@ class DemoOverHttp:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests += 1
+                fake._open.wait()
                 time.sleep(fake.delay)
                 payload = fake.answer(body)
                 try:

@@ -19,9 +19,6 @@ from planboard.snapshots import apply_event
 EMPTY_SNAPSHOT: dict[str, Any] = {"version": 0, "subtasks": []}
 
 
-EMPTY_SNAPSHOT: dict[str, Any] = {"version": 0, "subtasks": []}
-
-
 def assert_plan_invariants(plan_id: int) -> None:
     plan = Plan.objects.get(pk=plan_id)
     subtasks = list(SubTask.objects.filter(plan_id=plan_id).order_by("position"))

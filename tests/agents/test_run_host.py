@@ -148,8 +148,10 @@ def test_a_cancel_ends_the_wait_on_the_model_within_seconds(
         timeout=30,
         what=f"the cancel\n{worker.tail()}",
     )
-    # Generous for a loaded machine: the model's answer was ten minutes away.
-    assert time.monotonic() - cancelled_at < 20
+    took = time.monotonic() - cancelled_at
+    print(f"the cancel took effect {took:.2f}s after it was asked for")
+    # Generous for a loaded machine (the host checks every 0.5 s): the answer was 10 min away.
+    assert took < 20
     assert AgentStep.objects.get(run=run).status == AgentStep.Status.DISCARDED
     assert not Message.objects.filter(session=session, role=Message.Role.ASSISTANT).exists()
     assert worker.alive()

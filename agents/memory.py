@@ -38,6 +38,8 @@ class RunMemory:
     # The session's messages, oldest first, and the ids among them.
     messages: list[Message] = field(default_factory=list)
     message_ids: set[int] = field(default_factory=set)
+    # Whether `messages` is the whole transcript (read at least once by `transcript`).
+    transcript_read: bool = False
     # Every tool-call id the session has used (answers' calls and stored results).
     call_ids: set[str] = field(default_factory=set)
     # Token counts of transcript blocks, by the ids of the messages in them.
@@ -76,6 +78,7 @@ class RunMemory:
         are never deleted) and nothing is read. Else every id is read (exact even when a
         message with a smaller id commits late), whole rows only of the new ones."""
         if messages is not None and messages == len(self.message_ids):
+            self.transcript_read = True
             return self.messages
         ids, added = selectors.transcript_since(session_id=self.session_id, known=self.message_ids)
         if added:
@@ -87,6 +90,7 @@ class RunMemory:
             present = set(ids)
             self.messages = [m for m in self.messages if m.pk in present]
             self.message_ids = {m.pk for m in self.messages}
+        self.transcript_read = True
         return self.messages
 
     def remember_stored(self, message: Message) -> None:
@@ -123,15 +127,21 @@ class RunMemory:
     def previous_shown(self) -> tuple[int | None, int | None] | None:
         """(plan id, plan version) the session's previous completed model call was shown."""
         if not self.last_shown_known:
-            previous = (
-                AgentStep.objects.filter(
-                    run__session_id=self.session_id, status=AgentStep.Status.COMPLETED
+            if self.transcript_read and all(
+                m.role != Message.Role.ASSISTANT for m in self.messages
+            ):
+                # A completed call stores its answer in the same transaction: a session
+                # without answers (a new conversation's first run) has none to ask for.
+                self.last_shown = None
+            else:
+                self.last_shown = (
+                    AgentStep.objects.filter(
+                        run__session_id=self.session_id, status=AgentStep.Status.COMPLETED
+                    )
+                    .order_by("-id")
+                    .values_list("plan_id", "plan_version")
+                    .first()
                 )
-                .order_by("-id")
-                .values_list("plan_id", "plan_version")
-                .first()
-            )
-            self.last_shown = previous
             self.last_shown_known = True
         return self.last_shown
 

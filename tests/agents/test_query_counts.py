@@ -279,3 +279,20 @@ def test_statements_per_run_besides_its_steps_are_pinned(
     # Three steps with a tool each, then the final answer's (no tool: 5 statements fewer).
     steps = 3 * STATEMENTS_PER_STEP + STATEMENTS_PER_STEP - 5
     assert three - steps == STATEMENTS_PER_RUN
+
+
+def test_a_new_conversations_first_run_reads_no_step_records(
+    user: Any, scripted_model: ScriptedModel
+) -> None:
+    """Its transcript holds no answer, so no model call of the session has completed: the
+    session's previous step is not asked for (agents.memory.RunMemory.previous_shown), nor the
+    run's step records (it has none). A session with history asks for its previous step once
+    (test_statements_per_run_besides_its_steps_are_pinned)."""
+    session = services.session_create(owner=user, need_user_confirm=False)
+    scripted_model.script.extend([tool_calls(call("get_subtask_count")), say("Done.")])
+    _, run = services.message_post(session_id=session.pk, author=user, content="Count.")
+    with db.statements() as run_statements:
+        finished = loop.execute_run(run_id=run.pk)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    reads = run_statements.selecting('"agents_agentstep"')
+    assert [sql for sql in reads if sql.startswith("SELECT")] == []

@@ -97,6 +97,32 @@ def test_step_numbers_continue_from_the_stored_steps(memory: RunMemory) -> None:
     assert [memory.step_number(), memory.step_number()] == [5, 6]
 
 
+def test_a_session_without_answers_has_no_previous_call_to_read(memory: RunMemory) -> None:
+    """A completed model call stores its answer in the same transaction: while the whole
+    transcript holds no answer, no step record is asked for the plan it was shown."""
+    say(memory, "plan a trip")
+    memory.transcript()
+    with db.statements() as statements:
+        assert memory.previous_shown() is None
+    assert len(statements) == 0
+
+
+def test_a_session_with_an_answer_reads_its_previous_call(memory: RunMemory) -> None:
+    from agents.models import AgentStep
+
+    earlier = AgentRun.objects.create(session_id=memory.session_id, status="succeeded")
+    # A call shown no plan: (None, None), unlike None (no call at all).
+    AgentStep.objects.create(run=earlier, number=1, status=AgentStep.Status.COMPLETED)
+    say(memory, "plan a trip")
+    Message.objects.create(session_id=memory.session_id, role="assistant", content="Planned.")
+    memory.transcript()
+    assert memory.previous_shown() == (None, None)
+
+    # Before the transcript is read, the step records are asked too.
+    fresh = RunMemory(run_id=memory.run_id, session_id=memory.session_id)
+    assert fresh.previous_shown() == (None, None)
+
+
 def test_every_step_reads_the_tools_afresh_in_one_statement(memory: RunMemory) -> None:
     """Each step reads the session's tools (one literal statement, `sql.offered_tools`) and
     sees a tool set to `never` or a toolset switched off at once."""

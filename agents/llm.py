@@ -846,15 +846,62 @@ async def _astreamed(kwargs: dict[str, Any], listener: StreamListener) -> Any:
             if text:
                 listener.on_text(text)
             finished = finished or any(c.finish_reason for c in chunk.choices or [])
-            if finished and getattr(chunk, "usage", None) is not None:
-                # The answer is whole: it said why it ended and its usage came (some providers
-                # send usage early too, hence both). Not reading to the end of the stream
-                # spares litellm's success handlers (pricing the answer again, a few ms of CPU
-                # per call; we price it ourselves).
+            if not finished:
+                continue
+            if getattr(chunk, "usage", None) is not None:
+                if _litellm_needs_stream_end():
+                    continue  # litellm's handlers hear of the answer once the stream ends
+                break  # the answer is whole: it said why it ended and its usage came
+            usage = await _usage_after_finish(stream)
+            if usage is not None:
+                chunks.append(_UsageChunk(usage))
                 break
+            # No usage in what is left: litellm's end of stream reports it (or estimates it).
     finally:
         await _aclose_quietly(stream)
     return _assembled(chunks, kwargs)
+
+
+@dataclass(frozen=True)
+class _UsageChunk:
+    """The usage that ended an answer's stream, as the last of its chunks (`join_chunks`)."""
+
+    usage: Any
+    choices: tuple[()] = ()
+
+
+def _litellm_needs_stream_end() -> bool:
+    """Whether litellm's own end-of-stream work has a reader here: callbacks (observability
+    integrations) or its cache. Planboard configures neither."""
+    return bool(
+        litellm.callbacks
+        or litellm.success_callback
+        or litellm._async_success_callback
+        or litellm.cache is not None
+    )
+
+
+async def _usage_after_finish(stream: Any) -> Any:
+    """The usage of an answer whose finish reason litellm has just given: read from the rest
+    of the provider's stream (litellm's parser of it; OpenAI-compatible servers send usage
+    after the finish), or from a chunk litellm held back. Reading the rest ourselves spares
+    the stream wrapper's end, which joins the whole answer again on a helper thread, prices
+    it and calls success handlers, none of which we use: a quarter of a step's instructions
+    (docs/PERFORMANCE.md, benchmark 8). None (read on through litellm) when litellm's end
+    has readers, or when neither place holds a usage."""
+    raw = getattr(stream, "completion_stream", None)
+    if raw is None or _litellm_needs_stream_end() or not hasattr(raw, "__aiter__"):
+        return None
+    found = None
+    async for item in raw:  # to its end, so the connection can serve the next request
+        usage = item.get("usage") if isinstance(item, dict) else getattr(item, "usage", None)
+        found = usage if usage else found
+    if found is None:
+        held = getattr(stream, "chunks", None) or []
+        found = next((c.usage for c in reversed(held) if getattr(c, "usage", None)), None)
+    if isinstance(found, dict):
+        found = litellm.Usage(**found)
+    return found
 
 
 async def _aclose_quietly(stream: Any) -> None:

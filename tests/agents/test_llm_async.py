@@ -129,3 +129,85 @@ def test_model_slots_bound_the_requests_in_flight_per_model(paced: PacedOpenAI, 
 
     asyncio.run(scenario())
     assert paced.requests == 6 and paced.max_in_flight == 2
+
+
+class StreamEnds:
+    """Counts litellm's own end-of-stream work: joining the streamed answer again."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import litellm  # noqa: TID251 - the test watches what litellm does at a stream's end
+
+        self.joined = 0
+        builder = litellm.stream_chunk_builder
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.joined += 1
+            return builder(*args, **kwargs)
+
+        monkeypatch.setattr(litellm, "stream_chunk_builder", counted)
+
+
+@pytest.mark.parametrize("usage", ["last", "with-finish"])
+def test_a_streamed_answer_takes_its_usage_without_litellms_end_of_stream(
+    openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, usage: str
+) -> None:
+    """litellm would join the answer again, price it and call success handlers once the
+    stream ends; nobody reads that here (benchmark 8: a quarter of a step), so the usage is
+    read from the rest of the stream, or from the chunk litellm held it in."""
+    ends = StreamEnds(monkeypatch)
+    openai_server.stream_usage = usage
+    for _ in range(2):
+        openai_server.answer("All four counted.")
+    pieces: list[str] = []
+    for _ in range(2):
+        result = asyncio.run(llm.acomplete(messages=MESSAGES, listener=listener(pieces)))
+        assert (result.content, result.finish_reason) == ("All four counted.", "stop")
+        assert (result.prompt_tokens, result.completion_tokens) == (1000, 100)
+    assert "".join(pieces) == "All four counted." * 2
+    assert ends.joined == 0
+
+
+def test_an_answer_streamed_without_usage_still_counts_its_tokens(
+    openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that sends no usage: litellm's end of the stream estimates it."""
+    StreamEnds(monkeypatch)
+    openai_server.stream_usage = "none"
+    openai_server.answer("All four counted.")
+    result = asyncio.run(llm.acomplete(messages=MESSAGES, listener=listener([])))
+    assert result.content == "All four counted."
+    assert result.prompt_tokens > 0 and result.completion_tokens > 0
+
+
+def test_litellms_end_of_stream_runs_when_a_callback_reads_it(
+    openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator's litellm callback (an observability integration) still hears of every
+    streamed answer."""
+    import litellm  # noqa: TID251 - registers a litellm callback, as an operator would
+    from litellm.integrations.custom_logger import CustomLogger  # noqa: TID251
+
+    heard: list[Any] = []
+
+    class Heard(CustomLogger):  # type: ignore[misc]
+        async def async_log_success_event(
+            self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+        ) -> None:
+            heard.append(response_obj)
+
+    ends = StreamEnds(monkeypatch)
+    monkeypatch.setattr(litellm, "callbacks", [Heard()])
+    openai_server.answer("All four counted.")
+
+    async def call_and_wait() -> llm.LLMResult:
+        result = await llm.acomplete(messages=MESSAGES, listener=listener([]))
+        for _ in range(100):  # the handlers run as tasks of their own
+            if heard:
+                break
+            await asyncio.sleep(0.05)
+        return result
+
+    result = asyncio.run(call_and_wait())
+    assert (result.prompt_tokens, result.completion_tokens) == (1000, 100)
+    assert ends.joined >= 1
+    assert len(heard) == 1

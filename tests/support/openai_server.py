@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 
-def stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chunks a streaming server sends for a complete reply `payload`."""
+def stream_chunks(payload: dict[str, Any], usage: str = "last") -> list[dict[str, Any]]:
+    """The chunks a streaming server sends for a complete reply `payload`. Its usage comes in a
+    chunk of its own after the finish (`"last"`, as OpenAI sends it when asked), with the
+    finish (`"with-finish"`, as some compatible servers do), or not at all (`"none"`)."""
     message = payload["choices"][0]["message"]
     base = {k: payload[k] for k in ("id", "created", "model")}
     base["object"] = "chat.completion.chunk"
@@ -51,7 +53,10 @@ def stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
             )
     chunks.append(chunk({}, payload["choices"][0]["finish_reason"]))
-    chunks.append({**base, "choices": [], "usage": payload["usage"]})
+    if usage == "with-finish":
+        chunks[-1]["usage"] = payload["usage"]
+    elif usage == "last":
+        chunks.append({**base, "choices": [], "usage": payload["usage"]})
     return chunks
 
 
@@ -61,6 +66,8 @@ class FakeOpenAI:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.replies: deque[tuple[int, dict[str, Any], float, float, int | None]] = deque()
         self.requests: list[dict[str, Any]] = []
+        # Where a streamed reply's usage comes (`stream_chunks`).
+        self.stream_usage = "last"
         self.server = ThreadingHTTPServer((host, 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -163,7 +170,7 @@ class FakeOpenAI:
                     self.send_header("Transfer-Encoding", "chunked")
                     self.send_header("Connection", "close")
                     self.end_headers()
-                    for number, chunk in enumerate(stream_chunks(payload)):
+                    for number, chunk in enumerate(stream_chunks(payload, fake.stream_usage)):
                         if break_after is not None and number >= break_after:
                             self.wfile.flush()
                             self.close_connection = True

@@ -41,7 +41,7 @@ From a fresh clone (what the numbers below come from):
     git clone <repo> planboard && cd planboard
     make deps-dev                      # the locked environment
     bash bench/setup_bench_venv.sh     # AgentScope for benchmark 2, in .venv-bench
-    .venv/bin/python bench/<name>.py   # one of the seven below
+    .venv/bin/python bench/<name>.py   # one of the eight below
 
 | benchmark | command |
 |---|---|
@@ -52,6 +52,7 @@ From a fresh clone (what the numbers below come from):
 | 5. runs at once on one worker host | `.venv/bin/python bench/run_concurrency.py --runs 200` |
 | 6. MCP tool calls, cold vs warm session | `.venv/bin/python bench/mcp_session_latency.py` |
 | 7. CPU per model call, by transport | `.venv/bin/python bench/llm_call_cpu.py` |
+| 8. instructions per agent step (valgrind) | `.venv/bin/python bench/step_instructions.py` |
 
 Targets (issue 14): 1. the hint at most 10 ms at 1000 subtasks, queries per step constant;
 2. a mutating plan tool call at most 3x the durable-change floor, a read-only one 1.5x;
@@ -204,6 +205,7 @@ SECTION_ORDER = [
     "run_concurrency",
     "mcp_session_latency",
     "llm_call_cpu",
+    "step_instructions",
 ]
 
 

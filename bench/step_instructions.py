@@ -10,15 +10,18 @@ instructions of this process while they run, with valgrind's callgrind switched 
 that part. The floor in the same run: the same number of litellm calls alone
 (`agents.llm.acomplete`, streamed, requests of the same size), so *framework* = step - call.
 
-    .venv/bin/python bench/step_instructions.py [--runs 16] [--in-flight 8] [--answers 4]
+    .venv/bin/python bench/step_instructions.py [--runs 8] [--in-flight 4] [--label TEXT]
 
-Without valgrind on PATH (or with `--no-valgrind`) it reports CPU seconds instead.
+Each labelled row is kept in bench/results/step_instructions.json and the section of
+docs/PERFORMANCE.md is written from all of them. Without valgrind on PATH (or with
+`--no-valgrind`) it prints CPU seconds instead and writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -43,6 +46,7 @@ print(server.base_url, flush=True)
 time.sleep(3600)
 """
 UNDER_VALGRIND = "PLANBOARD_BENCH_UNDER_CALLGRIND"
+RESULTS = common.ROOT / "bench" / "results" / "step_instructions.json"
 
 
 class Counter:
@@ -222,20 +226,74 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         server.kill()
     unit = "instructions" if counter.valgrind else "cpu_s"
     return {
+        "label": args.label,
         "unit": unit,
         "runs": args.runs,
         "in_flight": args.in_flight,
         "steps": steps,
-        "per_step": per_step,
-        "per_litellm_call": per_call,
-        "framework_per_step": per_step - per_call,
+        "per_step": round(per_step, 6 if unit == "cpu_s" else 0),
+        "per_litellm_call": round(per_call, 6 if unit == "cpu_s" else 0),
+        "framework_per_step": round(per_step - per_call, 6 if unit == "cpu_s" else 0),
+        "command": common.command_line(),
+        "git": os.popen(f"git -C {common.ROOT} rev-parse --short HEAD").read().strip(),
     }
+
+
+def write_report(result: dict[str, Any]) -> None:
+    rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    rows = [r for r in rows if r["label"] != result["label"]] + [result]
+    RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+
+    def millions(value: float) -> str:
+        return f"{value / 1e6:.2f}"
+
+    commands = "; ".join(f"`{r['command']}`" for r in rows)
+    lines = [
+        *common.machine_lines(common.service_versions()),
+        "",
+        "Instructions this process executes per agent step, counted by valgrind's callgrind "
+        "(on only while the runs are hosted): the run host drives the runs as a worker "
+        "process does (event loop, database lanes, litellm streaming from an OpenAI-compatible "
+        "server in another process, PostgreSQL, Redis broadcasts), 4 answers per run (a plan "
+        "created, read-only plan tools, a final answer). The floor in the same run: the same "
+        "model requests made again through `agents.llm.acomplete` alone. Unlike CPU time, the "
+        "count does not move with this shared VM's speed (two runs of one code differ by "
+        "about 0.3 %), so it can tell a change of a few per cent.",
+        "",
+        *common.table(
+            [
+                "row",
+                "runs (in flight)",
+                "steps",
+                "M instructions per step",
+                "M per model call alone",
+                "M framework per step",
+                "commit",
+            ],
+            [
+                [
+                    r["label"],
+                    f"{r['runs']} ({r['in_flight']})",
+                    r["steps"],
+                    millions(r["per_step"]),
+                    millions(r["per_litellm_call"]),
+                    millions(r["framework_per_step"]),
+                    r["git"],
+                ]
+                for r in rows
+            ],
+        ),
+        "",
+        f"Commands: {commands}",
+    ]
+    common.write_section("step_instructions", "8. Instructions per agent step", lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=16)
-    parser.add_argument("--in-flight", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--in-flight", type=int, default=4)
+    parser.add_argument("--label", default="")
     parser.add_argument("--answers", type=int, default=4)
     parser.add_argument("--delay", type=float, default=0.05, help="the model's answer delay")
     parser.add_argument("--no-valgrind", action="store_true")
@@ -257,7 +315,9 @@ def main() -> None:
         ]
         raise SystemExit(subprocess.call(argv, env=env))
     result = measure(args)
-    print(result)
+    print(json.dumps(result))
+    if result["unit"] == "instructions" and args.label:
+        write_report(result)
 
 
 if __name__ == "__main__":

@@ -167,8 +167,10 @@ class Requests:
         llm.acomplete = self.original
 
     def again(self, in_flight: int) -> None:
-        """The floor: each request once more through `agents.llm.acomplete` alone."""
+        """The floor: each request once more through `agents.llm.acomplete` alone, on the run
+        host's loop (its litellm clients and connections are the runs' own)."""
         from agents import llm
+        from agents.runtime import host as run_host
 
         async def all_calls() -> None:
             gate = asyncio.Semaphore(in_flight)
@@ -181,7 +183,9 @@ class Requests:
 
             await asyncio.gather(*(one(r) for r in self.made))
 
-        asyncio.run(all_calls())
+        host = run_host.current()
+        assert host is not None
+        asyncio.run_coroutine_threadsafe(all_calls(), host.loop).result()
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:

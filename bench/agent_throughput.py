@@ -379,7 +379,7 @@ def write_report(
         f"per step halved — {'met' if halved else 'NOT met'}: "
         f"{profile['statements_per_step']:.1f} over these runs (run start and end included; "
         "BEGIN, COMMIT and savepoints counted), 57 before issue 14 counted the same way. A step "
-        "with one read-only plan tool takes 16, pinned by tests/agents/test_query_counts.py; a "
+        "with one read-only plan tool takes 15, pinned by tests/agents/test_query_counts.py; a "
         "step after the agent's own plan change reads no plan events, and a run's first step "
         "on a plan nobody changed asks nothing about seen edits.",
         "",

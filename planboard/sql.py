@@ -108,22 +108,21 @@ MESSAGE_INSERT = """INSERT INTO planboard_message (session_id, run_id, author_id
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT DO NOTHING RETURNING id"""
 
-# Counts a model call and reads, under the row lock it takes, whether its answer still counts.
-RUN_COUNT_STEP = """UPDATE planboard_agentrun SET step_count = step_count + 1,
-    prompt_tokens = prompt_tokens + %s, completion_tokens = completion_tokens + %s,
-    cost_usd = cost_usd + %s
-WHERE id = %s RETURNING cancel_requested, lease_owner"""
+# Counts a model call, reading under its lock whether the answer counts and the new totals.
+RUN_COUNT_STEP = """UPDATE planboard_agentrun SET step_count = step_count + 1, prompt_tokens =
+    prompt_tokens + %s, completion_tokens = completion_tokens + %s, cost_usd = cost_usd + %s
+WHERE id = %s RETURNING cancel_requested, lease_owner, (SELECT cost_usd FROM planboard_plan
+    WHERE id = %s), (SELECT tokens FROM planboard_plan WHERE id = %s), (SELECT cost_usd FROM
+    planboard_subtask WHERE id = %s), (SELECT tokens FROM planboard_subtask WHERE id = %s)"""
 
 # --- the functions that run them ----------------------------------------------------------
 
-# The session, its plan, whether a call is flagged, the run, the messages, the subtasks' values.
 SessionRead = tuple[ChatSession, Plan | None, bool, AgentRun | None, int | None, list[tuple]]
 
 
 def session_with_plan(session_id: int, run_id: int | None = None) -> SessionRead | None:
-    """What every tool call and agent step starts with: the session and its current plan (with
-    owners' names), whether a tool call of it is always allowed or waits for a person, its run
-    `run_id` (None: gone) with its message count, and in plan mode the subtasks' values."""
+    """What every tool call and step starts with: the session, its plan (owners' names on both),
+    whether a call is flagged, the run `run_id` (None: gone), messages, plan mode's subtasks."""
     run_key = run_id if _is_id(run_id) else None
     found = _rows(SESSION_WITH_PLAN, [run_key, session_id]) if _is_id(session_id) else []
     if not found:
@@ -199,12 +198,14 @@ def message_insert(message: Message) -> bool:
 
 
 def run_count_step(
-    run_id: int, *, prompt_tokens: int, completion_tokens: int, cost_usd: Decimal
-) -> tuple[bool, str] | None:
-    """Count a model call and its usage; the run's (cancel_requested, lease_owner), or None."""
-    params = [prompt_tokens, completion_tokens, _db().ops.adapt_decimalfield_value(cost_usd)]
-    found = _rows(RUN_COUNT_STEP, [*params, run_id]) if _is_id(run_id) else []
-    return (bool(found[0][0]), str(found[0][1])) if found else None
+    run_id: int, *, prompt_tokens: int, completion_tokens: int, cost_usd: Decimal,
+    plan_id: int | None = None, subtask_id: int | None = None,
+) -> tuple[bool, str, tuple[Any, ...]] | None:  # fmt: skip
+    """Count a call: the run's cancel flag, lease owner, plan and subtask totals; None: no run."""
+    params = [prompt_tokens, completion_tokens, _db().ops.adapt_decimalfield_value(cost_usd),
+        run_id, plan_id, plan_id, subtask_id, subtask_id]  # fmt: skip
+    found = _rows(RUN_COUNT_STEP, params) if _is_id(run_id) else []
+    return (bool(found[0][0]), str(found[0][1]), found[0][2:]) if found else None
 
 
 def close_thread_connection() -> None:

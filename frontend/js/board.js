@@ -488,12 +488,22 @@ export class BoardView {
   }
 
   /**
-   * Costs of the plan and its subtasks (`plan.usage` events, snapshots).
+   * Costs of the plan and its subtasks, all of them (snapshots).
    * @param {PlanUsage | null | undefined} usage
    */
   setUsage(usage) {
     this.usage = usage || null;
     if (this.plan) this.render(this.plan);
+  }
+
+  /**
+   * New totals after an agent step (`plan.usage` events): the plan's, and those of the subtask
+   * the step was spent on; the other subtasks' are as they were.
+   * @param {PlanUsage} usage
+   */
+  addUsage(usage) {
+    const known = this.usage && this.usage.plan_id === usage.plan_id ? this.usage.subtasks : {};
+    this.setUsage({ ...usage, subtasks: { ...known, ...usage.subtasks } });
   }
 
   /**

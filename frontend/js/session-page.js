@@ -151,7 +151,7 @@ class SessionPage {
         this.tabs.notify("chat");
         break;
       case "plan.usage":
-        this.board.setUsage(message);
+        this.board.addUsage(message);
         break;
       case "plan.seen":
         if (this.plan && message.plan_id === this.plan.id) this.board.markSeen(message.seen);

@@ -52,7 +52,7 @@ from planboard.services.run_queue import (
     waiting_run_owner,
 )
 from planboard.services.usage import profile_usage_add
-from planboard.snapshots import serialize_message, serialize_tool_call
+from planboard.snapshots import serialize_message, serialize_tool_call, serialize_usage
 
 # What a call still waiting for a decision is told when its run moves on without one.
 DENIED_BY_MESSAGE = "The person wrote a message instead of deciding; read it."
@@ -529,7 +529,8 @@ def run_record_step(
 ) -> RunStopFlags | None:
     """Count one LLM call of a run and add its usage to the run, its session, and the plan and
     subtask it was spent on (the subtask in progress at the step). Usage is not plan content:
-    no version bump, no history event; clients get a `plan.usage` event with the new totals.
+    no version bump, no history event; clients get a `plan.usage` event with the plan's new
+    totals and those of the subtask it was spent on (the others did not change).
 
     With `profile_id` (the acting profile) and `user_id` (the session's owner) the usage also
     counts towards that person's spending with the profile (`profile_usage_add`).
@@ -557,24 +558,31 @@ def run_record_step(
             SubTask.objects.filter(pk=subtask_id, plan_id=plan_id).update(
                 cost_usd=F("cost_usd") + cost, tokens=F("tokens") + used
             )
-    # What the loop must know before it keeps the answer, read in the statement that counts.
-    flags = sql.run_count_step(
-        run_id, prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost
+    # What the loop must know before it keeps the answer, and the plan's and subtask's new
+    # totals for clients, read in the statement that counts.
+    counted = sql.run_count_step(
+        run_id,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost_usd=cost,
+        plan_id=plan_id,
+        subtask_id=subtask_id,
     )
-    stop = RunStopFlags(*flags) if flags is not None and returning_flags else None
+    stop = RunStopFlags(*counted[:2]) if counted is not None and returning_flags else None
     if profile_id is not None and user_id is not None:
         profile_usage_add(user_id=user_id, profile_id=profile_id, cost_usd=cost, tokens=used)
-    if plan_id is None:
+    if plan_id is None or counted is None or counted[2][0] is None:
         return stop
+    plan_cost, plan_tokens, subtask_cost, subtask_tokens = counted[2]
+    spent_on = []
+    if subtask_id is not None and subtask_cost is not None:  # (None: deleted meanwhile)
+        spent_on.append((subtask_id, subtask_cost, subtask_tokens))
+    usage = serialize_usage(plan_id, plan_cost, plan_tokens, spent_on)
     groups = [broadcast.plan_group(plan_id)]
     if session_id:
         groups.append(broadcast.session_group(session_id))
-
-    def tell() -> None:
-        usage = selectors.plan_usage(plan_id=plan_id)
-        broadcast.publish(groups, {"type": "plan.usage", "session_id": session_id, **usage})
-
-    transaction.on_commit(tell)
+    event = {"type": "plan.usage", "session_id": session_id, **usage}
+    transaction.on_commit(lambda: broadcast.publish(groups, event))
     return stop
 
 

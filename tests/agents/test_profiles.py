@@ -11,7 +11,7 @@ import pytest
 from agents import loop, tools
 from agents.local_models import ProviderReply
 from agents.models import AgentStep
-from planboard import selectors, services
+from planboard import broadcast, selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask
 from planboard.services import Actor
@@ -258,7 +258,11 @@ def test_a_profile_budget_pauses_its_own_steps(
 
 
 def test_costs_are_attributed_to_the_subtask_in_progress_and_sum_to_the_run(
-    session: ChatSession, user: Any, scripted_model: ScriptedModel, settings: Any
+    session: ChatSession,
+    user: Any,
+    scripted_model: ScriptedModel,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     scripted_model.script.extend(
         [
@@ -274,7 +278,19 @@ def test_costs_are_attributed_to_the_subtask_in_progress_and_sum_to_the_run(
             say("All done."),
         ]
     )
-    run = start(session, user)
+    heard: list[dict[str, Any]] = []
+    stop_hearing = broadcast.subscribe(
+        lambda group, event: (
+            heard.append(dict(event))
+            if group.startswith("plan.") and event.get("type") == "plan.usage"
+            else None
+        )
+    )
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            run = start(session, user)
+    finally:
+        stop_hearing()
     plan = Plan.objects.get(session=session)
     a, b = SubTask.objects.filter(plan=plan).order_by("position")
     steps = {s.number: s for s in AgentStep.objects.filter(run=run)}
@@ -291,6 +307,20 @@ def test_costs_are_attributed_to_the_subtask_in_progress_and_sum_to_the_run(
     usage = selectors.plan_usage(plan_id=plan.pk)
     assert usage["subtasks"][str(a.pk)]["tokens"] == a.tokens
     assert usage["tokens"] == plan.tokens
+    # Clients hear the plan's new totals after each step on it (steps 2-5), with those of the
+    # subtask the step was spent on; added up as the board does, they are the fresh totals.
+    assert [e["tokens"] for e in heard] == [
+        tokens[2],
+        tokens[2] + tokens[3],
+        tokens[2] + tokens[3] + tokens[4],
+        plan.tokens,
+    ]
+    assert [list(e["subtasks"]) for e in heard] == [[], [str(a.pk)], [str(b.pk)], []]
+    merged: dict[str, Any] = {}
+    for event in heard:
+        merged = {**event, "subtasks": {**merged.get("subtasks", {}), **event["subtasks"]}}
+    del merged["type"], merged["session_id"]
+    assert merged == usage
 
 
 def test_the_demo_prices_its_tokens_so_cards_show_costs(

@@ -147,7 +147,8 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
     return session
 
 
-# Per model call with one read-only plan tool, 16 (17 before the session's statement counted
+# Per model call with one read-only plan tool, 15 (16 before the statement counting the step
+# read the usage totals for clients, 17 before the session's statement counted
 # the session's messages, 18 before it brought the run, 20 before it brought the plan's
 # subtasks; 57 before issue 14). The step's context: the run with its session, the current
 # plan's row and subtasks, whether a tool call waits for a person, and how many messages the
@@ -155,10 +156,10 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
 # all of them nothing more is read); the external tools, each with whether someone always
 # allows it (people's changes are not asked for: the plan's version has not moved since the
 # previous step); the step record; storing the answer (BEGIN, insert, 3 usage counters — the
-# run's also reads its cancel flag and lease owner —, the step, COMMIT) and the usage totals
-# for clients; the tool (BEGIN, session with plan and subtasks, result, the step's results,
-# COMMIT).
-STATEMENTS_PER_STEP = 16
+# run's also reads its cancel flag and lease owner, and the plan's and subtask's new usage
+# totals for clients —, the step, COMMIT); the tool (BEGIN, session with plan and subtasks,
+# result, the step's results, COMMIT).
+STATEMENTS_PER_STEP = 15
 
 
 def test_statements_per_agent_step_are_pinned_and_do_not_grow_with_the_transcript(

@@ -356,17 +356,43 @@ def test_counting_a_step_adds_what_f_expressions_would(
             completion_tokens=F("completion_tokens") + 3,
             cost_usd=F("cost_usd") + Decimal("0.000125"),
         )
-    assert flags == (False, "w1")
+    assert flags == (False, "w1", (None, None, None, None))  # spent on no plan
     counted, expected = AgentRun.objects.get(pk=by_sql.pk), AgentRun.objects.get(pk=by_orm.pk)
     keys = ("step_count", "prompt_tokens", "completion_tokens", "cost_usd")
     assert [getattr(counted, k) for k in keys] == [getattr(expected, k) for k in keys]
     assert counted.cost_usd == Decimal("0.00025")
     services.run_cancel(session_id=chat_session.pk)
     flags = sql.run_count_step(by_orm.pk, prompt_tokens=0, completion_tokens=0, cost_usd=Decimal(0))
-    assert flags == (True, "")  # cancelled: the flags as the update left the row
+    assert flags is not None and flags[:2] == (True, "")  # the flags as the update left them
     assert (
         sql.run_count_step(10**9, prompt_tokens=1, completion_tokens=1, cost_usd=Decimal(1)) is None
     )
+
+
+def test_counting_a_step_reads_the_totals_the_orm_reads(costly_plan: Plan) -> None:
+    """The plan's and the subtask's totals as the step's usage left them (added before, in the
+    same transaction): what its `plan.usage` event says, without a read after the commit."""
+    subtask = SubTask.objects.get(plan=costly_plan, position=0)
+    run = AgentRun.objects.create(session_id=costly_plan.session_id)
+    with transaction.atomic():
+        SubTask.objects.filter(pk=subtask.pk).update(tokens=F("tokens") + 5)
+        counted = sql.run_count_step(
+            run.pk, prompt_tokens=1, completion_tokens=1, cost_usd=Decimal(0),
+            plan_id=costly_plan.pk, subtask_id=subtask.pk,
+        )  # fmt: skip
+    assert counted is not None
+    plan, subtask = Plan.objects.get(pk=costly_plan.pk), SubTask.objects.get(pk=subtask.pk)
+    plan_cost, plan_tokens, subtask_cost, subtask_tokens = counted[2]
+    assert (Decimal(str(plan_cost)), plan_tokens) == (plan.cost_usd, plan.tokens) == (
+        Decimal("1.234567"), 42,
+    )  # fmt: skip
+    assert (Decimal(str(subtask_cost)), subtask_tokens) == (subtask.cost_usd, subtask.tokens)
+    assert subtask_tokens == 5
+    gone = sql.run_count_step(
+        run.pk, prompt_tokens=0, completion_tokens=0, cost_usd=Decimal(0),
+        plan_id=10**9, subtask_id=10**9,
+    )  # fmt: skip
+    assert gone is not None and gone[2] == (None, None, None, None)
 
 
 def test_a_snapshot_through_the_statements_equals_the_orms(costly_plan: Plan) -> None:

@@ -222,6 +222,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         with Requests() as requests:
             steps = drive_runs(args.runs, args.in_flight, counter)
             per_step = counter.stop() / steps
+        requests.again(args.in_flight)  # once uncounted: its first calls start helper threads
         counter.start()
         requests.again(args.in_flight)
         per_call = counter.stop() / len(requests.made)

@@ -893,9 +893,12 @@ async def _usage_after_finish(stream: Any) -> Any:
     if raw is None or _litellm_needs_stream_end() or not hasattr(raw, "__aiter__"):
         return None
     found = None
-    async for item in raw:  # to its end, so the connection can serve the next request
-        usage = item.get("usage") if isinstance(item, dict) else getattr(item, "usage", None)
-        found = usage if usage else found
+    try:
+        async for item in raw:  # to its end, so the connection can serve the next request
+            usage = item.get("usage") if isinstance(item, dict) else getattr(item, "usage", None)
+            found = usage if usage else found
+    except Exception:  # the connection dropped after the finish: the answer is whole anyway
+        logger.debug("the rest of a finished answer's stream failed", exc_info=True)
     if found is None:
         held = getattr(stream, "chunks", None) or []
         found = next((c.usage for c in reversed(held) if getattr(c, "usage", None)), None)

@@ -179,6 +179,18 @@ def test_an_answer_streamed_without_usage_still_counts_its_tokens(
     assert result.prompt_tokens > 0 and result.completion_tokens > 0
 
 
+def test_a_connection_lost_after_the_finish_keeps_the_whole_answer(
+    openai_server: FakeOpenAI,
+) -> None:
+    """The server hangs up after the finish, before the usage: the answer is whole, so it is
+    kept (its tokens estimated by litellm), not asked for again."""
+    openai_server.answer("All four counted.", break_after=5)  # role, 3 pieces, the finish
+    result = asyncio.run(llm.acomplete(messages=MESSAGES, listener=listener([])))
+    assert (result.content, result.finish_reason) == ("All four counted.", "stop")
+    assert result.prompt_tokens > 0 and result.completion_tokens > 0
+    assert len(openai_server.requests) == 1
+
+
 def test_litellms_end_of_stream_runs_when_a_callback_reads_it(
     openai_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -303,6 +303,24 @@ def no_dispatch(run_id: int) -> None:
 
 # --- server processes -------------------------------------------------------------------------
 
+PACED_MODEL = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.support.paced_model import PacedOpenAI
+server = PacedOpenAI(delay={delay}, answers={answers}).start()
+print(server.base_url, flush=True)
+time.sleep(3600)
+"""
+
+
+def start_paced_model(*, delay: float = 0.0, answers: int = 4) -> tuple[Any, str]:
+    """The paced OpenAI-compatible model (tests/support/paced_model.py) in a process of its
+    own, so its CPU is not this one's; the process (kill it when done) and its base URL."""
+    code = PACED_MODEL.format(root=str(ROOT), delay=delay, answers=answers)
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    return server, server.stdout.readline().strip()
+
 
 def free_port() -> int:
     import socket

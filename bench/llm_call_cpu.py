@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,14 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
 
-SERVER = """
-import sys, time
-sys.path.insert(0, {root!r})
-from tests.support.paced_model import PacedOpenAI
-server = PacedOpenAI(delay=0.0, answers=4).start()
-print(server.base_url, flush=True)
-time.sleep(3600)
-"""
 TRANSPORTS = {"litellm HTTP handler (default)": False, "OpenAI SDK": True}
 
 
@@ -111,16 +102,11 @@ def main() -> None:
     common.setup_django(common.sqlite_url())
     from django.conf import settings
 
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVER.format(root=str(common.ROOT))],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    server, base_url = common.start_paced_model()
     try:
-        assert server.stdout is not None
         # The deployment's own model settings (a profile's loopback api_base would be refused).
         settings.PLANBOARD_LLM_MODEL = "openai/paced-model"
-        settings.PLANBOARD_LLM_API_BASE = server.stdout.readline().strip()
+        settings.PLANBOARD_LLM_API_BASE = base_url
         settings.PLANBOARD_LLM_API_KEY = "sk-bench"
         per_call: dict[str, list[float]] = {name: [] for name in TRANSPORTS}
         for _ in range(args.rounds):

@@ -37,14 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
 
-MODEL_SERVER = """
-import sys, time
-sys.path.insert(0, {root!r})
-from tests.support.paced_model import PacedOpenAI
-server = PacedOpenAI(delay={delay}, answers={answers}).start()
-print(server.base_url, flush=True)
-time.sleep(3600)
-"""
 UNDER_VALGRIND = "PLANBOARD_BENCH_UNDER_CALLGRIND"
 RESULTS = common.ROOT / "bench" / "results" / "step_instructions.json"
 
@@ -201,18 +193,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     from agents.runtime import host as run_host
 
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            MODEL_SERVER.format(root=str(common.ROOT), delay=args.delay, answers=args.answers),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    server, base_url = common.start_paced_model(delay=args.delay, answers=args.answers)
     try:
-        assert server.stdout is not None
-        settings.PLANBOARD_LLM_API_BASE = server.stdout.readline().strip()
+        settings.PLANBOARD_LLM_API_BASE = base_url
         settings.PLANBOARD_LLM_API_KEY = "sk-bench"
         run_host.enable(recycle=False)
         with Requests() as warm:

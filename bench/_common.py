@@ -8,6 +8,7 @@ its own section of docs/PERFORMANCE.md, between `<!-- bench:<name>:start/end -->
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import platform
 import re
@@ -16,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -286,8 +288,6 @@ def run_json(
     argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 1800
 ) -> Any:
     """Run a helper process that prints one JSON document as its last stdout line."""
-    import json
-
     result = subprocess.run(
         list(argv), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -304,22 +304,35 @@ def no_dispatch(run_id: int) -> None:
 # --- server processes -------------------------------------------------------------------------
 
 PACED_MODEL = """
-import sys, time
+import json, sys, time
 sys.path.insert(0, {root!r})
 from tests.support.paced_model import PacedOpenAI
-server = PacedOpenAI(delay={delay}, answers={answers}).start()
+tool = json.loads({tool!r})
+server = PacedOpenAI(delay={delay}, answers={answers}, tool=tuple(tool) if tool else None).start()
 print(server.base_url, flush=True)
 time.sleep(3600)
 """
 
 
-def start_paced_model(*, delay: float = 0.0, answers: int = 4) -> tuple[Any, str]:
+def start_paced_model(
+    *, delay: float = 0.0, answers: int = 4, tool: tuple[str, dict[str, Any]] | None = None
+) -> tuple[Any, str]:
     """The paced OpenAI-compatible model (tests/support/paced_model.py) in a process of its
-    own, so its CPU is not this one's; the process (kill it when done) and its base URL."""
-    code = PACED_MODEL.format(root=str(ROOT), delay=delay, answers=answers)
+    own, so its CPU is not this one's and its threads never wait for this one's GIL (a hosted
+    model answers on time whatever the caller does); the process (kill it when done) and its
+    base URL. `paced_stats(url)` reads what it counted."""
+    code = PACED_MODEL.format(root=str(ROOT), delay=delay, answers=answers, tool=json.dumps(tool))
     server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     return server, server.stdout.readline().strip()
+
+
+def paced_stats(base_url: str) -> dict[str, Any]:
+    """What the paced model in another process counted: requests, max_in_flight, refused,
+    first_seen (tag → the time it first heard from that conversation)."""
+    with urllib.request.urlopen(f"{base_url}/stats", timeout=30) as response:
+        stats: dict[str, Any] = json.load(response)
+    return stats
 
 
 def free_port() -> int:

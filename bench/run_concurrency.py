@@ -5,6 +5,8 @@ queues an agent run on Redis that one worker host — `celery -A planboard worke
 two CPUs with `taskset -c 0,1` — drives against PostgreSQL. The model is an OpenAI-compatible
 server (tests/support/paced_model.py) that answers every request after `--delay` seconds;
 each run takes `--answers` answers (a mutating plan tool, read-only plan tools, a final text).
+It runs in a process of its own, as a hosted model would: in the posters' process its threads
+waited for the GIL behind them, so first answers came late and first requests were seen late.
 
 The ideal wall time is answers x delay: every run waits on the model at the same time and
 costs nothing else. Reported: wall vs ideal, the wait from each message to its run's first
@@ -199,6 +201,7 @@ def measure(
     answers: int,
     timeout: float,
     worker_pid: int,
+    model: tuple[int, str],
     toolset: int | None = None,
 ) -> dict:
     from django.contrib.auth import get_user_model
@@ -207,7 +210,7 @@ def measure(
     from planboard.models import AgentRun, Message
     from planboard.services.run_queue import run_dispatcher
 
-    server = PACED
+    model_pid, model_url = model
     users = get_user_model().objects
     targets = []
     for number in range(runs):
@@ -225,7 +228,8 @@ def measure(
     sampler = Sampler(worker_pid, common.postgres_url())
     sampler.start()
     cpu_before = tree_cpu_seconds(worker_pid)
-    harness_before = time.process_time()  # this process: the posters and the model server
+    # The posters (this process) and the model server (its own).
+    harness_before = time.process_time() + tree_cpu_seconds(model_pid)
     started = time.time()
     posted: dict[str, tuple[int, int]] = {}
 
@@ -260,7 +264,8 @@ def measure(
         time.sleep(0.05)
     wall = time.time() - started
     cpu = tree_cpu_seconds(worker_pid) - cpu_before
-    harness_cpu = time.process_time() - harness_before
+    harness_cpu = time.process_time() + tree_cpu_seconds(model_pid) - harness_before
+    server = common.paced_stats(model_url)
     sampler.done.set()
     sampler.join(5)
 
@@ -269,9 +274,9 @@ def measure(
         for m in Message.objects.filter(pk__in=[m for m, _ in posted.values()])
     }
     waits = [
-        server.first_seen[tag] - sent[message_id]
+        server["first_seen"][tag] - sent[message_id]
         for tag, (message_id, _) in posted.items()
-        if tag in server.first_seen
+        if tag in server["first_seen"]
     ]
     steps = sum(AgentRun.objects.filter(pk__in=run_ids).values_list("step_count", flat=True))
     statuses: dict[str, int] = {}
@@ -292,7 +297,7 @@ def measure(
         "first_request_p95": round(common.percentile(waits, 0.95), 2) if waits else None,
         "first_requests_seen": len(waits),
         "post_span": round(post_span, 1),
-        "max_in_flight": server.max_in_flight,
+        "max_in_flight": server["max_in_flight"],
         "rss_mb": round(sampler.rss_mb),
         "steps": steps,
         # The worker host's CPU per model call, everything included (adopting, the database
@@ -305,8 +310,6 @@ def measure(
         "worker_cpu_s": round(cpu, 1),
     }
 
-
-PACED: Any = None
 
 # Where a sampled frame's time is counted: the first of these (leaf upwards) its file matches.
 AREAS = [
@@ -395,7 +398,6 @@ def py_spy_summary(spies: list[tuple[Any, Path]]) -> dict[str, Any]:
 
 
 def main() -> None:
-    global PACED
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--delay", type=float, default=2.0)
@@ -428,25 +430,30 @@ def main() -> None:
         PLANBOARD_LLM_MODEL="openai/paced-model",
         PLANBOARD_TOOL_ALLOWED_NETWORKS="127.0.0.0/8",
     )
-    from tests.support.paced_model import PacedOpenAI
-
     mcp = start_mcp_server() if args.mcp_tool else None
     tool = (f"{TOOLSET}__echo", {"text": "ping"}) if mcp else None
-    PACED = PacedOpenAI(delay=args.delay, answers=args.answers, tool=tool).start()
-    worker = start_worker(db_url, PACED.base_url, args.concurrency)
+    model, model_url = common.start_paced_model(delay=args.delay, answers=args.answers, tool=tool)
+    worker = start_worker(db_url, model_url, args.concurrency)
     try:
         wait_for_worker(worker)
         time.sleep(2)  # every pool process is up and warm
         spies = start_py_spy(worker.popen.pid) if args.profile else []
         toolset = mcp_toolset(mcp[1]) if mcp else None
         result = measure(
-            args.runs, args.delay, args.answers, args.timeout, worker.popen.pid, toolset
+            args.runs,
+            args.delay,
+            args.answers,
+            args.timeout,
+            worker.popen.pid,
+            (model.pid, model_url),
+            toolset,
         )
         if spies:
             result["profile"] = py_spy_summary(spies)
     finally:
         worker.stop(timeout=30)
-        PACED.stop()
+        model.kill()
+        model.wait(10)
         if mcp:
             mcp[0].stop(timeout=10)
     result["mcp_tool"] = args.mcp_tool

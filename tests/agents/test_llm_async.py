@@ -5,7 +5,9 @@ control ends a wait on the model at once (cancel, hand-off)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -61,6 +63,18 @@ def test_acomplete_turns_a_refusal_into_a_readable_error(openai_server: FakeOpen
         asyncio.run(llm.acomplete(messages=MESSAGES))
     assert error.value.attempts == 1 and not error.value.transient
     assert "refused" in error.value.message
+
+
+def test_the_paced_model_tells_a_caller_in_another_process_what_it_counted(
+    paced: PacedOpenAI,
+) -> None:
+    # bench/run_concurrency.py runs the server in a process of its own and reads this.
+    before = time.time()
+    asyncio.run(llm.acomplete(messages=MESSAGES, listener=listener([])))
+    with urllib.request.urlopen(f"{paced.base_url}/stats", timeout=10) as response:
+        stats = json.load(response)
+    assert stats["requests"] == 1 and stats["max_in_flight"] == 1 and stats["refused"] == 0
+    assert set(stats["first_seen"]) == {"t1"} and stats["first_seen"]["t1"] >= before
 
 
 @pytest.mark.parametrize("streamed", [False, True])

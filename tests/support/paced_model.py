@@ -7,7 +7,8 @@ server's tool instead, `tool`), and the last answer is plain text.
 The server counts the requests it is answering at the same moment (`max_in_flight`) and notes
 when it first heard from each conversation (`first_seen`, keyed by the tag the first user
 message carries, `[run:<tag>]`), so a caller can tell how long a run waited for its first
-request. `rate_limited` answers the next n requests with 429 and a `Retry-After` header.
+request; `GET .../stats` gives these figures to a caller in another process. `rate_limited`
+answers the next n requests with 429 and a `Retry-After` header.
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ class PacedOpenAI:
             "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
         }
 
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "max_in_flight": self.max_in_flight,
+                "refused": self.refused,
+                "first_seen": dict(self.first_seen),
+            }
+
     def _note(self, body: dict[str, Any]) -> None:
         for message in body.get("messages") or []:
             if message.get("role") == "user":
@@ -139,6 +149,12 @@ class PacedOpenAI:
                 finally:
                     with paced._lock:
                         paced.in_flight -= 1
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/stats"):
+                    self.send_json(200, paced.stats())
+                else:
+                    self.send_json(404, {"error": {"message": "not found"}})
 
             def send_json(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

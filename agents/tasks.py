@@ -107,7 +107,7 @@ def run_agent(run_id: int) -> str:
     return run.status
 
 
-def dispatch_run(run_id: int) -> None:
+def dispatch_run(run_id: int, *, session_id: int | None = None) -> None:
     """Send a run to a worker (`settings.PLANBOARD_RUN_DISPATCHER` points here).
 
     Called after the run's row is committed (with its dispatch deadline, or admitted). The run
@@ -115,7 +115,7 @@ def dispatch_run(run_id: int) -> None:
     open (`agents.runtime.affinity`; Redis brokers only); when no such process listens, it is
     queued through Celery for any worker.
     """
-    if affinity.offer(run_id):
+    if affinity.offer(run_id, session_id=session_id):
         return
     send_to_any_worker(run_id)
 

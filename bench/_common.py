@@ -297,7 +297,7 @@ def run_json(
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def no_dispatch(run_id: int) -> None:
+def no_dispatch(run_id: int, session_id: int | None = None) -> None:
     """PLANBOARD_RUN_DISPATCHER for benchmarks that create runs but never execute them."""
 
 

@@ -349,7 +349,8 @@ PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
 # Seconds the offline demo model waits before each answer: slow enough to follow the board
 # and edit it mid-run, as the README invites (tests set 0).
 PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "2.5"))
-# Dotted path of the callable that starts an agent run once its row is committed.
+# Dotted path of the callable that starts an agent run once its row is committed, called as
+# `dispatcher(run_id, session_id=...)` (the session may be None: the dispatcher reads it).
 # In-process models (litellm custom providers): provider name -> dotted path of a model object
 # or class with `respond(model=, messages=, tools=)`. `planboard-demo/<anything>` is the
 # offline demo model.

@@ -82,14 +82,16 @@ def _client(url: str) -> redis.Redis:
         return client
 
 
-def offer(run_id: int, *, url: str | None = None) -> bool:
+def offer(run_id: int, *, session_id: int | None = None, url: str | None = None) -> bool:
     """Offer the run to its conversation's warm host; True when a host heard it (it takes the
-    run or sends it on), False when the caller must dispatch it through Celery."""
+    run or sends it on), False when the caller must dispatch it through Celery. The run's
+    session is read when the caller does not know it."""
     url = redis_url() if url is None else url
     if not url:
         return False
     try:
-        session_id = selectors.run_session_id(run_id=run_id)
+        if session_id is None:
+            session_id = selectors.run_session_id(run_id=run_id)
         if session_id is None:
             return False
         client = _client(url)

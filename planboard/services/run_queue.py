@@ -48,17 +48,20 @@ def _lease_until() -> Any:
     return timezone.now() + timedelta(seconds=float(settings.PLANBOARD_RUN_LEASE_SECONDS))
 
 
-def run_dispatcher() -> Callable[[int], None]:
-    """The configured dispatcher (`PLANBOARD_RUN_DISPATCHER`). The web process loads it as it
-    starts (planboard/asgi.py): importing it brings in Celery's task module and litellm,
-    seconds of CPU the first person to post a message would otherwise wait for."""
-    dispatcher: Callable[[int], None] = import_string(settings.PLANBOARD_RUN_DISPATCHER)
+def run_dispatcher() -> Callable[..., None]:
+    """The configured dispatcher (`PLANBOARD_RUN_DISPATCHER`), called as
+    `dispatcher(run_id, session_id=...)`. The web process loads it as it starts
+    (planboard/asgi.py): importing it brings in Celery's task module and litellm, seconds of
+    CPU the first person to post a message would otherwise wait for."""
+    dispatcher: Callable[..., None] = import_string(settings.PLANBOARD_RUN_DISPATCHER)
     return dispatcher
 
 
-def _dispatch_on_commit(run_id: int) -> None:
+def _dispatch_on_commit(run_id: int, *, session_id: int | None = None) -> None:
+    # With the session known, the dispatcher offers the run to its conversation's warm host
+    # (agents.runtime.affinity) without reading the run back (a tenth of a post's CPU).
     dispatcher = run_dispatcher()
-    transaction.on_commit(lambda: dispatcher(run_id))
+    transaction.on_commit(lambda: dispatcher(run_id, session_id=session_id))
 
 
 def _publish_run(run: AgentRun) -> None:
@@ -91,7 +94,7 @@ def _stamp_and_dispatch(run: AgentRun) -> None:
     run.lease_owner = ""
     run.lease_expires_at = _lease_until()
     run.save(update_fields=["lease_owner", "lease_expires_at"])
-    _dispatch_on_commit(run.pk)
+    _dispatch_on_commit(run.pk, session_id=run.session_id)
 
 
 def _admit_or_wait(run: AgentRun, *, owner_id: int | None = None) -> None:
@@ -117,7 +120,7 @@ def queue_new_run(session: ChatSession) -> AgentRun:
         lease_expires_at=_lease_until() if admitted else None,
     )
     if admitted:
-        _dispatch_on_commit(run.pk)
+        _dispatch_on_commit(run.pk, session_id=run.session_id)
     _publish_run(run)
     return run
 
@@ -194,7 +197,7 @@ def run_reclaim_expired_leases(*, limit: int = 100) -> list[int]:
             AgentRun.objects.select_for_update(skip_locked=True, no_key=True)
             .filter(status__in=AgentRun.ACTIVE_STATUSES, lease_expires_at__lt=now)
             .order_by("lease_expires_at", "id")
-            .only("id", "status", "lease_owner", "lease_expires_at")[: max(1, limit)]
+            .only("id", "session_id", "status", "lease_owner", "lease_expires_at")[: max(1, limit)]
         )
         until = _lease_until()
         for run in expired:
@@ -213,5 +216,5 @@ def run_reclaim_expired_leases(*, limit: int = 100) -> list[int]:
                 run.lease_expires_at.isoformat() if run.lease_expires_at else "?",
             )
             reclaimed.append(run.pk)
-            _dispatch_on_commit(run.pk)
+            _dispatch_on_commit(run.pk, session_id=run.session_id)
     return reclaimed

@@ -192,7 +192,7 @@ def test_runembedded_serves_the_app_and_runs_the_agent_in_process(
             "-v0",
             "-c",
             SEED,
-            extra_env={"PLANBOARD_RUN_DISPATCHER": "logging.debug"},
+            extra_env={"PLANBOARD_RUN_DISPATCHER": "tests.support.env.record_dispatch"},
         ).split()[-1]
     )
     assert run_status(db_path, session_id) == "queued"
@@ -271,7 +271,7 @@ def test_the_embedded_worker_sweeps_for_runs_whose_worker_died(
                 + "from django.utils import timezone\n"
                 + "AgentRun.objects.filter(session=session).update(status='running', "
                 + "lease_owner='elsewhere:1:dead', lease_expires_at=timezone.now())\n",
-                extra_env={"PLANBOARD_RUN_DISPATCHER": "logging.debug"},
+                extra_env={"PLANBOARD_RUN_DISPATCHER": "tests.support.env.record_dispatch"},
             ).split()[0]
         )
         wait_for(

@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 TARGET: dict[str, str] = {}
 
 
-def send_to_test_worker(run_id: int) -> None:
+def send_to_test_worker(run_id: int, session_id: int | None = None) -> None:
     """The run dispatcher for these tests: the real task, on this test's queue."""
     producer = Celery("planboard-test-producer", broker=TARGET["url"])
     try:

@@ -191,7 +191,7 @@ def test_the_cancel_check_names_only_the_runs_asked_to_stop(
 DISPATCHED: list[int] = []
 
 
-def remember_dispatch(run_id: int) -> None:
+def remember_dispatch(run_id: int, session_id: int | None = None) -> None:
     DISPATCHED.append(run_id)
 
 

@@ -136,6 +136,30 @@ def test_a_listening_warm_host_is_offered_the_run_and_celery_is_not_used(
     assert sent == []
 
 
+def test_a_post_hands_the_dispatcher_its_session_so_the_offer_reads_no_row(
+    session: ChatSession,
+    user: Any,
+    broker: str,
+    sent: list[int],
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+    django_assert_num_queries: Any,
+) -> None:
+    # The run's session used to be read back first: a tenth of a post's CPU.
+    settings.PLANBOARD_MCP_SESSION_IDLE_SECONDS = 120
+    client = redis.Redis.from_url(broker)
+    with ListeningHost(broker) as host:
+        host.serve(session.pk)
+        wait_for(lambda: client.get(affinity.warm_key(session.pk)), timeout=5, what="the record")
+        with django_capture_on_commit_callbacks() as dispatches:
+            run = post(session, user)
+        with django_assert_num_queries(0):
+            for dispatch in dispatches:
+                dispatch()
+        wait_for(lambda: host.heard, timeout=5, what="the offer")
+    assert host.heard == [(run.pk, session.pk)] and sent == []
+
+
 def test_a_redis_that_cannot_be_reached_leaves_the_run_to_celery(
     session: ChatSession, user: Any, settings: Any, sent: list[int]
 ) -> None:

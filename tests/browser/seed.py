@@ -442,7 +442,7 @@ def main() -> None:
     print(json.dumps(seed()))
 
 
-def no_dispatch(run_id: int) -> None:
+def no_dispatch(run_id: int, session_id: int | None = None) -> None:
     """Seeding posts a user message; its run is left queued on purpose."""
 
 

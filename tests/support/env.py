@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DISPATCHED: list[int] = []
 
 
-def record_dispatch(run_id: int) -> None:
+def record_dispatch(run_id: int, session_id: int | None = None) -> None:
     DISPATCHED.append(run_id)
 
 

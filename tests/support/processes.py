@@ -267,7 +267,7 @@ class RedisServer:
 _broker: dict[str, str] = {}
 
 
-def dispatch_to_test_broker(run_id: int) -> None:
+def dispatch_to_test_broker(run_id: int, session_id: int | None = None) -> None:
     """PLANBOARD_RUN_DISPATCHER for these tests: queue the run where the test's workers read."""
     from celery import Celery
 

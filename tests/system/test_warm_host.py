@@ -45,9 +45,9 @@ FINISH = 60.0
 OFFERS: list[bool] = []  # per dispatch: was the run heard by a warm host?
 
 
-def offer_then_test_broker(run_id: int) -> None:
+def offer_then_test_broker(run_id: int, session_id: int | None = None) -> None:
     """`agents.tasks.dispatch_run` against the test's broker: offer, else Celery."""
-    heard = affinity.offer(run_id, url=_broker["url"])
+    heard = affinity.offer(run_id, session_id=session_id, url=_broker["url"])
     OFFERS.append(heard)
     if not heard:
         dispatch_to_test_broker(run_id)

@@ -181,8 +181,8 @@ def build_request(
             approval_tools=[o.name for o in external if o.asks],
             waiting_calls=external_tools.waiting_calls(session_id=session.pk, pending=pending),
         )
-    offered = list(tools.TOOL_SCHEMAS) if session.plan_mode else []
-    offered += external_tools.schemas(external)
+    external_schemas = external_tools.schemas(external)
+    offered = [*tools.TOOL_SCHEMAS, *external_schemas] if session.plan_mode else external_schemas
     prompt = SYSTEM_PROMPTS.get(language, SYSTEM_PROMPTS["en"])
     if not session.plan_mode:
         prompt = CHAT_PROMPTS.get(language, CHAT_PROMPTS["en"])
@@ -193,13 +193,14 @@ def build_request(
     tail = [{"role": "user", "content": hint}] if hint else []
 
     model = acting.model
-    # The system prompt is the same step after step (counted once per process); the hint is
-    # new every time. Counted apart, each adds litellm's few tokens of reply priming: a
-    # slight over-estimate, on the safe side.
+    # The system prompt and the plan tools are the same step after step (counted once per
+    # process); the hint is new every time. Counted apart, each adds litellm's few tokens of
+    # reply priming: a slight over-estimate, on the safe side.
     fixed = (
         _system_tokens(model, prompt)
         + (llm.count_tokens(messages=tail, model=model) if tail else 0)
-        + _tools_tokens(model, json.dumps(offered, ensure_ascii=False))
+        + (_plan_tools_tokens(model) if session.plan_mode else 0)
+        + (_tools_tokens(model, _dumped(external_schemas)) if external_schemas else 0)
     )
     budget = int(llm.context_budget(model) * budget_factor)
     room = budget - fixed - min(ANSWER_RESERVE_TOKENS, budget // 4)
@@ -239,9 +240,17 @@ def _system_tokens(model: str, prompt: str) -> int:
 
 @lru_cache(maxsize=32)
 def _tools_tokens(model: str, schemas: str) -> int:
-    if schemas == "[]":
-        return 0
     return llm.count_tokens(messages=[{"role": "system", "content": schemas}], model=model)
+
+
+@lru_cache(maxsize=32)
+def _plan_tools_tokens(model: str) -> int:
+    # Written out once per model: dumping the ten schemas every step cost 1 % of a step's CPU.
+    return _tools_tokens(model, _dumped(tools.TOOL_SCHEMAS))
+
+
+def _dumped(schemas: list[dict[str, Any]]) -> str:
+    return json.dumps(schemas, ensure_ascii=False)
 
 
 @dataclass

@@ -5,12 +5,13 @@ per offered tool made a step quadratic) nor its secrets and start-up configurati
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 from typing import Any
 
 import pytest
 
-from agents import context, external_tools
+from agents import context, external_tools, llm, tools
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Toolset
 from tests.support import db
@@ -98,3 +99,27 @@ def test_a_steps_memory_stays_linear_in_the_tools_offered(run: AgentRun) -> None
     # 1000 small tools are about 5 MB to read and offer; one copy of even this small listing
     # per offered tool would be about 75.
     assert peak < 16_000_000, f"a step's peak was {peak / 1e6:.1f} MB"
+
+
+def _tokens(model: str, text: str) -> int:
+    return llm.count_tokens(messages=[{"role": "system", "content": text}], model=model)
+
+
+def test_the_requests_token_estimate_covers_the_plan_tools_and_the_servers_tools(
+    run: AgentRun, user: Any
+) -> None:
+    session = services.session_create(owner=user, title="No servers", need_user_confirm=False)
+    _, plain = services.message_post(session_id=session.pk, author=user, content="Go")
+    for each, servers in ((plain, 0), (run, TOOLS)):
+        request = context.build_request(run=each)
+        plan = [t for t in request.tools if t["function"]["name"] in tools.TOOL_NAMES]
+        external = [t for t in request.tools if t["function"]["name"] not in tools.TOOL_NAMES]
+        assert len(plan) == len(tools.TOOL_SCHEMAS)
+        assert len([t for t in external if t["function"]["name"].startswith("big__")]) == servers
+        parts = (
+            _tokens(request.model, request.messages[0]["content"])  # the system prompt
+            + _tokens(request.model, request.hint)
+            + _tokens(request.model, json.dumps(plan, ensure_ascii=False))
+            + (_tokens(request.model, json.dumps(external, ensure_ascii=False)) if external else 0)
+        )
+        assert request.tokens >= parts

@@ -14,7 +14,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from planboard.instances import load, with_owner
+from planboard.instances import Owned, load, with_owner
 from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask, Toolset, ToolsetTool
 
 ID_MAX = 2**63 - 1  # the largest 64-bit primary key
@@ -46,9 +46,8 @@ PLAN_AT = SESSION_WIDTH + 1
 RUN_AT = PLAN_AT + PLAN_WIDTH + 2
 SP_WIDTH = RUN_AT + RUN_WIDTH + 1
 
-# The CTE is the session's one row (with an agent step's run, and then how many messages the
-# session has). It comes first; then, in plan mode, a row per subtask of its current plan with
-# NULLs in its place (joined, each row would repeat it, and its times be parsed again).
+# The CTE is the session's one row (with a step's run, then the session's message count), first;
+# then, in plan mode, a row per subtask of its plan (joined, each would repeat and reparse it).
 SESSION_WITH_PLAN = f"""WITH sp AS (
 SELECT {SESSION_COLUMNS}, so.username, {PLAN_COLUMNS}, po.username, EXISTS (SELECT 1 FROM
     planboard_toolcall c WHERE c.session_id = s.id AND (c.always_allow OR c.status = 'pending')),
@@ -100,20 +99,21 @@ WHERE id = %s"""
 SUBTASK_UPDATE = """UPDATE planboard_subtask SET name = %s, description = %s,
     expected_outcome = %s, outcome = %s, agent = %s, state = %s, finished_at = %s WHERE id = %s"""
 
-# Unlike a caught IntegrityError, ON CONFLICT needs no savepoint to keep the caller's transaction
-# usable; the one unique key it can meet is a tool call's stored result. RETURNING: PostgreSQL,
-# SQLite 3.35+ (system check E003).
+# ON CONFLICT, unlike a caught IntegrityError, needs no savepoint (a tool call's stored result is
+# the one unique key it can meet). RETURNING: PostgreSQL, SQLite 3.35+ (system check E003).
 MESSAGE_INSERT = """INSERT INTO planboard_message (session_id, run_id, author_id, role,
     content, tool_calls, tool_call_id, tool_name, answer_id, created_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT DO NOTHING RETURNING id"""
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"""
 
-# Counts a model call, reading under its lock whether the answer counts and the new totals.
+# A call's usage where it was spent, new totals back (the one lock order: session, plan,
+# subtask, run); the run's row also says, under its lock, whether the answer still counts.
+ADD_USAGE = [f"""UPDATE planboard_{t} SET {c} = {c} + %s, {n} = {n} + %s WHERE id = %s{w}
+    RETURNING {c}, {n}""" for t, c, n, w in [("chatsession", "spent_usd", "spent_tokens", ""),
+    ("plan", "cost_usd", "tokens", ""), ("subtask", "cost_usd", "tokens", " AND plan_id = %s")]
+]  # fmt: skip
 RUN_COUNT_STEP = """UPDATE planboard_agentrun SET step_count = step_count + 1, prompt_tokens =
     prompt_tokens + %s, completion_tokens = completion_tokens + %s, cost_usd = cost_usd + %s
-WHERE id = %s RETURNING cancel_requested, lease_owner, (SELECT cost_usd FROM planboard_plan
-    WHERE id = %s), (SELECT tokens FROM planboard_plan WHERE id = %s), (SELECT cost_usd FROM
-    planboard_subtask WHERE id = %s), (SELECT tokens FROM planboard_subtask WHERE id = %s)"""
+WHERE id = %s RETURNING cancel_requested, lease_owner"""
 
 # --- the functions that run them ----------------------------------------------------------
 
@@ -128,8 +128,8 @@ def session_with_plan(session_id: int, run_id: int | None = None) -> SessionRead
     if not found:
         return None
     row = found[0]
-    session = _session_at(row)
-    plan = None if row[PLAN_AT] is None else _plan_at(row, PLAN_AT)
+    session = _owned(ChatSession, SESSION_COLUMNS, row)
+    plan = None if row[PLAN_AT] is None else _owned(Plan, PLAN_COLUMNS, row, PLAN_AT)
     ChatSession._meta.get_field("current_plan").set_cached_value(session, plan)
     run_values = row[RUN_AT : RUN_AT + RUN_WIDTH]
     run = None if run_values[0] is None else load(_db(), AgentRun, RUN_COLUMNS, run_values)
@@ -140,13 +140,13 @@ def session_with_plan(session_id: int, run_id: int | None = None) -> SessionRead
 def lock_session(session_id: int) -> ChatSession | None:
     """Lock the session (in the caller's transaction), its owner's name attached; None: none."""
     found = _rows(_locking(LOCK_SESSION, SESSION), [session_id]) if _is_id(session_id) else []
-    return _session_at(found[0]) if found else None
+    return _owned(ChatSession, SESSION_COLUMNS, found[0]) if found else None
 
 
 def lock_plan(plan_id: int) -> Plan | None:
     """Lock the plan's session, then the plan (in the caller's transaction); None: no plan."""
     found = _rows(_locking(LOCK_PLAN, PLAN), [plan_id]) if _is_id(plan_id) else []
-    return _plan_at(found[0], 0) if found else None
+    return _owned(Plan, PLAN_COLUMNS, found[0]) if found else None
 
 
 def lock_plan_and_subtasks(plan_id: int) -> tuple[Plan, list[SubTask]] | None:
@@ -199,13 +199,19 @@ def message_insert(message: Message) -> bool:
 
 def run_count_step(
     run_id: int, *, prompt_tokens: int, completion_tokens: int, cost_usd: Decimal,
-    plan_id: int | None = None, subtask_id: int | None = None,
+    session_id: int | None = None, plan_id: int | None = None, subtask_id: int | None = None,
 ) -> tuple[bool, str, tuple[Any, ...]] | None:  # fmt: skip
-    """Count a call: the run's cancel flag, lease owner, plan and subtask totals; None: no run."""
-    params = [prompt_tokens, completion_tokens, _db().ops.adapt_decimalfield_value(cost_usd),
-        run_id, plan_id, plan_id, subtask_id, subtask_id]  # fmt: skip
-    found = _rows(RUN_COUNT_STEP, params) if _is_id(run_id) else []
-    return (bool(found[0][0]), str(found[0][1]), found[0][2:]) if found else None
+    """Add a call's usage to its session, plan, subtask (None: not spent there), then count it on
+    the run: its cancel flag, lease owner, the plan's and subtask's new totals; None: no run."""
+    cost, totals = _db().ops.adapt_decimalfield_value(cost_usd), list[Any]()
+    where = [[session_id], [plan_id], [subtask_id, plan_id]]
+    for statement, keys in zip(ADD_USAGE, where, strict=True):
+        spent = [cost, prompt_tokens + completion_tokens, *keys]
+        found = _rows(statement, spent) if all(map(_is_id, keys)) else []
+        totals += found[0] if found else (None, None)
+    counted = [prompt_tokens, completion_tokens, cost, run_id]
+    found = _rows(RUN_COUNT_STEP, counted) if _is_id(run_id) else []
+    return (bool(found[0][0]), str(found[0][1]), tuple(totals[2:])) if found else None
 
 
 def close_thread_connection() -> None:
@@ -233,16 +239,10 @@ def _rows(sql: str, params: Sequence[Any], *, fetch: bool = True) -> list[tuple[
         return cursor.fetchall() if fetch else []
 
 
-def _session_at(row: Sequence[Any]) -> ChatSession:
-    """The session whose columns start the row, its owner's username right after them."""
-    session = load(_db(), ChatSession, SESSION_COLUMNS, row[:SESSION_WIDTH])
-    return with_owner(session, row[SESSION_WIDTH])
-
-
-def _plan_at(row: Sequence[Any], at: int) -> Plan:
-    """The plan whose columns start at `at`, its owner's username right after them."""
-    plan = load(_db(), Plan, PLAN_COLUMNS, row[at : at + PLAN_WIDTH])
-    return with_owner(plan, row[at + PLAN_WIDTH])
+def _owned(model: type[Owned], columns: str, row: Sequence[Any], at: int = 0) -> Owned:
+    """The session or plan whose columns start at `at`, its owner's username right after them."""
+    end = at + columns.count(",") + 1
+    return with_owner(load(_db(), model, columns, row[at:end]), row[end])
 
 
 def _time(value: datetime | None) -> Any:

@@ -8,7 +8,6 @@ from typing import Any, NamedTuple
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from planboard import broadcast, selectors, sql
@@ -21,8 +20,6 @@ from planboard.models import (
     ChatSession,
     Decision,
     Message,
-    Plan,
-    SubTask,
     ToolCall,
 )
 from planboard.pgtext import without_nul
@@ -542,29 +539,17 @@ def run_record_step(
     prompt = max(0, int(prompt_tokens or 0))
     completion = max(0, int(completion_tokens or 0))
     cost = Decimal(str(cost_usd or 0))
-    # Rows are updated in the one lock order: session, plan, subtask, run.
     if session_id is None:
         session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True).first()
     used = prompt + completion
-    if session_id is not None:
-        ChatSession.objects.filter(pk=session_id).update(
-            spent_usd=F("spent_usd") + cost, spent_tokens=F("spent_tokens") + used
-        )
-    if plan_id is not None:
-        Plan.objects.filter(pk=plan_id).update(
-            cost_usd=F("cost_usd") + cost, tokens=F("tokens") + used
-        )
-        if subtask_id is not None:
-            SubTask.objects.filter(pk=subtask_id, plan_id=plan_id).update(
-                cost_usd=F("cost_usd") + cost, tokens=F("tokens") + used
-            )
-    # What the loop must know before it keeps the answer, and the plan's and subtask's new
-    # totals for clients, read in the statement that counts.
+    # The usage added to the session, plan, subtask and run (the one lock order), reading what
+    # the loop must know before it keeps the answer, and the new totals for clients.
     counted = sql.run_count_step(
         run_id,
         prompt_tokens=prompt,
         completion_tokens=completion,
         cost_usd=cost,
+        session_id=session_id,
         plan_id=plan_id,
         subtask_id=subtask_id,
     )

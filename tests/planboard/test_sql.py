@@ -369,30 +369,51 @@ def test_counting_a_step_adds_what_f_expressions_would(
     )
 
 
-def test_counting_a_step_reads_the_totals_the_orm_reads(costly_plan: Plan) -> None:
-    """The plan's and the subtask's totals as the step's usage left them (added before, in the
-    same transaction): what its `plan.usage` event says, without a read after the commit."""
-    subtask = SubTask.objects.get(plan=costly_plan, position=0)
-    run = AgentRun.objects.create(session_id=costly_plan.session_id)
-    with transaction.atomic():
-        SubTask.objects.filter(pk=subtask.pk).update(tokens=F("tokens") + 5)
-        counted = sql.run_count_step(
-            run.pk, prompt_tokens=1, completion_tokens=1, cost_usd=Decimal(0),
-            plan_id=costly_plan.pk, subtask_id=subtask.pk,
-        )  # fmt: skip
-    assert counted is not None
-    plan, subtask = Plan.objects.get(pk=costly_plan.pk), SubTask.objects.get(pk=subtask.pk)
-    plan_cost, plan_tokens, subtask_cost, subtask_tokens = counted[2]
-    assert (Decimal(str(plan_cost)), plan_tokens) == (plan.cost_usd, plan.tokens) == (
-        Decimal("1.234567"), 42,
+def test_counting_a_step_adds_its_usage_where_it_was_spent_and_reads_the_new_totals(
+    costly_plan: Plan, user: Any, actor: Any
+) -> None:
+    """The usage goes to the session, the plan and the subtask it was spent on (as the `F()`
+    updates it replaced added it; a subtask only of that plan), and the plan's and subtask's
+    new totals come back: what the `plan.usage` event says, without a read after the commit."""
+    first, second = SubTask.objects.filter(plan=costly_plan).order_by("position")[:2]
+    session = ChatSession.objects.get(pk=costly_plan.session_id)
+    run = AgentRun.objects.create(session=session)
+    cost, used = Decimal("0.000125"), 13
+
+    def count(**where: int | None) -> tuple[Any, ...]:
+        with transaction.atomic():
+            counted = sql.run_count_step(
+                run.pk, prompt_tokens=10, completion_tokens=3, cost_usd=cost, **where
+            )
+        assert counted is not None
+        return counted[2]
+
+    totals = count(session_id=session.pk, plan_id=costly_plan.pk, subtask_id=first.pk)
+    after = ChatSession.objects.get(pk=session.pk)
+    assert (after.spent_usd, after.spent_tokens - session.spent_tokens) == (
+        Decimal("0.000248"), used,
     )  # fmt: skip
-    assert (Decimal(str(subtask_cost)), subtask_tokens) == (subtask.cost_usd, subtask.tokens)
-    assert subtask_tokens == 5
-    gone = sql.run_count_step(
-        run.pk, prompt_tokens=0, completion_tokens=0, cost_usd=Decimal(0),
-        plan_id=10**9, subtask_id=10**9,
+    plan = Plan.objects.get(pk=costly_plan.pk)
+    assert (plan.cost_usd, plan.tokens) == (Decimal("1.234692"), 42 + used)
+    counted_subtask = SubTask.objects.get(pk=first.pk)
+    assert (counted_subtask.cost_usd, counted_subtask.tokens) == (Decimal("0.000126"), used)
+    assert SubTask.objects.get(pk=second.pk).tokens == second.tokens  # not spent there
+    plan_cost, plan_tokens, subtask_cost, subtask_tokens = totals
+    assert (Decimal(str(plan_cost)), plan_tokens) == (plan.cost_usd, plan.tokens)
+    assert (Decimal(str(subtask_cost)), subtask_tokens) == (
+        counted_subtask.cost_usd, counted_subtask.tokens,
     )  # fmt: skip
-    assert gone is not None and gone[2] == (None, None, None, None)
+    # A subtask of another plan (deleted and reused ids, a stale step) is not counted.
+    elsewhere = services.session_create(owner=user)
+    other, _ = services.plan_create(
+        session_id=elsewhere.pk, actor=actor, name="Other", subtasks=[{"name": "Elsewhere"}]
+    )
+    stray = SubTask.objects.get(plan=other)
+    assert count(plan_id=costly_plan.pk, subtask_id=stray.pk)[2:] == (None, None)
+    assert SubTask.objects.get(pk=stray.pk).tokens == 0
+    assert count(plan_id=10**9, subtask_id=10**9) == (None, None, None, None)
+    assert count() == (None, None, None, None)  # spent on no session, plan or subtask
+    assert AgentRun.objects.get(pk=run.pk).step_count == 4
 
 
 def test_a_snapshot_through_the_statements_equals_the_orms(costly_plan: Plan) -> None:

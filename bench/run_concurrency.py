@@ -527,7 +527,7 @@ def series_lines(row: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     p95s = sorted(r["first_request_p95"] or 99 for r in series)
     met = sum(1 for wall in walls if wall <= 1.5 * row["ideal"])
     return [
-        f"Series `{name}` ({len(series)} runs of the same command, one after the other): wall "
+        f"Series `{name}` ({len(series)} runs of the same command and code): wall "
         f"median {statistics.median(walls):g} s (min {walls[0]:g}, max {walls[-1]:g}; at most "
         f"1.5x ideal in {met} of {len(series)}), first request p95 median "
         f"{statistics.median(p95s):g} s (max {p95s[-1]:g}).",

@@ -308,20 +308,28 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 from tests.support.paced_model import PacedOpenAI
 tool = json.loads({tool!r})
-server = PacedOpenAI(delay={delay}, answers={answers}, tool=tuple(tool) if tool else None).start()
+tool = tuple(tool) if tool else None
+server = PacedOpenAI(delay={delay}, answers={answers}, tool=tool, final_words={words}).start()
 print(server.base_url, flush=True)
 time.sleep(3600)
 """
 
 
 def start_paced_model(
-    *, delay: float = 0.0, answers: int = 4, tool: tuple[str, dict[str, Any]] | None = None
+    *,
+    delay: float = 0.0,
+    answers: int = 4,
+    tool: tuple[str, dict[str, Any]] | None = None,
+    final_words: int = 0,
 ) -> tuple[Any, str]:
     """The paced OpenAI-compatible model (tests/support/paced_model.py) in a process of its
     own, so its CPU is not this one's and its threads never wait for this one's GIL (a hosted
     model answers on time whatever the caller does); the process (kill it when done) and its
-    base URL. `paced_stats(url)` reads what it counted."""
-    code = PACED_MODEL.format(root=str(ROOT), delay=delay, answers=answers, tool=json.dumps(tool))
+    base URL. `final_words`: the last answer's length (see `PacedOpenAI`). `paced_stats(url)`
+    reads what it counted."""
+    code = PACED_MODEL.format(
+        root=str(ROOT), delay=delay, answers=answers, tool=json.dumps(tool), words=final_words
+    )
     server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     return server, server.stdout.readline().strip()

@@ -193,7 +193,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     from agents.runtime import host as run_host
 
-    server, base_url = common.start_paced_model(delay=args.delay, answers=args.answers)
+    server, base_url = common.start_paced_model(
+        delay=args.delay, answers=args.answers, final_words=args.final_words
+    )
     try:
         settings.PLANBOARD_LLM_API_BASE = base_url
         settings.PLANBOARD_LLM_API_KEY = "sk-bench"
@@ -217,6 +219,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "label": args.label,
         "unit": unit,
         "runs": args.runs,
+        "final_words": args.final_words,
         "in_flight": args.in_flight,
         "steps": steps,
         "per_step": round(per_step, 6 if unit == "cpu_s" else 0),
@@ -243,7 +246,8 @@ def write_report(result: dict[str, Any]) -> None:
         "(on only while the runs are hosted): the run host drives the runs as a worker "
         "process does (event loop, database lanes, litellm streaming from an OpenAI-compatible "
         "server in another process, PostgreSQL, Redis broadcasts), 4 answers per run (a plan "
-        "created, read-only plan tools, a final answer). The floor in the same run: the same "
+        "created, read-only plan tools, a final answer of 4 words unless the row says more, "
+        "streamed in 7-character pieces). The floor in the same run: the same "
         "model requests made again through `agents.llm.acomplete` alone. Unlike CPU time, the "
         "count does not move with this shared VM's speed (two runs of one code differ by "
         "about 0.3 %), so it can tell a change of a few per cent.",
@@ -252,6 +256,7 @@ def write_report(result: dict[str, Any]) -> None:
             [
                 "row",
                 "runs (in flight)",
+                "final answer (words)",
                 "steps",
                 "M instructions per step",
                 "M per model call alone",
@@ -262,6 +267,7 @@ def write_report(result: dict[str, Any]) -> None:
                 [
                     r["label"],
                     f"{r['runs']} ({r['in_flight']})",
+                    4 + r.get("final_words", 0),
                     r["steps"],
                     millions(r["per_step"]),
                     millions(r["per_litellm_call"]),
@@ -284,6 +290,12 @@ def main() -> None:
     parser.add_argument("--label", default="")
     parser.add_argument("--answers", type=int, default=4)
     parser.add_argument("--delay", type=float, default=0.05, help="the model's answer delay")
+    parser.add_argument(
+        "--final-words",
+        type=int,
+        default=0,
+        help="the final answer's length in words, streamed in 7-character pieces (0: 4 words)",
+    )
     parser.add_argument("--no-valgrind", action="store_true")
     args = parser.parse_args()
     valgrind = shutil.which("valgrind")

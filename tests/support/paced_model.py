@@ -38,12 +38,16 @@ class PacedOpenAI:
         answers: int = 4,
         host: str = "127.0.0.1",
         tool: tuple[str, dict[str, Any]] | None = None,
+        final_words: int = 0,
     ) -> None:
         self.delay = delay
         self.answers = max(1, answers)
         # (name, arguments): the third answer calls this tool (an MCP server's) instead of a
         # read-only plan tool.
         self.tool = tool
+        # The last answer's length in words, when it should be as long as a real one (streamed
+        # in 7-character pieces, about a hundred words a second from a hosted model).
+        self.final_words = final_words
         self.first_seen: dict[str, float] = {}
         self.requests = 0
         self.in_flight = 0
@@ -75,7 +79,7 @@ class PacedOpenAI:
         number = given + 1
         message: dict[str, Any] = {"role": "assistant", "content": None}
         if number >= self.answers:
-            message["content"] = f"Done after {number} answers."
+            message["content"] = f"Done after {number} answers." + " Details." * self.final_words
         elif number == 1:
             message["tool_calls"] = [_call(number, "create_plan", _PLAN)]
         elif number == 3 and self.tool is not None:

@@ -67,7 +67,7 @@ from agents.steps import (
     seen_until,
     store_answer,
 )
-from agents.streaming import AnswerStream
+from agents.streaming import AnswerStream, HeldPieces
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, ToolCall
 from planboard.services import Actor
@@ -229,15 +229,17 @@ async def _ask_model(
     }
     if llm.in_process(request.model):
         return await lane.run(llm.complete, listener=answer.listener(), **call)
+    pieces = HeldPieces(answer, lane.post)
     listener = llm.StreamListener(
-        on_text=lambda text: lane.post(answer.add, text),
-        on_reset=lambda: lane.post(answer.reset),
-        should_stop=lambda: control.stopping,
+        on_text=pieces.add, on_reset=pieces.reset, should_stop=lambda: control.stopping
     )
-    if control.slots is None:
-        return await control.watch(llm.acomplete(listener=listener, **call))
-    async with control.slots(request.model):
-        return await control.watch(llm.acomplete(listener=listener, **call))
+    try:
+        if control.slots is None:
+            return await control.watch(llm.acomplete(listener=listener, **call))
+        async with control.slots(request.model):
+            return await control.watch(llm.acomplete(listener=listener, **call))
+    finally:
+        pieces.hand_over()
 
 
 def _finish(run: AgentRun, status: str, **fields: Any) -> AgentRun:

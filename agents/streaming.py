@@ -8,6 +8,8 @@ waits for the next piece or the end of the answer). See `planboard.streams` for 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 
@@ -73,3 +75,33 @@ class AnswerStream:
 
     def _cancel_requested(self) -> bool:
         return AgentRun.objects.filter(pk=self.run_id, cancel_requested=True).exists()
+
+
+class HeldPieces:
+    """The event loop's side of an answer a hosted model streams: its pieces (a token or so
+    each) are held here and handed to the lane at most once per interval, instead of one
+    thread hop per piece; there `AnswerStream.add` keeps to the interval as it always does.
+    `post` is the lane's (`Lane.post`)."""
+
+    def __init__(self, answer: AnswerStream, post: Callable[..., Any]) -> None:
+        self.answer = answer
+        self.post = post
+        self.held = ""
+        self.last_handed = 0.0
+
+    def add(self, text: str) -> None:
+        self.held += text
+        now = time.monotonic()
+        if now - self.last_handed >= self.answer.interval:
+            self.hand_over()
+            self.last_handed = now
+
+    def reset(self) -> None:
+        self.held = ""
+        self.post(self.answer.reset)
+
+    def hand_over(self) -> None:
+        """What is held goes to the lane now (before the stored answer: the caller drains)."""
+        if self.held:
+            self.post(self.answer.add, self.held)
+            self.held = ""

@@ -10,9 +10,13 @@ earlier tool calls and results, and `--tools` tool schemas. Rounds alternate bet
 - the OpenAI SDK (`PLANBOARD_LLM_OPENAI_SDK=1`, litellm's usual path for `openai/` models),
 
 so both see the same machine load; CPU is this process's `time.process_time()` per call.
-The floor beside them: encoding the same request as JSON, which any client must do.
+The floor beside them: encoding the same request as JSON, which any client must do. A third
+row asks litellm's handler for the answer in one piece (not streamed): with `--final-words`
+the answer is as long as a real one, and the rows show what streaming it costs per piece.
 
-    .venv/bin/python bench/llm_call_cpu.py [--calls 300] [--rounds 4]
+    .venv/bin/python bench/llm_call_cpu.py [--calls 300] [--rounds 4] [--final-words 0]
+
+Each answer length keeps its rows in bench/results/llm_call_cpu.json; the section shows all.
 """
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
 
-TRANSPORTS = {"litellm HTTP handler (default)": False, "OpenAI SDK": True}
+RESULTS = common.ROOT / "bench" / "results" / "llm_call_cpu.json"
+# (uses the OpenAI SDK, streamed) per row.
+MODES = {
+    "litellm HTTP handler (default)": (False, True),
+    "OpenAI SDK": (True, True),
+    "litellm HTTP handler, not streamed": (False, False),
+}
 
 
 def request(turns: int, tools: int, number: int) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -71,7 +81,9 @@ def request(turns: int, tools: int, number: int) -> tuple[list[dict[str, Any]], 
     return messages, offered
 
 
-async def timed_calls(calls: int, concurrency: int, turns: int, tools: int) -> float:
+async def timed_calls(
+    calls: int, concurrency: int, turns: int, tools: int, streamed: bool = True
+) -> float:
     from agents import llm
 
     gate = asyncio.Semaphore(concurrency)
@@ -82,7 +94,7 @@ async def timed_calls(calls: int, concurrency: int, turns: int, tools: int) -> f
             await llm.acomplete(
                 messages=messages,
                 tools=offered,
-                listener=llm.StreamListener(on_text=lambda _: None),
+                listener=llm.StreamListener(on_text=lambda _: None) if streamed else None,
             )
 
     await asyncio.gather(*(one(n) for n in range(min(20, calls))))  # warm the transport
@@ -98,21 +110,29 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--turns", type=int, default=10, help="earlier tool calls in the request")
     parser.add_argument("--tools", type=int, default=15, help="tool schemas in the request")
+    parser.add_argument(
+        "--final-words",
+        type=int,
+        default=0,
+        help="the answer's length in words beyond its first 4 (7 characters a streamed piece)",
+    )
     args = parser.parse_args()
     common.setup_django(common.sqlite_url())
     from django.conf import settings
 
-    server, base_url = common.start_paced_model()
+    server, base_url = common.start_paced_model(final_words=args.final_words)
     try:
         # The deployment's own model settings (a profile's loopback api_base would be refused).
         settings.PLANBOARD_LLM_MODEL = "openai/paced-model"
         settings.PLANBOARD_LLM_API_BASE = base_url
         settings.PLANBOARD_LLM_API_KEY = "sk-bench"
-        per_call: dict[str, list[float]] = {name: [] for name in TRANSPORTS}
+        per_call: dict[str, list[float]] = {name: [] for name in MODES}
         for _ in range(args.rounds):
-            for name, sdk in TRANSPORTS.items():
+            for name, (sdk, streamed) in MODES.items():
                 settings.PLANBOARD_LLM_OPENAI_SDK = sdk
-                cpu = asyncio.run(timed_calls(args.calls, args.concurrency, args.turns, args.tools))
+                cpu = asyncio.run(
+                    timed_calls(args.calls, args.concurrency, args.turns, args.tools, streamed)
+                )
                 per_call[name].append(cpu)
                 print(f"{name}: {cpu * 1000:.2f} ms CPU per call", flush=True)
     finally:
@@ -125,30 +145,69 @@ def main() -> None:
         json.dumps(body)
     floor = (time.process_time() - started) / 1000
 
-    default = common.median(per_call["litellm HTTP handler (default)"])
-    sdk = common.median(per_call["OpenAI SDK"])
-    rows = [
-        [name, common.fmt_ms(common.median(v)), common.fmt_ms(min(v)), common.fmt_ms(max(v))]
-        for name, v in per_call.items()
-    ]
-    rows.append(["floor: the request encoded as JSON", common.fmt_ms(floor), "", ""])
+    # The paced model's final answer (the request holds `turns` answers already).
+    answer = f"Done after {args.turns + 1} answers." + " Details." * args.final_words
+    result = {
+        "final_words": args.final_words,
+        "pieces": -(-len(answer) // 7),
+        "per_call": {name: [round(v, 6) for v in values] for name, values in per_call.items()},
+        "floor": round(floor, 6),
+        "calls": args.calls,
+        "concurrency": args.concurrency,
+        "rounds": args.rounds,
+        "request_kib": len(json.dumps(body)) // 1024,
+        "turns": args.turns,
+        "tools": args.tools,
+        "command": common.command_line(),
+    }
+    write_report(result)
+
+
+def write_report(result: dict[str, Any]) -> None:
+    rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    rows = [r for r in rows if r["final_words"] != result["final_words"]] + [result]
+    rows.sort(key=lambda r: r["final_words"])
+    RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
     lines = [
         *common.machine_lines(),
-        f"- Command: `{common.command_line()}`",
         "",
-        f"`agents.llm.acomplete` streaming a tool-call answer, {args.calls} calls per round, "
-        f"{args.concurrency} at a time, {args.rounds} rounds per transport, alternating; each "
-        f"request carries a system prompt, {args.turns} earlier tool calls with their results "
-        f"and {args.tools} tool schemas (about {len(json.dumps(body)) // 1024} KiB of JSON). "
-        "CPU of the calling process per call (the model server runs in another process).",
+        f"`agents.llm.acomplete` asked for an answer by {result['calls']} calls per round, "
+        f"{result['concurrency']} at a time, {result['rounds']} rounds per row, alternating; "
+        f"each request carries a system prompt, {result['turns']} earlier tool calls with "
+        f"their results and {result['tools']} tool schemas (about {result['request_kib']} KiB "
+        "of JSON). CPU of the calling process per call (the model server runs in another "
+        "process). Streamed answers come in 7-character pieces.",
+    ]
+    for row in rows:
+        per_call = row["per_call"]
+        default = common.median(per_call["litellm HTTP handler (default)"])
+        sdk = common.median(per_call["OpenAI SDK"])
+        whole = common.median(per_call["litellm HTTP handler, not streamed"])
+        table = [
+            [name, common.fmt_ms(common.median(v)), common.fmt_ms(min(v)), common.fmt_ms(max(v))]
+            for name, v in per_call.items()
+        ]
+        table.append(["floor: the request encoded as JSON", common.fmt_ms(row["floor"]), "", ""])
+        lines += [
+            "",
+            f"An answer of {4 + row['final_words']} words ({row['pieces']} pieces streamed); "
+            f"command: `{row['command']}`",
+            "",
+            *common.table(["row", "CPU ms per call (median)", "min", "max"], table),
+            "",
+            f"The OpenAI SDK costs {sdk / default:.1f}x litellm's handler per call "
+            f"({(sdk - default) * 1000:.2f} ms more). Streaming costs "
+            f"{(default - whole) / row['pieces'] * 1000:.3f} ms per piece over the answer in "
+            f"one piece ({default / whole:.1f}x).",
+        ]
+    lines += [
         "",
-        *common.table(["transport", "CPU ms per call (median)", "min", "max"], rows),
-        "",
-        f"The OpenAI SDK costs {sdk / default:.1f}x litellm's handler per call here "
-        f"({(sdk - default) * 1000:.2f} ms more): before sending, it walks the whole request "
-        "against its type annotations (`openai._utils._transform`), a cost that grows with the "
-        "transcript. Planboard uses the handler unless `PLANBOARD_LLM_OPENAI_SDK=1`; both give "
-        "the same answers, errors and retries (tests/agents/test_llm_http.py).",
+        "The OpenAI SDK walks the whole request against its type annotations before sending "
+        "(`openai._utils._transform`), a cost that grows with the transcript. Planboard uses "
+        "litellm's handler unless `PLANBOARD_LLM_OPENAI_SDK=1`; both give the same answers, "
+        "errors and retries (tests/agents/test_llm_http.py). A streamed piece goes through "
+        "litellm's stream wrapper (`CustomStreamWrapper.chunk_creator`), which builds "
+        "response objects anew for each.",
     ]
     common.write_section("llm_call_cpu", "7. CPU per model call, by transport", lines)
 

@@ -171,9 +171,9 @@ def write_report(result: dict[str, Any]) -> None:
     lines = [
         *common.machine_lines(),
         "",
-        f"`agents.llm.acomplete` asked for an answer by {result['calls']} calls per round, "
-        f"{result['concurrency']} at a time, {result['rounds']} rounds per row, alternating; "
-        f"each request carries a system prompt, {result['turns']} earlier tool calls with "
+        f"`agents.llm.acomplete` asked for an answer, {result['concurrency']} calls at a "
+        f"time, {result['rounds']} rounds per row, alternating; each request carries a "
+        f"system prompt, {result['turns']} earlier tool calls with "
         f"their results and {result['tools']} tool schemas (about {result['request_kib']} KiB "
         "of JSON). CPU of the calling process per call (the model server runs in another "
         "process). Streamed answers come in 7-character pieces.",
@@ -190,15 +190,15 @@ def write_report(result: dict[str, Any]) -> None:
         table.append(["floor: the request encoded as JSON", common.fmt_ms(row["floor"]), "", ""])
         lines += [
             "",
-            f"An answer of {4 + row['final_words']} words ({row['pieces']} pieces streamed); "
-            f"command: `{row['command']}`",
+            f"An answer of {4 + row['final_words']} words ({row['pieces']} pieces streamed), "
+            f"{row['calls']} calls per round; command: `{row['command']}`",
             "",
             *common.table(["row", "CPU ms per call (median)", "min", "max"], table),
             "",
             f"The OpenAI SDK costs {sdk / default:.1f}x litellm's handler per call "
-            f"({(sdk - default) * 1000:.2f} ms more). Streaming costs "
-            f"{(default - whole) / row['pieces'] * 1000:.3f} ms per piece over the answer in "
-            f"one piece ({default / whole:.1f}x).",
+            f"({(sdk - default) * 1000:.2f} ms more). Streamed, the answer costs "
+            f"{default / whole:.1f}x what it costs in one piece ({(default - whole) * 1000:.2f} "
+            f"ms more, {(default - whole) / row['pieces'] * 1000:.3f} ms a piece).",
         ]
     lines += [
         "",

@@ -237,3 +237,19 @@ def test_litellms_end_of_stream_runs_when_a_callback_reads_it(
     assert (result.prompt_tokens, result.completion_tokens) == (1000, 100)
     assert ends.joined >= 1
     assert len(heard) == 1
+
+
+def test_the_paced_model_can_write_an_answer_as_long_as_a_real_one(settings: Any) -> None:
+    """The benchmarks' long answer (`final_words`): streamed piece by piece, whole at the end."""
+    server = PacedOpenAI(delay=0.0, answers=1, final_words=40).start()
+    settings.PLANBOARD_LLM_MODEL = "openai/paced-model"
+    settings.PLANBOARD_LLM_API_BASE = server.base_url
+    settings.PLANBOARD_LLM_API_KEY = "sk-test"
+    try:
+        pieces: list[str] = []
+        result = asyncio.run(llm.acomplete(messages=MESSAGES, listener=listener(pieces)))
+    finally:
+        server.stop()
+    assert result.content == "Done after 1 answers." + " Details." * 40
+    assert "".join(pieces) == result.content
+    assert len(pieces) == -(-len(result.content) // 7)  # 7 characters a piece

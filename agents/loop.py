@@ -233,13 +233,13 @@ async def _ask_model(
     listener = llm.StreamListener(
         on_text=pieces.add, on_reset=pieces.reset, should_stop=lambda: control.stopping
     )
-    try:
-        if control.slots is None:
-            return await control.watch(llm.acomplete(listener=listener, **call))
+    if control.slots is None:
+        result = await control.watch(llm.acomplete(listener=listener, **call))
+    else:
         async with control.slots(request.model):
-            return await control.watch(llm.acomplete(listener=listener, **call))
-    finally:
-        pieces.hand_over()
+            result = await control.watch(llm.acomplete(listener=listener, **call))
+    pieces.hand_over()  # the rest leaves before the stored answer (the caller drains the lane)
+    return result
 
 
 def _finish(run: AgentRun, status: str, **fields: Any) -> AgentRun:

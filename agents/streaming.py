@@ -81,17 +81,23 @@ class HeldPieces:
     """The event loop's side of an answer a hosted model streams: its pieces (a token or so
     each) are held here and handed to the lane at most once per interval, instead of one
     thread hop per piece; there `AnswerStream.add` keeps to the interval as it always does.
-    `post` is the lane's (`Lane.post`)."""
+    `post` is the lane's (`Lane.post`). A failed call's held pieces are dropped with it."""
 
-    def __init__(self, answer: AnswerStream, post: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        answer: AnswerStream,
+        post: Callable[..., Any],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.answer = answer
         self.post = post
+        self.clock = clock
         self.held = ""
         self.last_handed = 0.0
 
     def add(self, text: str) -> None:
         self.held += text
-        now = time.monotonic()
+        now = self.clock()
         if now - self.last_handed >= self.answer.interval:
             self.hand_over()
             self.last_handed = now

@@ -280,16 +280,15 @@ def test_an_answer_that_only_calls_tools_leaves_the_partial_answer_store_alone(
     assert selectors.session_snapshot(session_id=session.pk)["streaming"] is None
 
 
-def test_a_hosted_models_pieces_reach_the_lane_once_per_interval(
-    monkeypatch: pytest.MonkeyPatch, settings: Any
-) -> None:
+def test_a_hosted_models_pieces_reach_the_lane_once_per_interval() -> None:
     """One thread hop per interval, not per piece (a hosted model writes a piece per token);
     everything held is handed over in order, and a retried answer drops what was held."""
     clock = iter(x * 0.01 for x in itertools.count(10))  # each piece 10 ms after the last
-    monkeypatch.setattr(streaming.time, "monotonic", lambda: next(clock))
     answer = streaming.AnswerStream(run=AgentRun(pk=1, session_id=2), answer_id="r1s1")
     posted: list[tuple[Any, tuple[Any, ...]]] = []
-    pieces = streaming.HeldPieces(answer, lambda fn, *args: posted.append((fn, args)))
+    pieces = streaming.HeldPieces(
+        answer, lambda fn, *args: posted.append((fn, args)), clock=lambda: next(clock)
+    )
     for n in range(20):
         pieces.add(f"{n} ")
     assert 2 <= len(posted) <= 5  # 20 pieces over 200 ms, 50 ms apart at least

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common
 
 RESULTS = common.ROOT / "bench" / "results" / "llm_call_cpu.json"
-# (uses the OpenAI SDK, streamed) per row.
+# Each row's call: (through the OpenAI SDK, streamed).
 MODES = {
     "litellm HTTP handler (default)": (False, True),
     "OpenAI SDK": (True, True),
@@ -171,12 +171,11 @@ def write_report(result: dict[str, Any]) -> None:
     lines = [
         *common.machine_lines(),
         "",
-        f"`agents.llm.acomplete` asked for an answer, {result['concurrency']} calls at a "
-        f"time, {result['rounds']} rounds per row, alternating; each request carries a "
-        f"system prompt, {result['turns']} earlier tool calls with "
-        f"their results and {result['tools']} tool schemas (about {result['request_kib']} KiB "
-        "of JSON). CPU of the calling process per call (the model server runs in another "
-        "process). Streamed answers come in 7-character pieces.",
+        "`agents.llm.acomplete` asked for an answer, the rows of a table alternating round by "
+        "round; each request carries a system prompt, earlier tool calls with their results "
+        "and tool schemas (the numbers with each table). CPU of the calling process per call "
+        "(the model server runs in another process). Streamed answers come in 7-character "
+        "pieces.",
     ]
     for row in rows:
         per_call = row["per_call"]
@@ -190,8 +189,10 @@ def write_report(result: dict[str, Any]) -> None:
         table.append(["floor: the request encoded as JSON", common.fmt_ms(row["floor"]), "", ""])
         lines += [
             "",
-            f"An answer of {4 + row['final_words']} words ({row['pieces']} pieces streamed), "
-            f"{row['calls']} calls per round; command: `{row['command']}`",
+            f"An answer of {4 + row['final_words']} words ({row['pieces']} pieces streamed); "
+            f"{row['calls']} calls per round, {row['concurrency']} at a time, {row['rounds']} "
+            f"rounds; {row['turns']} earlier tool calls and {row['tools']} tool schemas (about "
+            f"{row['request_kib']} KiB); command: `{row['command']}`",
             "",
             *common.table(["row", "CPU ms per call (median)", "min", "max"], table),
             "",

@@ -349,12 +349,12 @@ PLANBOARD_DEMO_PRICE_PER_1K_TOKENS = float(
 # Seconds the offline demo model waits before each answer: slow enough to follow the board
 # and edit it mid-run, as the README invites (tests set 0).
 PLANBOARD_DEMO_STEP_DELAY = float(os.environ.get("PLANBOARD_DEMO_STEP_DELAY", "2.5"))
-# Dotted path of the callable that starts an agent run once its row is committed, called as
-# `dispatcher(run_id, session_id=...)` (the session may be None: the dispatcher reads it).
 # In-process models (litellm custom providers): provider name -> dotted path of a model object
 # or class with `respond(model=, messages=, tools=)`. `planboard-demo/<anything>` is the
 # offline demo model.
 PLANBOARD_LOCAL_MODELS = {"planboard-demo": "agents.demo_model.DemoModel"}
+# Dotted path of the callable that starts an agent run once its row is committed, called as
+# `dispatcher(run_id, session_id=...)` (the session may be None: the dispatcher reads it).
 PLANBOARD_RUN_DISPATCHER = os.environ.get("PLANBOARD_RUN_DISPATCHER", "agents.tasks.dispatch_run")
 # --- The inbox's notifications and action links (docs/INBOX.md) -------------------------
 # How a queued notification is handed to a worker: called with (notification id, delay).

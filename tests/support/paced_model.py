@@ -45,8 +45,8 @@ class PacedOpenAI:
         # (name, arguments): the third answer calls this tool (an MCP server's) instead of a
         # read-only plan tool.
         self.tool = tool
-        # The last answer's length in words, when it should be as long as a real one (streamed
-        # in 7-character pieces, about a hundred words a second from a hosted model).
+        # Words added to the last answer, to make it as long as a real one (streamed in
+        # 7-character pieces, as a hosted model sends a token or two at a time).
         self.final_words = final_words
         self.first_seen: dict[str, float] = {}
         self.requests = 0

@@ -1,5 +1,6 @@
-"""The Celery application; tasks live in `agents.tasks` (runs) and `planboard.tasks`
-(notifications, action-link expiry)."""
+"""The Celery application; tasks live in `agents.tasks` (runs, on the default queue) and
+`planboard.tasks` (notifications, action-link expiry: routed to
+`settings.PLANBOARD_NOTIFICATION_QUEUE` by `CELERY_TASK_ROUTES`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 app = Celery("planboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["agents", "planboard"])
+
+
+def embedded_queues() -> list[str]:
+    """What the embedded mode's one in-process worker consumes: the runs' queue and the
+    notifications' (a worker started without -Q consumes only the first)."""
+    from django.conf import settings
+
+    return [settings.CELERY_TASK_DEFAULT_QUEUE, settings.PLANBOARD_NOTIFICATION_QUEUE]
 
 
 @signals.after_setup_logger.connect

@@ -1,9 +1,10 @@
 """Delivering a claimed notification: the text people read, an email through Django's email
 backend, and a webhook POST signed with the person's secret (docs/INBOX.md).
 
-Webhook URLs are people's own, so they get the same destination rules as staff-entered URLs
-(`planboard.outbound`): the host is resolved once, checked, and the request goes to exactly
-the address checked (no redirects).
+Webhook URLs are people's own: they get the destination rules of `planboard.outbound` with an
+allow-list of their own (`PLANBOARD_WEBHOOK_ALLOWED_NETWORKS`), and one deadline for the whole
+request (`outbound.post`). Text from outside (titles, tool arguments, the agent's words) is
+data: the subject is one clean line, and the webhook's Slack `text` has its markup escaped.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import unicodedata
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 from django.conf import settings
 from django.core.mail import EmailMessage
 
@@ -34,11 +35,38 @@ _KIND_TITLES: dict[str, str] = {
 }
 
 
-def summary(claimed: Claimed) -> tuple[str, str]:
-    """(subject, body) in plain text: what waits, where, and the links."""
+SUBJECT_LIMIT = 150
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` as one printable line of at most `limit` characters: line breaks, tabs and other
+    control or format characters (bidi overrides included) become spaces, runs of spaces one."""
+    cleaned = "".join(" " if unicodedata.category(char)[0] in "CZ" else char for char in text)
+    line = " ".join(cleaned.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def subject_of(claimed: Claimed) -> str:
+    """The email's subject and the webhook's `title`: what waits, and in which session."""
     item = claimed.item
-    session = item["session"]["title"] or f"Session {item['session']['id']}"
-    subject = f"{_KIND_TITLES.get(item['kind'], 'Something waits for you')}: {session}"
+    what = _KIND_TITLES.get(item["kind"], "Something waits for you")
+    session = item["session"]
+    title = one_line(session["title"] or "", SUBJECT_LIMIT) or f"Session {session['id']}"
+    return one_line(f"{what}: {title}", SUBJECT_LIMIT)
+
+
+def slack_escape(text: str) -> str:
+    """Slack's escaping: with `&`, `<` and `>` as entities no mention, link or channel
+    notification can be written."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def summary(claimed: Claimed, escape: Callable[[str], str] = str) -> tuple[str, str]:
+    """(subject, body) in plain text: what waits, where, and the links. `escape` is applied to
+    the body (every line of it may carry outside text, the links too: a tool call's id is
+    in the session link's anchor)."""
+    item = claimed.item
+    subject = subject_of(claimed)
     lines = [subject, ""]
     if item["tool_call"] is not None:
         lines += [
@@ -62,7 +90,7 @@ def summary(claimed: Claimed) -> tuple[str, str]:
     for decision, url in claimed.links.items():
         lines.append(f"{decision.capitalize()}: {url}")
     lines += ["", "Each link works once and asks you to confirm before it acts."]
-    return subject, "\n".join(lines)
+    return subject, escape("\n".join(lines))
 
 
 def send_email(claimed: Claimed) -> None:
@@ -81,8 +109,8 @@ def send_email(claimed: Claimed) -> None:
 
 
 def webhook_body(claimed: Claimed) -> bytes:
-    """Slack-compatible `text` plus the structured fields, as sent (and signed)."""
-    subject, body = summary(claimed)
+    """Slack-compatible `text` (escaped) plus the structured fields, as sent (and signed)."""
+    subject, body = summary(claimed, escape=slack_escape)
     payload: dict[str, Any] = {"text": body, "title": subject, **payload_fields(claimed)}
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -94,32 +122,23 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def send_webhook(claimed: Claimed) -> None:
-    url = claimed.prefs.webhook_url
-    found = outbound.url_host_port(url)
-    if found is None:
-        raise ValueError("the webhook URL has no host")
-    host, port = found
-    address = outbound.check_host(host, port)[0]
-    parts = urlsplit(url)
-    literal = f"[{address}]" if address.version == 6 else str(address)
-    pinned = urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, ""))
     body = webhook_body(claimed)
     headers = {
         "Content-Type": "application/json",
-        "Host": parts.netloc.rpartition("@")[2],
         SIGNATURE_HEADER: signature(claimed.prefs.webhook_secret, body),
         # The same on every attempt: a receiver drops a repeat it has seen.
         DELIVERY_HEADER: str(claimed.notification.pk),
         "User-Agent": "Planboard-Webhook",
     }
-    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
-    # trust_env off: a proxy from the environment would connect somewhere unchecked.
-    with httpx.Client(
-        timeout=settings.PLANBOARD_WEBHOOK_TIMEOUT, follow_redirects=False, trust_env=False
-    ) as client:
-        response = client.post(pinned, content=body, headers=headers, extensions=extensions)
-    if response.status_code >= 300:
-        raise RuntimeError(f"the webhook answered HTTP {response.status_code}")
+    status = outbound.post(
+        claimed.prefs.webhook_url,
+        body=body,
+        headers=headers,
+        timeout=settings.PLANBOARD_WEBHOOK_TIMEOUT,
+        setting=outbound.WEBHOOK_SETTING,
+    )
+    if status >= 300:
+        raise RuntimeError(f"the webhook answered HTTP {status}")
 
 
 def deliver(claimed: Claimed) -> None:

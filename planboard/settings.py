@@ -220,6 +220,14 @@ CELERY_WORKER_CONCURRENCY = int(
 # share one Redis by giving each its own name. Workers dispatch to it too (the lease sweep, a
 # SIGTERM hand-off), so it must match the queue the workers consume.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("PLANBOARD_TASK_QUEUE", "") or "celery"
+# The inbox's tasks (notification sends and the two sweeps) go to a queue of their own, so a
+# slow webhook never holds a process a run needs: run workers (no -Q) consume only the default
+# queue; a small notifier worker consumes this one (`make notifier`, docs/DEPLOYMENT.md).
+PLANBOARD_NOTIFICATION_QUEUE = (
+    os.environ.get("PLANBOARD_NOTIFICATION_QUEUE", "")
+    or f"{CELERY_TASK_DEFAULT_QUEUE}.notifications"
+)
+CELERY_TASK_ROUTES = {"planboard.tasks.*": {"queue": PLANBOARD_NOTIFICATION_QUEUE}}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # Redelivery of unacked tasks after a worker dies (Redis transport).
@@ -365,6 +373,8 @@ PLANBOARD_NOTIFICATION_DISPATCHER = os.environ.get(
 PLANBOARD_PUBLIC_URL = os.environ.get("PLANBOARD_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
 # How long a signed action link works; an approval nobody decided by then counts as denied.
 PLANBOARD_ACTION_LINK_HOURS = float(os.environ.get("PLANBOARD_ACTION_LINK_HOURS", "24"))
+# Seconds for a whole webhook request (resolving, connecting, sending, the answer's status);
+# the answer's body is never read.
 PLANBOARD_WEBHOOK_TIMEOUT = float(os.environ.get("PLANBOARD_WEBHOOK_TIMEOUT", "10"))
 # Sending attempts per notification (email or webhook) before it is marked failed.
 PLANBOARD_NOTIFICATION_ATTEMPTS = int(os.environ.get("PLANBOARD_NOTIFICATION_ATTEMPTS", "5"))
@@ -384,6 +394,8 @@ EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", "25"))
 EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+# Seconds each SMTP operation may wait (Django's default is to wait for ever).
+EMAIL_TIMEOUT = float(os.environ.get("DJANGO_EMAIL_TIMEOUT", "10"))
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "planboard@localhost")
 # Sweeps for a beat process (`celery -A planboard beat`): notifications whose hand-off was
 # lost, and action links that expired unused (approvals count as denied).
@@ -412,14 +424,21 @@ PLANBOARD_TOOL_OAUTH_FINISH = "agents.mcp_client.oauth_finish"
 PLANBOARD_TOOL_ALLOWED_NETWORKS = env_list(
     "PLANBOARD_TOOL_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128" if PLANBOARD_EMBEDDED and DEBUG else ""
 )
-for _network in PLANBOARD_TOOL_ALLOWED_NETWORKS:
-    try:
-        ip_network(_network, strict=False)
-    except ValueError:
-        raise RuntimeError(
-            f"PLANBOARD_TOOL_ALLOWED_NETWORKS: {_network!r} is not a network; write CIDRs "
-            "like 10.1.2.0/24 or ::1/128, separated by commas."
-        ) from None
+# The same for people's webhook URLs, a list of its own: anyone may enter a webhook, so the
+# networks opened to staff's toolsets stay closed to them (also in the embedded mode).
+PLANBOARD_WEBHOOK_ALLOWED_NETWORKS = env_list("PLANBOARD_WEBHOOK_ALLOWED_NETWORKS", "")
+for _name, _networks in (
+    ("PLANBOARD_TOOL_ALLOWED_NETWORKS", PLANBOARD_TOOL_ALLOWED_NETWORKS),
+    ("PLANBOARD_WEBHOOK_ALLOWED_NETWORKS", PLANBOARD_WEBHOOK_ALLOWED_NETWORKS),
+):
+    for _network in _networks:
+        try:
+            ip_network(_network, strict=False)
+        except ValueError:
+            raise RuntimeError(
+                f"{_name}: {_network!r} is not a network; write CIDRs "
+                "like 10.1.2.0/24 or ::1/128, separated by commas."
+            ) from None
 # What a refresh takes from a server (docs/TOOLS.md, "Limits"): past the first two the refresh
 # is refused; a tool over the per-tool size is left out.
 PLANBOARD_TOOLSET_MAX_TOOLS = int(os.environ.get("PLANBOARD_TOOLSET_MAX_TOOLS", "200"))

@@ -6,11 +6,19 @@ once; a failed send goes back to pending and is retried with backoff; a worker t
 mid-send leaves the row claimed, and the sweep hands it out again once the claim is stale.
 Each attempt carries the same delivery id (webhook header, email Message-ID) for receivers
 to drop a repeat.
+
+When a row is due is kept on the row (`send_after`). The broker gets a countdown only when it
+is short: a waiting task that is not acknowledged is redelivered after the broker's
+visibility timeout (an hour), so a week's delay as a countdown would come back a hundred and
+sixty-eight times. Longer waits are left to the sweep, which hands a row out once it is due.
+These tasks run on their own queue (`settings.PLANBOARD_NOTIFICATION_QUEUE`).
 """
 
 from __future__ import annotations
 
 import logging
+
+from django.conf import settings
 
 from celery import Task, shared_task
 from planboard import notifications, services
@@ -18,11 +26,28 @@ from planboard import notifications, services
 logger = logging.getLogger(__name__)
 
 RETRY_BASE_SECONDS = 10.0
+RETRY_MAX_SECONDS = 3600.0
+# The longest countdown handed to the broker, and at most a quarter of its visibility timeout.
+COUNTDOWN_MAX_SECONDS = 300.0
+
+
+def countdown_limit() -> float:
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 3600)
+    return min(COUNTDOWN_MAX_SECONDS, float(visibility) / 4)
+
+
+def _hand_out(notification_id: int, delay: float) -> bool:
+    """Queue a send in `delay` seconds if that is short; else the sweep sends the row once it
+    is due. True when it was queued."""
+    if delay > countdown_limit():
+        return False
+    send_notification.apply_async((notification_id,), countdown=max(0.0, delay))
+    return True
 
 
 def dispatch_notification(notification_id: int, delay: float = 0.0) -> None:
     """`settings.PLANBOARD_NOTIFICATION_DISPATCHER`: hand a committed row to a worker."""
-    send_notification.apply_async((notification_id,), countdown=max(0.0, delay))
+    _hand_out(notification_id, delay)
 
 
 @shared_task(
@@ -33,18 +58,19 @@ def send_notification(self: Task, notification_id: int) -> str:
     if claimed is None:
         return "nothing to do"
     if isinstance(claimed, float):
-        send_notification.apply_async((notification_id,), countdown=claimed)
+        _hand_out(notification_id, claimed)
         return "not due yet"
     try:
         notifications.deliver(claimed)
     except Exception as exc:  # any failure of a send is retried, then recorded
         logger.warning("notification %s failed: %s", notification_id, exc)
+        attempts = claimed.notification.attempts
+        delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** min(20, max(0, attempts - 1)))
         row = services.notification_finish(
-            notification_id=notification_id, error=str(exc) or repr(exc)
+            notification_id=notification_id, error=str(exc) or repr(exc), retry_in=delay
         )
         if row.status == "pending":
-            delay = RETRY_BASE_SECONDS * 2 ** max(0, row.attempts - 1)
-            send_notification.apply_async((notification_id,), countdown=delay)
+            _hand_out(notification_id, delay)
         return row.status
     services.notification_finish(notification_id=notification_id)
     return "sent"

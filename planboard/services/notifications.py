@@ -3,7 +3,9 @@
 A notification row (the outbox, made with the item: `_inbox._item_waits`) goes through
 `notification_claim` (one worker at a time: pending -> sending, committed before anything is
 sent; skipped when the item was answered meanwhile) and `notification_finish` (sent, or back
-to pending for a retry, or failed after the last attempt). Its action links are derived from
+to pending for a retry at `send_after`, or failed after the last attempt). A row that has had
+`PLANBOARD_NOTIFICATION_ATTEMPTS` attempts is never claimed again, whichever way it comes
+back (a retry, a stale claim of a worker that died). Its action links are derived from
 the row (`action_link_token`), so a retry sends the same links, and each link row is made
 once.
 
@@ -80,7 +82,7 @@ def notification_settings_update(
         if url:
             if not url.startswith(("https://", "http://")):
                 raise PlanError("'webhook_url' must be an http(s) URL.")
-            outbound.check_url(url, field="webhook_url")
+            outbound.check_url(url, field="webhook_url", setting=outbound.WEBHOOK_SETTING)
     with transaction.atomic():
         prefs, _ = NotificationSettings.objects.select_for_update().get_or_create(user=user)
         if kinds is not None:
@@ -135,6 +137,9 @@ def notification_claim(*, notification_id: int) -> Claimed | float | None:
             lease = timedelta(seconds=settings.PLANBOARD_NOTIFICATION_CLAIM_SECONDS)
             if row.claimed_at is not None and row.claimed_at + lease > now:
                 return None  # another worker is sending it right now
+        if row.attempts >= settings.PLANBOARD_NOTIFICATION_ATTEMPTS:
+            _give_up(row)
+            return None
         if row.send_after > now:
             return (row.send_after - now).total_seconds()
         item = selectors.inbox_item(user=row.user, key=row.item_key)
@@ -151,14 +156,25 @@ def notification_claim(*, notification_id: int) -> Claimed | float | None:
     return Claimed(notification=row, item=item, prefs=prefs, links=links)
 
 
-def notification_finish(*, notification_id: int, error: str = "") -> Notification:
-    """Record how sending went: sent; or, on an error, pending again for the next attempt
-    (failed after the last one)."""
+def _give_up(row: Notification) -> None:
+    limit = settings.PLANBOARD_NOTIFICATION_ATTEMPTS
+    row.status = Notification.Status.FAILED
+    row.claimed_at = None
+    row.error = f"Gave up after {limit} attempts. {row.error}"[:2000]
+    row.save(update_fields=["status", "claimed_at", "error"])
+
+
+def notification_finish(
+    *, notification_id: int, error: str = "", retry_in: float = 0.0
+) -> Notification:
+    """Record how sending went: sent; or, on an error, pending again for the next attempt in
+    `retry_in` seconds (failed after the last one)."""
+    now = timezone.now()
     with transaction.atomic():
         row = Notification.objects.select_for_update().get(pk=notification_id)
         if not error:
             row.status = Notification.Status.SENT
-            row.sent_at = timezone.now()
+            row.sent_at = now
             row.error = ""
         elif row.attempts >= settings.PLANBOARD_NOTIFICATION_ATTEMPTS:
             row.status = Notification.Status.FAILED
@@ -166,19 +182,30 @@ def notification_finish(*, notification_id: int, error: str = "") -> Notificatio
         else:
             row.status = Notification.Status.PENDING
             row.error = error[:2000]
+            # The next attempt's time is kept here: the sweep hands it out even when the
+            # retry's hand-off (or its countdown) is lost.
+            row.send_after = now + timedelta(seconds=max(0.0, retry_in))
         row.claimed_at = None
-        row.save(update_fields=["status", "sent_at", "error", "claimed_at"])
+        row.save(update_fields=["status", "sent_at", "error", "claimed_at", "send_after"])
     return row
 
 
 def notifications_due() -> list[int]:
     """Rows a sweep hands to workers: due and pending, or claimed by a worker that never
-    finished (its hand-off, or the worker itself, was lost)."""
+    finished (its hand-off, or the worker itself, was lost). Such rows that had their last
+    attempt are failed here instead."""
     now = timezone.now()
     stale = now - timedelta(seconds=settings.PLANBOARD_NOTIFICATION_CLAIM_SECONDS)
+    limit = settings.PLANBOARD_NOTIFICATION_ATTEMPTS
     pending = Notification.objects.filter(status=Notification.Status.PENDING, send_after__lte=now)
     stuck = Notification.objects.filter(status=Notification.Status.SENDING, claimed_at__lt=stale)
-    return sorted({*pending.values_list("pk", flat=True), *stuck.values_list("pk", flat=True)})
+    due = sorted({*pending.values_list("pk", flat=True), *stuck.values_list("pk", flat=True)})
+    spent = set(
+        Notification.objects.filter(pk__in=due, attempts__gte=limit).values_list("pk", flat=True)
+    )
+    for notification_id in sorted(spent):
+        notification_claim(notification_id=notification_id)  # rechecks, then fails the row
+    return [pk for pk in due if pk not in spent]
 
 
 # --- action links ---------------------------------------------------------------------------

@@ -39,7 +39,7 @@ class EmbeddedWorker:
     def __init__(self, *, concurrency: int) -> None:
         from celery.worker import WorkController
 
-        from planboard.celery import app
+        from planboard.celery import app, embedded_queues
 
         started = threading.Event()
         self.started = started
@@ -59,6 +59,8 @@ class EmbeddedWorker:
             app=app,
             pool="threads",
             concurrency=concurrency,
+            # Runs and the inbox's notifications alike: there is no other worker here.
+            queues=embedded_queues(),
             hostname=f"embedded@{socket.gethostname()}",
             without_heartbeat=True,
             without_mingle=True,

@@ -132,6 +132,14 @@ session = services.session_create(owner=demo, title="Kyoto")
 services.message_post(session_id=session.pk, author=demo, content="Plan a three-day trip to Kyoto")
 print(session.pk)
 """
+# The demo person hears about what waits on them, by email (the console backend here).
+SUBSCRIBE = """
+demo.email = "demo@example.com"
+demo.save(update_fields=["email"])
+services.notification_settings_update(
+    user=demo, kinds=["confirmation", "question"], email=True, delay_seconds=0
+)
+"""
 
 
 def run_status(db_path: str, session_id: int) -> str | None:
@@ -141,6 +149,14 @@ def run_status(db_path: str, session_id: int) -> str | None:
             (session_id,),
         ).fetchone()
     return row[0] if row else None
+
+
+def notification_states(db_path: str, session_id: int) -> list[str]:
+    with sqlite3.connect(db_path) as connection:
+        rows = connection.execute(
+            "SELECT status FROM planboard_notification WHERE session_id = ?", (session_id,)
+        ).fetchall()
+    return [row[0] for row in rows]
 
 
 def http(method: str, url: str, *, token: str = "", body: dict[str, Any] | None = None) -> Any:
@@ -191,7 +207,7 @@ def test_runembedded_serves_the_app_and_runs_the_agent_in_process(
             "shell",
             "-v0",
             "-c",
-            SEED,
+            SEED + SUBSCRIBE,
             extra_env={"PLANBOARD_RUN_DISPATCHER": "tests.support.env.record_dispatch"},
         ).split()[-1]
     )
@@ -209,6 +225,12 @@ def test_runembedded_serves_the_app_and_runs_the_agent_in_process(
             lambda: run_status(db_path, session_id) == "waiting_for_user",
             timeout=120,
             what="the resumed run to ask for confirmation",
+        )
+        # The in-process worker consumes the notifications' queue too: the email goes out.
+        wait_for(
+            lambda: notification_states(db_path, session_id) == ["sent"],
+            timeout=60,
+            what="the notification to be sent",
         )
         # A message sent through the web server is run by the in-process worker.
         token = http(
@@ -243,6 +265,7 @@ def test_runembedded_serves_the_app_and_runs_the_agent_in_process(
     assert f"Planboard is running at http://127.0.0.1:{port}/" in output
     assert "Log in as: demo / planboard-demo" in output
     assert "Resumed 1 agent run(s)" in output
+    assert "To: demo@example.com" in output and "waits for your go-ahead: Kyoto" in output
 
 
 @pytest.mark.slow

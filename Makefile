@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint typecheck lock deps deps-dev browser migrate demo-user worker web clean
+.PHONY: run test lint typecheck lock deps deps-dev browser migrate demo-user worker notifier web clean
 
 # Installs come from the lock files (exact versions, tested together), so a new upstream
 # release can never break a fresh machine. `pip check` fails when pyproject.toml asks for a
@@ -76,6 +76,10 @@ web: migrate
 	$(VENV)/bin/daphne -b $${HOST:-0.0.0.0} -p $${PORT:-8000} planboard.asgi:application
 worker: deps
 	$(VENV)/bin/celery -A planboard worker -l info
+## Notification sends and the inbox's sweeps, on their own queue (run workers never take them).
+notifier: deps
+	$(VENV)/bin/celery -A planboard worker -l info --concurrency=2 --hostname=notifier@%h \
+	  --queues=$${PLANBOARD_NOTIFICATION_QUEUE:-$${PLANBOARD_TASK_QUEUE:-celery}.notifications}
 
 ## Run every test (unit, PostgreSQL/Redis integration when configured, real-browser).
 ## Locally the PostgreSQL test database is kept between runs (migrations still apply);

@@ -87,6 +87,8 @@ def _server_env(database: Path) -> dict[str, str]:
             "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "PLANBOARD_DEMO_STEP_DELAY": "0.2",
             "PLANBOARD_MESSAGE_RATE": "1000/min",
+            # The notification settings form saves a webhook on loopback.
+            "PLANBOARD_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "PYTHONUNBUFFERED": "1",
         }

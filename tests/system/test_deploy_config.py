@@ -112,6 +112,32 @@ def test_one_beat_runs_the_inbox_sweeps(compose: dict[str, Any]) -> None:
     }
 
 
+def notifier_queue(compose: dict[str, Any], env: dict[str, str]) -> str:
+    """The queue the notifier's command names, as its shell expands it in `env`."""
+    shell, flag, script = compose["services"]["notifier"]["command"]
+    script = script.replace("$$", "$").replace("exec celery", "echo celery", 1)
+    done = subprocess.run(
+        [shell, flag, script], env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True
+    )
+    return re.findall(r"--queues=(\S+)", done.stdout)[0]
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"PLANBOARD_TASK_QUEUE": "team-a"}, {"PLANBOARD_NOTIFICATION_QUEUE": "sends"}],
+    ids=["default", "task-queue", "own-name"],
+)
+def test_a_notifier_consumes_the_notifications_queue_and_workers_do_not(
+    compose: dict[str, Any], env: dict[str, str]
+) -> None:
+    services = compose["services"]
+    assert "--queues" not in " ".join(services["worker"]["command"])
+    assert services["notifier"]["image"] == services["worker"]["image"]
+    expected = settings_probe(env, "result = settings.PLANBOARD_NOTIFICATION_QUEUE")
+    assert notifier_queue(compose, env) == expected
+    assert expected != settings_probe(env, "result = settings.CELERY_TASK_DEFAULT_QUEUE")
+
+
 def test_worker_can_be_scaled(compose: dict[str, Any]) -> None:
     worker = compose["services"]["worker"]
     # A fixed container name or host port would make `--scale worker=N` fail.

@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from agents import mcp_client
+from planboard import services
 from planboard.models import Toolset, ToolsetCredential
 from tests.support.mcp_oauth_server import OAuthServer, oauth_mcp_server
 from tests.support.oauth_connect import form_fields, oauth_toolset, sign_in
@@ -97,6 +98,20 @@ def test_pressing_connect_needs_the_pages_csrf_token(
     done = browser.get(sign_in(pressed["Location"]))
     assert done.status_code == 302 and done["Location"] == "/sessions/"
     assert ToolsetCredential.objects.get(toolset=toolset, user=user).oauth_tokens
+    # Connecting again: the page now names the authorization server found last time.
+    again = browser.get(address).content.decode()
+    assert "You will sign in at 127.0.0.1, then come back here." in again
+
+
+def test_the_page_never_shows_credentials_the_servers_url_carries(
+    user: Any, staff_admin: Any, oauth_server: OAuthServer, starts: list[int]
+) -> None:
+    toolset = oauth_toolset(staff_admin, oauth_server, access="per_person")
+    secret_url = oauth_server.url.replace("http://", "http://bot:hunter2@") + "?key=abc123"
+    services.toolset_update(toolset_id=toolset.pk, user=staff_admin, url=secret_url)
+    page = client_for(user).get(f"/toolsets/{toolset.pk}/connect/").content.decode()
+    assert "127.0.0.1" in page
+    assert "hunter2" not in page and "abc123" not in page and "bot:" not in page
 
 
 def test_the_button_returns_only_to_a_path_of_this_site_and_checks_who_presses_it(

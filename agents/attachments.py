@@ -91,6 +91,7 @@ async def read_and_store(attachments: Attachments, *, lane: Lane) -> None:
                     toolset_id=reading.toolset.pk,
                     user_id=reading.toolset.oauth_user_id,
                     tokens=output.oauth_tokens,
+                    replacing=output.oauth_replaces or {},
                 )
         await lane.run(_store, run, reading, output)
 

@@ -437,6 +437,7 @@ def finish_call(*, record: ToolCall, output: mcp_client.ToolOutput) -> Outcome:
             toolset_id=record.toolset.pk,
             user_id=record.toolset.oauth_user_id,
             tokens=output.oauth_tokens,
+            replacing=output.oauth_replaces or {},
         )
     status = ToolCall.Status.SUCCEEDED if output.ok else ToolCall.Status.FAILED
     return _answer(record, output.text, status=status, duration_ms=output.duration_ms)

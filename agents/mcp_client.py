@@ -24,6 +24,7 @@ not hold a database transaction open across a call: a server may take a minute.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import logging
@@ -34,7 +35,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any, TextIO, TypeVar
 from urllib.parse import urlencode
 
@@ -118,8 +119,11 @@ class ToolOutput:
     ok: bool
     duration_ms: int = 0
     # An OAuth toolset whose tokens changed during the call (refreshed; or `{}`: the provider
-    # refused them and the person must connect again): stored by the caller, in a unit.
+    # refused them and the person must connect again): stored by the caller, in a unit, only
+    # over the stored tokens the call started from (`oauth_replaces`): another call may have
+    # stored newer ones meanwhile (`services.toolset_oauth_tokens_store`).
     oauth_tokens: dict[str, Any] | None = None
+    oauth_replaces: dict[str, Any] | None = None
 
 
 def timeout_seconds() -> float:
@@ -260,7 +264,7 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
         raise PlanError(failure.message, code="toolset_unreachable") from None
     finally:
         if oauth is not None:
-            store_oauth_tokens(toolset, oauth.changed_tokens())
+            oauth.store_changed()
     for item in found:
         item.pop("weight", None)
     return found
@@ -429,10 +433,7 @@ async def acall_tool(
     except Exception as exc:  # a bug of ours or of the SDK: still an answer for the model
         output = unexpected(toolset, tool, exc)
     output = finished(output, started)
-    tokens = oauth.changed_tokens() if oauth is not None else None
-    return ToolOutput(
-        output.text, ok=output.ok, duration_ms=output.duration_ms, oauth_tokens=tokens
-    )
+    return oauth.outcome(output) if oauth is not None else output
 
 
 async def call_on(
@@ -500,8 +501,7 @@ async def aread_resource(toolset: Toolset, uri: str) -> ToolOutput:
     except Exception as exc:
         output = unexpected(toolset, READING, exc)
     output = finished(output, started)
-    tokens = oauth.changed_tokens() if oauth is not None else None
-    return ToolOutput(output.text, output.ok, output.duration_ms, oauth_tokens=tokens)
+    return oauth.outcome(output) if oauth is not None else output
 
 
 # What failures of resources/read call the operation ("calling 'resources/read' failed").
@@ -543,7 +543,7 @@ def get_prompt(toolset: Toolset, name: str, arguments: dict[str, str]) -> str:
         raise PlanError(failure.message, code="toolset_unreachable") from None
     finally:
         if oauth is not None:
-            store_oauth_tokens(toolset, oauth.changed_tokens())
+            oauth.store_changed()
 
 
 def unexpected(toolset: Toolset, tool: str, exc: BaseException) -> ToolOutput:
@@ -1043,10 +1043,12 @@ class _TokenStore:
 
 @dataclass
 class _OAuthUse:
-    """One use of an OAuth toolset: its provider and whose tokens it carries."""
+    """One use of an OAuth toolset: its provider, whose tokens it carries, and the stored
+    tokens it started from (what it changed replaces only those)."""
 
     toolset: Toolset
     provider: _Provider
+    started: dict[str, Any]
     retried: bool = False
 
     def changed_tokens(self) -> dict[str, Any] | None:
@@ -1057,6 +1059,24 @@ class _OAuthUse:
         if self.provider.store.tokens_changed:
             return self.provider.store.as_stored()
         return None
+
+    def outcome(self, output: ToolOutput) -> ToolOutput:
+        """`output` with the tokens the use changed, for its caller to store."""
+        tokens = self.changed_tokens()
+        if tokens is None:
+            return output
+        return replace(output, oauth_tokens=tokens, oauth_replaces=self.started)
+
+    def store_changed(self) -> None:
+        """Store what the use changed (outside a run: discovery, prompts)."""
+        tokens = self.changed_tokens()
+        if tokens is not None:
+            services.toolset_oauth_tokens_store(
+                toolset_id=self.toolset.pk,
+                user_id=self.toolset.oauth_user_id,
+                tokens=tokens,
+                replacing=self.started,
+            )
 
     def reconnect_message(self) -> str:
         return reconnect_message(self.toolset)
@@ -1087,13 +1107,14 @@ def _oauth_for(toolset: Toolset) -> _OAuthUse | None:
     tokens of the session's owner, or the shared ones, on it); None for other toolsets."""
     if not signs_in(toolset):
         return None
+    started = copy.deepcopy(toolset.oauth_tokens or {})
     provider = _Provider(
         toolset.url,
         client=dict(toolset.oauth_client or {}),
-        tokens=dict(toolset.oauth_tokens or {}),
+        tokens=dict(started),
         connecting=False,
     )
-    return _OAuthUse(toolset=toolset, provider=provider)
+    return _OAuthUse(toolset=toolset, provider=provider, started=started)
 
 
 def reconnect_message(toolset: Toolset) -> str:
@@ -1107,14 +1128,6 @@ def reconnect_message(toolset: Toolset) -> str:
         f"toolset '{toolset.name}': {whose} sign-in at its provider has expired or was "
         f"revoked. Reconnect {toolset.name} at {where} and try again."
     )
-
-
-def store_oauth_tokens(toolset: Toolset, tokens: dict[str, Any] | None) -> None:
-    """Store tokens a use of `toolset` changed (outside a run: discovery)."""
-    if tokens is not None:
-        services.toolset_oauth_tokens_store(
-            toolset_id=toolset.pk, user_id=toolset.oauth_user_id, tokens=tokens
-        )
 
 
 def oauth_start(toolset: Toolset, *, redirect_uri: str) -> dict[str, Any]:

@@ -844,8 +844,9 @@ class NotificationSettings(models.Model):
     kinds = models.JSONField(default=list, blank=True)
     email = models.BooleanField(default=False)
     webhook_url = models.CharField(max_length=500, blank=True, default="")
-    # The HMAC-SHA256 key of the webhook's signature header; never shown back in full.
-    webhook_secret = models.CharField(max_length=100, blank=True, default="")
+    # The HMAC-SHA256 key of the webhook's signature header; never shown back in full, and
+    # encrypted at rest like toolsets' secrets (a dump must not let anyone forge deliveries).
+    webhook_secret = EncryptedTextField(max_length=100, blank=True, default="")
     # Nothing is sent when the item is answered within this many seconds.
     delay_seconds = models.PositiveIntegerField(default=300)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,5 +1,6 @@
-"""Model fields whose values are encrypted at rest: a toolset's secret env and headers, and
-its URL (which may carry credentials). A database dump or backup shows ciphertext only.
+"""Model fields whose values are encrypted at rest: a toolset's secret env and headers, its
+URL (which may carry credentials) and OAuth tokens, and a person's webhook secret. A database
+dump or backup shows ciphertext only.
 
 Fernet (AES-128-CBC with HMAC-SHA256, from `cryptography`) under the keys in
 `PLANBOARD_SECRETS_KEYS` (comma-separated; the first encrypts, every one decrypts, so a key is

@@ -28,6 +28,7 @@ nothing.
 | `elicitations` | `elicitation_open/answer/close`: MCP servers' questions to people |
 | `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, `session_set_answerers`     |
 | `notifications` | notification settings, the outbox (claim/finish), action links     |
+| `secret_rotation` | `notification_settings_rotate_secrets` (`manage.py rotate_secrets`) |
 """
 
 from planboard.services._core import (
@@ -85,6 +86,7 @@ from planboard.services.runs import (
     run_renew_leases,
     run_start,
 )
+from planboard.services.secret_rotation import notification_settings_rotate_secrets
 from planboard.services.sessions import session_create, session_update
 from planboard.services.subtasks import (
     subtask_add,
@@ -155,6 +157,7 @@ __all__ = [
     "message_record_attachment",
     "notification_claim",
     "notification_finish",
+    "notification_settings_rotate_secrets",
     "notification_settings_update",
     "notifications_due",
     "plan_change",

@@ -609,31 +609,37 @@ def toolset_oauth_connect(
 
 
 def toolset_oauth_tokens_store(
-    *, toolset_id: int, user_id: int | None, tokens: dict[str, Any]
-) -> None:
+    *, toolset_id: int, user_id: int | None, tokens: dict[str, Any], replacing: dict[str, Any]
+) -> bool:
     """Tokens a call changed: refreshed, or `{}` when the provider refused them (the person
-    connects again). `user_id` None: the toolset's shared tokens."""
+    connects again). `user_id` None: the toolset's shared tokens. They replace only the tokens
+    the call started from (`replacing`), compared under the row's lock: providers rotate
+    refresh tokens, so of two calls refreshing the same tokens one is refused, and whatever
+    was stored meanwhile (the winner's tokens, a new connection, the clearing when the toolset
+    moved to another server) is newer and stays. Returns whether the tokens were stored."""
     with transaction.atomic():
         if user_id is None:
             toolset = Toolset.objects.select_for_update().filter(pk=toolset_id).first()
-            if toolset is not None:
-                toolset.oauth_tokens = tokens
-                toolset.save(update_fields=["oauth_tokens"])
-            return
+            if toolset is None or (toolset.oauth_tokens or {}) != replacing:
+                return False
+            toolset.oauth_tokens = tokens
+            toolset.save(update_fields=["oauth_tokens"])
+            return True
         credential = (
             ToolsetCredential.objects.select_for_update()
             .filter(toolset_id=toolset_id, user_id=user_id)
             .first()
         )
-        if credential is None:
-            return
+        if credential is None or (credential.oauth_tokens or {}) != replacing:
+            return False
         if not tokens and not credential.env and not credential.headers:
             # Refused by the provider and nothing else to keep: the person is no longer
             # connected (their sessions stop being offered the tools until they reconnect).
             credential.delete()
-            return
+            return True
         credential.oauth_tokens = tokens
         credential.save(update_fields=["oauth_tokens"])
+        return True
 
 
 def toolset_rotate_secrets() -> int:

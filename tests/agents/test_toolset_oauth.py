@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx2
 import pytest
 from django.conf import settings
 from django.test import Client
@@ -20,6 +19,7 @@ from planboard.models import AgentRun, ChatSession, Toolset, ToolsetCredential
 from tests.support import db
 from tests.support.elicitation import answer_when_asked, rest_answer
 from tests.support.mcp_oauth_server import OAuthServer, oauth_mcp_server
+from tests.support.oauth_connect import connect, oauth_toolset, sign_in, start
 from tests.support.runs import drive, post, result_of
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
 from tests.support.web import api_client_for, client_for
@@ -31,42 +31,6 @@ pytestmark = pytest.mark.django_db
 def oauth_server() -> Iterator[OAuthServer]:
     with oauth_mcp_server() as server:
         yield server
-
-
-def oauth_toolset(staff_admin: Any, server: OAuthServer, *, access: str) -> Toolset:
-    toolset = services.toolset_create(
-        user=staff_admin, name="remote", kind="http", url=server.url, auth="oauth", access=access
-    )
-    services.toolset_refresh_tools(
-        toolset_id=toolset.pk, tools=[{"name": "whoami", "read_only": True}]
-    )
-    toolset.refresh_from_db()
-    return toolset
-
-
-def start(browser: Client, toolset: Toolset, *, next_path: str = "/sessions/") -> str:
-    """Press Connect: where Planboard sends the browser (the provider's authorize URL)."""
-    response = browser.get(f"/toolsets/{toolset.pk}/connect/?next={next_path}")
-    assert response.status_code == 302, response.content.decode()[:500]
-    return str(response["Location"])
-
-
-def sign_in(authorize_url: str) -> str:
-    """The person signs in at the provider (it approves at once): the path of the callback
-    the provider sends them back to."""
-    answer = httpx2.get(authorize_url, follow_redirects=False, timeout=20)
-    assert answer.status_code in (302, 303, 307), answer.text[:500]
-    back = answer.headers["location"]
-    assert back.startswith(settings.PLANBOARD_PUBLIC_URL + "/toolsets/oauth/callback/")
-    return back[len(settings.PLANBOARD_PUBLIC_URL) :]
-
-
-def connect(user: Any, toolset: Toolset, server: OAuthServer) -> Any:
-    browser = client_for(user)
-    authorize = start(browser, toolset, next_path="/sessions/")
-    assert authorize.startswith(f"{server.base}/authorize?")
-    assert "code_challenge_method=S256" in authorize and "state=" in authorize
-    return browser.get(sign_in(authorize))
 
 
 def offered(session: ChatSession) -> list[str]:

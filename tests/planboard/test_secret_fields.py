@@ -1,8 +1,10 @@
-"""Toolset secrets are ciphertext in the database, read back as written, survive a key
-rotation, and fail clearly when no configured key opens them."""
+"""Toolset secrets and webhook secrets are ciphertext in the database, read back as written,
+survive a key rotation, and fail clearly when no configured key opens them."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib
 from io import StringIO
 from typing import Any
@@ -16,9 +18,9 @@ from django.core.management import call_command
 from django.db.models import Value
 from django.test import override_settings
 
-from planboard import secret_fields, services
+from planboard import notifications, secret_fields, services
 from planboard.checks import secrets_key_configured
-from planboard.models import Toolset
+from planboard.models import NotificationSettings, Toolset
 from tests.support import db
 
 pytestmark = pytest.mark.django_db
@@ -111,3 +113,67 @@ def test_production_is_warned_when_no_key_of_its_own_is_set() -> None:
         assert [m.id for m in secrets_key_configured()] == ["planboard.W002"]
     with override_settings(PLANBOARD_SECRETS_KEYS=Fernet.generate_key().decode()):
         assert secrets_key_configured() == []
+
+
+HOOK_SECRET = "whsec_plain_value_456"
+
+
+def stored_hook_secret(user_id: int) -> str:
+    row = db.fetch_one(
+        "SELECT webhook_secret FROM planboard_notificationsettings WHERE user_id = %s", [user_id]
+    )
+    assert row is not None
+    return str(row[0])
+
+
+@pytest.fixture
+def hook_settings(user: Any) -> NotificationSettings:
+    return NotificationSettings.objects.create(
+        user=user, webhook_url="https://hooks.example.com/in", webhook_secret=HOOK_SECRET
+    )
+
+
+def test_the_webhook_secret_is_ciphertext_in_the_database_and_signs_as_before(
+    hook_settings: NotificationSettings,
+) -> None:
+    raw = stored_hook_secret(hook_settings.user_id)
+    assert raw.startswith(secret_fields.PREFIX) and HOOK_SECRET not in raw
+    again = NotificationSettings.objects.get(pk=hook_settings.pk)
+    assert again.webhook_secret == HOOK_SECRET
+    # Receivers check the signature with the secret they were shown, not the ciphertext.
+    body = b'{"kind": "approval"}'
+    plain = hmac.new(HOOK_SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert notifications.signature(again.webhook_secret, body) == f"sha256={plain}"
+    # No webhook: nothing to hide, the column stays empty.
+    NotificationSettings.objects.filter(pk=hook_settings.pk).update(webhook_secret="")
+    assert stored_hook_secret(hook_settings.user_id) == ""
+
+
+def test_a_rotation_moves_the_webhook_secrets_to_the_new_key(
+    hook_settings: NotificationSettings,
+) -> None:
+    derived = secret_fields.derived_key(settings.SECRET_KEY)
+    new = Fernet.generate_key().decode()
+    with override_settings(PLANBOARD_SECRETS_KEYS=f"{new},{derived}"):
+        out = StringIO()
+        call_command("rotate_secrets", stdout=out)
+        assert "of 1 notification settings" in out.getvalue()
+    with override_settings(PLANBOARD_SECRETS_KEYS=new):
+        again = NotificationSettings.objects.get(pk=hook_settings.pk)
+        assert again.webhook_secret == HOOK_SECRET
+
+
+def test_webhook_secrets_stored_before_encryption_are_encrypted_by_the_migration(
+    hook_settings: NotificationSettings,
+) -> None:
+    NotificationSettings.objects.filter(pk=hook_settings.pk).update(
+        webhook_secret=Value(HOOK_SECRET)
+    )
+    assert NotificationSettings.objects.get(pk=hook_settings.pk).webhook_secret == HOOK_SECRET
+    migration = importlib.import_module("planboard.migrations.0017_oauth_webhook_secret")
+    migration.encrypt_stored(installed_apps, None)
+    assert stored_hook_secret(hook_settings.user_id).startswith(secret_fields.PREFIX)
+    assert NotificationSettings.objects.get(pk=hook_settings.pk).webhook_secret == HOOK_SECRET
+    # And back, for the migration run in reverse.
+    migration.decrypt_stored(installed_apps, None)
+    assert stored_hook_secret(hook_settings.user_id) == HOOK_SECRET

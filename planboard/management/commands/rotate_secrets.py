@@ -7,12 +7,16 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from planboard.services import toolset_rotate_secrets
+from planboard.services import notification_settings_rotate_secrets, toolset_rotate_secrets
 
 
 class Command(BaseCommand):
     help = __doc__
 
     def handle(self, *args: Any, **options: Any) -> None:
-        count = toolset_rotate_secrets()
-        self.stdout.write(f"Re-encrypted the secrets of {count} toolsets under the first key.")
+        toolsets = toolset_rotate_secrets()
+        hooks = notification_settings_rotate_secrets()
+        self.stdout.write(
+            f"Re-encrypted the secrets of {toolsets} toolsets and the webhook secrets of "
+            f"{hooks} notification settings under the first key."
+        )

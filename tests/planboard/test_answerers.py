@@ -371,9 +371,7 @@ def test_consent_over_rest(user: Any) -> None:
 # --- an inactive owner's session runs nothing ------------------------------------------------
 
 
-def test_an_inactive_owners_session_starts_and_resumes_no_run(
-    user: Any, staff_admin: Any
-) -> None:
+def test_an_inactive_owners_session_starts_and_resumes_no_run(user: Any, staff_admin: Any) -> None:
     session = services.session_create(owner=user, title="Left")
     call = waiting_approval(session, user)
     queued = services.session_create(owner=user, title="Queued")

@@ -180,8 +180,9 @@ def tool_call_decide(
     """A person approves or denies a call waiting for them. `always_allow` (with approve; the
     owner's or staff's with `change_chatsession`, never an answerer's) lets later calls of the
     same tool in this session run without asking, and approves the ones already waiting.
-    Nothing is decided in an inactive owner's session (it would resume the run). Once no call of the run waits any more, the run is queued again.
-    Who decided, when and through which `channel` is kept on the call and as a `Decision`."""
+    Once no call of the run waits any more, the run is queued again; so nothing is decided in
+    an inactive owner's session. Who decided, when and through which `channel` is kept on the
+    call and as a `Decision`."""
     if decision not in DECISIONS:
         raise PlanError("'decision' must be 'approve' or 'deny'.")
     if not isinstance(always_allow, bool):

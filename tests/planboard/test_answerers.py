@@ -417,3 +417,14 @@ def test_an_inactive_owners_per_person_credentials_are_not_used(user: Any, staff
     )
     # The live MCP sessions of the conversation close at the host's next sweep.
     assert selectors.tool_sessions_wanted(pairs=[(session.pk, toolset.pk)]) == set()
+
+
+def test_an_answerer_gets_no_prompt_from_the_owners_servers(user: Any, bob: Any) -> None:
+    """A prompt is asked of the server with the owner's credentials, for the owner's
+    composer: not something an answer needs."""
+    session = shared(user, "bob")
+    body = {"toolset_id": 1, "name": "simple-prompt"}
+    url = f"/api/sessions/{session.pk}/prompts/get/"
+    assert api_client_for(bob).post(url, body, format="json").status_code == 403
+    owners = api_client_for(user).post(url, body, format="json")
+    assert owners.status_code == 400 and owners.json()["code"] == "unknown_prompt"

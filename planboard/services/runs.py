@@ -106,12 +106,12 @@ def message_post(
             if latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER
             else None
         )
-        check_answer(session, author, run_waits=waits is not None, attaching=bool(wanted))
-        attachments = _attachments_of(session_id, wanted)
         if intent == "confirm" and waits != Decision.Kind.CONFIRMATION:
             raise PlanError(
                 "No plan of this session waits for a go-ahead any more.", code="already_decided"
             )
+        check_answer(session, author, run_waits=waits is not None, attaching=bool(wanted))
+        attachments = _attachments_of(session_id, wanted)
         if latest is not None and latest.is_active:
             run = latest
         elif latest is not None and waits is not None:

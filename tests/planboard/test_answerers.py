@@ -428,3 +428,14 @@ def test_an_answerer_gets_no_prompt_from_the_owners_servers(user: Any, bob: Any)
     assert api_client_for(bob).post(url, body, format="json").status_code == 403
     owners = api_client_for(user).post(url, body, format="json")
     assert owners.status_code == 400 and owners.json()["code"] == "unknown_prompt"
+
+
+def test_a_stale_go_ahead_from_an_answerer_says_already_decided(user: Any, bob: Any) -> None:
+    """An action link's confirm that comes after someone else's is "already decided" for an
+    answerer as for the owner (not a refusal)."""
+    session = shared(user, "bob")
+    waiting_confirmation(session, user)
+    services.message_post(session_id=session.pk, author=user, content="Go", intent="confirm")
+    with pytest.raises(PlanError) as caught:
+        services.message_post(session_id=session.pk, author=bob, content="Go", intent="confirm")
+    assert caught.value.code == "already_decided"

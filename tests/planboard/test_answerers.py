@@ -1,14 +1,13 @@
 """The people an owner names to answer a session: they answer what waits (approve or deny a
 call, confirm a plan, reply to a waiting run) and nothing more; removing them takes back what
-they granted; being named needs their consent; and inactive people are nobody — not
-recipients, not answerers, and an inactive owner's session runs nothing."""
+they granted; and inactive people are nobody — not recipients, not answerers, and an inactive
+owner's session runs nothing. Consent to be named: test_answerer_consent.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from planboard import selectors, services
 from planboard.exceptions import Forbidden, PlanError
@@ -16,42 +15,27 @@ from planboard.models import (
     AgentRun,
     ChatSession,
     Notification,
-    NotificationSettings,
-    Team,
-    TeamMembership,
     ToolCall,
     Toolset,
 )
-from tests.support.inbox import running, waiting_approval, waiting_confirmation, waiting_question
+from tests.support.inbox import (
+    answerer,
+    deactivate,
+    running,
+    shared_session,
+    waiting_approval,
+    waiting_confirmation,
+    waiting_question,
+)
 from tests.support.web import api_client_for, client_for, page_data
 
 pytestmark = pytest.mark.django_db
 
 
-def person(name: str, *, named_by: str | None = "anyone", email: str = "") -> Any:
-    someone = get_user_model().objects.create_user(
-        name, password=f"pw-{name}-12345", email=email or f"{name}@example.com"
-    )
-    if named_by is not None:
-        services.answerer_consent_set(user=someone, named_by=named_by)
-    return someone
-
-
 @pytest.fixture
 def bob(db: Any) -> Any:
     """Accepts being named by anyone."""
-    return person("bob")
-
-
-def shared(owner: Any, *names: str) -> ChatSession:
-    session = services.session_create(owner=owner, title="Shared")
-    services.session_set_answerers(session_id=session.pk, user=owner, usernames=list(names))
-    return session
-
-
-def deactivate(who: Any) -> None:
-    who.is_active = False
-    who.save(update_fields=["is_active"])
+    return answerer("bob")
 
 
 def subscribe(who: Any) -> None:
@@ -66,7 +50,7 @@ def subscribe(who: Any) -> None:
 def test_a_deactivated_answerer_is_no_recipient_has_no_inbox_and_is_not_listed(
     user: Any, bob: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     subscribe(bob)
     deactivate(bob)
     with django_capture_on_commit_callbacks(execute=True):
@@ -82,7 +66,7 @@ def test_a_deactivated_answerer_is_no_recipient_has_no_inbox_and_is_not_listed(
 def test_a_notification_queued_before_deactivation_is_skipped_not_sent(
     user: Any, bob: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     subscribe(bob)
     with django_capture_on_commit_callbacks(execute=True):
         waiting_approval(session, user)
@@ -96,7 +80,7 @@ def test_a_notification_queued_before_deactivation_is_skipped_not_sent(
 def test_an_inactive_owners_session_has_no_recipients_and_no_inbox(
     user: Any, bob: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     waiting_approval(session, user)
     deactivate(user)
     assert selectors.inbox_recipients(session_id=session.pk) == []
@@ -108,7 +92,7 @@ def test_an_inactive_owners_session_has_no_recipients_and_no_inbox(
 
 
 def test_an_answerer_cannot_start_a_run_in_an_idle_session(user: Any, bob: Any) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     with pytest.raises(Forbidden, match="only answers what the session waits for"):
         services.message_post(session_id=session.pk, author=bob, content="Delete everything")
     response = api_client_for(bob).post(
@@ -124,11 +108,11 @@ def test_an_answerer_cannot_start_a_run_in_an_idle_session(user: Any, bob: Any) 
 def test_an_answerer_cannot_write_into_a_running_run_or_one_waiting_for_approval(
     user: Any, bob: Any
 ) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     running(session, user)
     with pytest.raises(Forbidden):
         services.message_post(session_id=session.pk, author=bob, content="Also do this")
-    other = shared(user, "bob")
+    other = shared_session(user, "bob")
     call = waiting_approval(other, user)
     with pytest.raises(Forbidden):
         services.message_post(session_id=other.pk, author=bob, content="Instead do this")
@@ -136,14 +120,14 @@ def test_an_answerer_cannot_write_into_a_running_run_or_one_waiting_for_approval
 
 
 def test_an_answerer_replies_to_a_question_and_confirms_a_plan(user: Any, bob: Any) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     waiting_question(session, user, "Which dates?")
     api = api_client_for(bob)
     replied = api.post(
         f"/api/sessions/{session.pk}/messages/", {"content": "In May"}, format="json"
     )
     assert replied.status_code == 202, replied.content
-    other = shared(user, "bob")
+    other = shared_session(user, "bob")
     run = waiting_confirmation(other, user)
     confirmed = api.post(
         f"/api/sessions/{other.pk}/messages/",
@@ -155,7 +139,7 @@ def test_an_answerer_replies_to_a_question_and_confirms_a_plan(user: Any, bob: A
 
 
 def test_an_answers_text_carries_no_attached_resources(user: Any, bob: Any) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     waiting_question(session, user, "Which file?")
     with pytest.raises(Forbidden, match="attach"):
         services.message_post(
@@ -167,7 +151,7 @@ def test_an_answers_text_carries_no_attached_resources(user: Any, bob: Any) -> N
 
 
 def test_an_answerer_decides_calls_but_cannot_always_allow(user: Any, bob: Any) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     first = waiting_approval(session, user, call_id="c1")
     with pytest.raises(Forbidden, match="always allow"):
         services.tool_call_decide(
@@ -210,11 +194,33 @@ def test_staff_allowed_to_change_sessions_may_always_allow(user: Any, staff_admi
 def test_the_session_page_offers_an_answerer_only_what_the_server_allows(
     user: Any, bob: Any
 ) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     mine = page_data(client_for(user).get(f"/sessions/{session.pk}/"))
     assert (mine["can_answer"], mine["can_write"]) == (True, True)
     theirs = page_data(client_for(bob).get(f"/sessions/{session.pk}/"))
     assert (theirs["can_answer"], theirs["can_write"]) == (True, False)
+
+
+def test_an_answerer_gets_no_prompt_from_the_owners_servers(user: Any, bob: Any) -> None:
+    """A prompt is asked of the server with the owner's credentials, for the owner's
+    composer: not something an answer needs."""
+    session = shared_session(user, "bob")
+    body = {"toolset_id": 1, "name": "simple-prompt"}
+    url = f"/api/sessions/{session.pk}/prompts/get/"
+    assert api_client_for(bob).post(url, body, format="json").status_code == 403
+    owners = api_client_for(user).post(url, body, format="json")
+    assert owners.status_code == 400 and owners.json()["code"] == "unknown_prompt"
+
+
+def test_a_stale_go_ahead_from_an_answerer_says_already_decided(user: Any, bob: Any) -> None:
+    """An action link's confirm that comes after someone else's is "already decided" for an
+    answerer as for the owner (not a refusal)."""
+    session = shared_session(user, "bob")
+    waiting_confirmation(session, user)
+    services.message_post(session_id=session.pk, author=user, content="Go", intent="confirm")
+    with pytest.raises(PlanError) as caught:
+        services.message_post(session_id=session.pk, author=bob, content="Go", intent="confirm")
+    assert caught.value.code == "already_decided"
 
 
 # --- removal takes back what they granted ----------------------------------------------------
@@ -254,7 +260,7 @@ def allowed(session: ChatSession) -> set[tuple[int, str]]:
 def test_removing_an_answerer_revokes_their_always_allow(
     user: Any, bob: Any, files: Toolset
 ) -> None:
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     _granted_by(session, bob, files)
     assert allowed(session) == {(files.pk, "delete")}
     assert selectors.tool_always_allowed(session_id=session.pk, toolset_id=files.pk, tool="delete")
@@ -268,8 +274,8 @@ def test_removing_an_answerer_revokes_their_always_allow(
 def test_removal_keeps_the_owners_and_the_remaining_answerers_grants(
     user: Any, bob: Any, files: Toolset
 ) -> None:
-    carol = person("carol")
-    session = shared(user, "bob", "carol")
+    carol = answerer("carol")
+    session = shared_session(user, "bob", "carol")
     _granted_by(session, user, files)
     carols = _granted_by(session, carol, files)
     bobs = _granted_by(session, bob, files)
@@ -288,84 +294,12 @@ def test_the_migration_revokes_grants_made_by_people_other_than_the_owner(
     from django.apps import apps
 
     migration = import_module("planboard.migrations.0017_people")
-    session = shared(user, "bob")
+    session = shared_session(user, "bob")
     owners = _granted_by(session, user, files)
     bobs = _granted_by(session, bob, files)
     migration.revoke_grants_of_others(apps, None)
     assert ToolCall.objects.get(pk=owners.pk).always_allow is True
     assert ToolCall.objects.get(pk=bobs.pk).always_allow is False
-
-
-# --- consent, and no username oracle -----------------------------------------------------
-
-
-NOT_NAMEABLE = "cannot be named to answer this session"
-
-
-def _refusal(owner: Any, session: ChatSession, name: str) -> tuple[int, dict[str, Any]]:
-    response = api_client_for(owner).put(
-        f"/api/sessions/{session.pk}/answerers/", {"usernames": [name]}, format="json"
-    )
-    return response.status_code, response.json()
-
-
-def test_unknown_inactive_and_unwilling_names_get_one_identical_error(user: Any) -> None:
-    person("gone")
-    deactivate(get_user_model().objects.get(username="gone"))
-    person("hermit", named_by="nobody")
-    person("stranger", named_by="team")  # shares no team with alice
-    session = services.session_create(owner=user, title="Mine")
-    answers = [_refusal(user, session, name) for name in ("nobody", "gone", "hermit", "stranger")]
-    assert {status for status, _ in answers} == {400}
-    errors = {body["error"].replace(f"'{name}'", "NAME") for (_, body), name in zip(
-        answers, ("nobody", "gone", "hermit", "stranger"), strict=True
-    )}  # fmt: skip
-    assert len(errors) == 1 and NOT_NAMEABLE in errors.pop()
-    assert {body["code"] for _, body in answers} == {"cannot_name"}
-    assert selectors.session_answerers(session_id=session.pk) == []
-
-
-def test_consent_by_team_admits_teammates_only(user: Any) -> None:
-    mate = person("mate", named_by="team")
-    team = Team.objects.create(name="Travel")
-    TeamMembership.objects.create(team=team, user=user)
-    TeamMembership.objects.create(team=team, user=mate)
-    session = services.session_create(owner=user, title="Mine")
-    named = services.session_set_answerers(session_id=session.pk, user=user, usernames=["mate"])
-    assert named == ["mate"]
-
-
-def test_the_default_consent_is_teammates(user: Any) -> None:
-    newcomer = person("newcomer", named_by=None)
-    assert selectors.answerer_consent(user=newcomer) == "team"
-    session = services.session_create(owner=user, title="Mine")
-    with pytest.raises(PlanError, match=NOT_NAMEABLE):
-        services.session_set_answerers(session_id=session.pk, user=user, usernames=["newcomer"])
-
-
-def test_people_already_named_stay_when_the_list_changes(user: Any, bob: Any) -> None:
-    """Consent is asked when someone is added: keeping bob on the list while adding carol does
-    not fail because bob has since closed his door (he is taken off only by the owner)."""
-    session = shared(user, "bob")
-    services.answerer_consent_set(user=bob, named_by="nobody")
-    person("carol")
-    named = services.session_set_answerers(
-        session_id=session.pk, user=user, usernames=["bob", "carol"]
-    )
-    assert named == ["bob", "carol"]
-
-
-def test_consent_over_rest(user: Any) -> None:
-    api = api_client_for(user)
-    assert api.get("/api/inbox/answering/").json() == {"named_by": "team"}
-    changed = api.put("/api/inbox/answering/", {"named_by": "nobody"}, format="json")
-    assert changed.status_code == 200 and changed.json() == {"named_by": "nobody"}
-    assert NotificationSettings.objects.get(user=user).named_by == "nobody"
-    bad = api.put("/api/inbox/answering/", {"named_by": "everyone"}, format="json")
-    assert bad.status_code == 400
-    assert api_client_for(None).get("/api/inbox/answering/").status_code in (401, 403)
-    with pytest.raises(PlanError):
-        services.answerer_consent_set(user=user, named_by="sometimes")
 
 
 # --- an inactive owner's session runs nothing ------------------------------------------------
@@ -417,25 +351,3 @@ def test_an_inactive_owners_per_person_credentials_are_not_used(user: Any, staff
     )
     # The live MCP sessions of the conversation close at the host's next sweep.
     assert selectors.tool_sessions_wanted(pairs=[(session.pk, toolset.pk)]) == set()
-
-
-def test_an_answerer_gets_no_prompt_from_the_owners_servers(user: Any, bob: Any) -> None:
-    """A prompt is asked of the server with the owner's credentials, for the owner's
-    composer: not something an answer needs."""
-    session = shared(user, "bob")
-    body = {"toolset_id": 1, "name": "simple-prompt"}
-    url = f"/api/sessions/{session.pk}/prompts/get/"
-    assert api_client_for(bob).post(url, body, format="json").status_code == 403
-    owners = api_client_for(user).post(url, body, format="json")
-    assert owners.status_code == 400 and owners.json()["code"] == "unknown_prompt"
-
-
-def test_a_stale_go_ahead_from_an_answerer_says_already_decided(user: Any, bob: Any) -> None:
-    """An action link's confirm that comes after someone else's is "already decided" for an
-    answerer as for the owner (not a refusal)."""
-    session = shared(user, "bob")
-    waiting_confirmation(session, user)
-    services.message_post(session_id=session.pk, author=user, content="Go", intent="confirm")
-    with pytest.raises(PlanError) as caught:
-        services.message_post(session_id=session.pk, author=bob, content="Go", intent="confirm")
-    assert caught.value.code == "already_decided"

@@ -39,8 +39,8 @@ def check_answer(session: ChatSession, author: User, *, run_waits: bool, attachi
 
 
 def check_always_allow(session: ChatSession, user: User) -> None:
-    """ "Always allow" lets the session's later calls of a tool run without anyone asked: the
-    owner's (or staff's with `change_chatsession`) to say, not an answerer's."""
+    """Letting the session's later calls of a tool run unasked ("always allow") is for the
+    owner (or staff with `change_chatsession`) to say, not for an answerer."""
     if not selectors.can_act_in_session(user, session.owner_id):
         raise Forbidden(
             "Only the session's owner, or staff allowed to change sessions, may always allow "

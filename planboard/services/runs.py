@@ -92,6 +92,10 @@ def message_post(
     conversation). `resources`: MCP resources attached (`{toolset_id, uri}` each, at most
     `ATTACHMENTS_MAX`): each must be listed by a toolset the session uses now; the run reads
     them from their servers before its next model call.
+
+    Someone the owner named to answer (not acting in the session) only answers a run waiting
+    for the user, in text (`Forbidden` otherwise); nobody writes to an inactive owner's
+    session (`PlanError`, code `owner_inactive`): it would start or resume a run.
     """
     if intent not in ("reply", "confirm"):
         raise PlanError("'intent' must be 'reply' or 'confirm'.")

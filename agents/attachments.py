@@ -65,7 +65,8 @@ def to_read(*, run: AgentRun, transcript: list[Message]) -> Attachments | None:
         if toolset is None:
             refused = (
                 f"Error: toolset '{ref.get('toolset')}' is no longer enabled in this session "
-                "(or its owner has no credential for it); the resource was not read."
+                "(or its owner has no credential for it, or was deactivated); the resource was not "
+                "read."
             )
             found.readings.append(Reading(message_id, index, uri, None, refused))
         else:

@@ -283,7 +283,8 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome | ToolCall:
         text = (
             f"Error: the tool {record.tool_name!r} is no longer available in this session "
             "(its toolset was disabled or removed, staff stopped offering it, or the session's "
-            "owner has not connected their own credential for it); it was not run."
+            "owner has not connected their own credential for it, or was deactivated); it was "
+            "not run."
         )
         return _answer(claimed, text, status=ToolCall.Status.FAILED)
     if claimed.toolset.kind == Toolset.Kind.BUILTIN:

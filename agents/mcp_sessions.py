@@ -18,9 +18,9 @@ stdio child is always stopped and reaped. A session is
   it stops while a person answers a question the server asks during the call: `_on_elicit`);
 - closed after `PLANBOARD_MCP_SESSION_IDLE_SECONDS` unused, when the toolset's settings or the
   person's credential change (a different fingerprint: reopened), when the run host's sweep finds
-  the toolset disabled, left out of the chat session, or the chat session deleted, to make room
-  past `PLANBOARD_MCP_SESSIONS_PER_HOST` (the least recently used one), and when the loop's
-  runs end (host shutdown, or `execute_run`'s own loop);
+  the toolset disabled, left out of the chat session, the chat session deleted or its owner
+  deactivated, to make room past `PLANBOARD_MCP_SESSIONS_PER_HOST` (the least recently used
+  one), and when the loop's runs end (host shutdown, or `execute_run`'s own loop);
 - given up after a call timed out, the server stopped, or the connection failed; the next call
   opens a new one.
 
@@ -577,14 +577,17 @@ class SessionPool:
 
     async def sweep(self, wanted: Callable[[list[Pair]], Awaitable[set[Pair]]]) -> int:
         """Close the sessions whose (chat session, toolset) pair `wanted` no longer returns
-        (toolset disabled or left out, chat session deleted); returns how many."""
+        (toolset disabled or left out, chat session deleted, its owner deactivated: a live
+        session may hold their credentials); returns how many."""
         pairs = sorted({live.pair for live in self.live.values()})
         if not pairs:
             return 0
         keep = await wanted(pairs)
         gone = [v for v in self.live.values() if v.pair not in keep]
         for live in gone:
-            self._close(live, "its toolset was disabled or left the conversation")
+            self._close(
+                live, "its toolset was disabled or left the conversation, or the owner left"
+            )
         return len(gone)
 
     def _start_reaper(self) -> None:

@@ -851,6 +851,15 @@ class NotificationSettings(models.Model):
     delay_seconds = models.PositiveIntegerField(default=300)
     updated_at = models.DateTimeField(auto_now=True)
 
+    class NamedBy(models.TextChoices):
+        ANYONE = "anyone", "Anyone"
+        TEAM = "team", "People who share a team with me"
+        NOBODY = "nobody", "Nobody"
+
+    # Who may name this person to answer their sessions (consent; docs/INBOX.md, "Trust
+    # model of answerers"). Teammates by default: an inbox is not open to strangers.
+    named_by = models.CharField(max_length=10, choices=NamedBy.choices, default=NamedBy.TEAM)
+
     def __str__(self) -> str:
         return f"notifications of {self.user_id}"
 

@@ -15,7 +15,8 @@ const RESULT_PREVIEW = 140;
 /**
  * @typedef {object} ChatOptions
  * @property {boolean} [editable] may this person talk to the agent
- * @property {boolean} [answerOnly] they may only answer (named by the owner): no stop button
+ * @property {boolean} [answerOnly] they may only answer what waits (named by the owner): the
+ *   composer only while the run waits for the user; no stop button, plan mode, "always allow"
  *   and no plan-mode switch
  * @property {boolean} [transcriptOnly] no run bar and no message box (history review)
  * @property {(text: string, resources: {toolset_id: number, uri: string}[]) =>
@@ -93,9 +94,11 @@ export class ChatView {
     this.list.append(this.emptyNote);
     this.root.append(this.list);
     if (this.editable) {
-      const composer = this.buildComposer();
+      this.composer = this.buildComposer();
       if (this.extras) this.root.append(this.extras.element);
-      this.root.append(composer);
+      this.answerNote = h("p", { class: "read-only-note", text: t("answer_only_chat") });
+      this.answerNote.hidden = true;
+      this.root.append(this.answerNote, this.composer);
     } else if (!this.options.transcriptOnly) {
       this.root.append(h("p", { class: "read-only-note", text: t("read_only_chat") }));
     }
@@ -268,6 +271,12 @@ export class ChatView {
     // People named to answer a session write and decide, but do not stop its runs.
     this.stopButton.hidden = !(canAct && !this.options.answerOnly && STOPPABLE_RUN.has(status));
     this.stopButton.disabled = stopping;
+    // Someone named to answer writes only to a run waiting for the user (the server's rule).
+    if (this.composer && this.options.answerOnly) {
+      const answerable = status === "waiting_for_user";
+      this.composer.hidden = !answerable;
+      this.answerNote.hidden = answerable;
+    }
     const waiting = canAct && status === "waiting_for_user" && !budget;
     const dismissed = waiting && this.dismissedRuns.has(run.id);
     this.confirm.hidden = !waiting || dismissed;
@@ -421,9 +430,14 @@ export class ChatView {
         : false;
       if (!ok) for (const control of card.querySelectorAll("button, input")) control.disabled = false;
     };
+    card.append(note);
+    // "Always allow" speaks for the session's later calls: the owner's, not an answerer's.
+    if (!this.options.answerOnly) {
+      card.append(
+        h("label", { class: "approval-always" }, always, h("span", { text: t("approval_always") })),
+      );
+    }
     card.append(
-      note,
-      h("label", { class: "approval-always" }, always, h("span", { text: t("approval_always") })),
       h(
         "div",
         { class: "form-buttons" },

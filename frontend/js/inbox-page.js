@@ -3,6 +3,7 @@
 // action goes through the endpoint that owns that decision. Text from sessions, tools and
 // the agent is only ever set as text.
 
+import { setUpAnswerConsent } from "./answer-consent.js";
 import { api, ApiError } from "./api.js";
 import { askText } from "./dialog.js";
 import { h, replaceChildren } from "./dom.js";
@@ -178,9 +179,12 @@ class InboxPage {
         );
       buttons.push(button("approve", t("approve"), decide({ decision: "approve" }), true));
       buttons.push(button("deny", t("deny"), decide({ decision: "deny" })));
-      buttons.push(
-        button("always-allow", t("inbox_always_allow"), decide({ decision: "approve", always_allow: true })),
-      );
+      // Offered to the session's owner (and staff), never to someone named to answer it.
+      if (item.actions.includes("always_allow")) {
+        buttons.push(
+          button("always-allow", t("inbox_always_allow"), decide({ decision: "approve", always_allow: true })),
+        );
+      }
     }
     if (item.actions.includes("confirm")) {
       const go = () =>
@@ -242,3 +246,4 @@ loadStrings();
 const page = JSON.parse(document.getElementById("pb-page").textContent);
 new InboxPage(document.getElementById("inbox"), page.items);
 setUpNotifySettings(document.getElementById("notify-settings"));
+setUpAnswerConsent(document.getElementById("answer-consent"));

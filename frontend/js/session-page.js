@@ -58,13 +58,15 @@ class SessionPage {
         finishPlan: (state) => this.finishPlan(state),
       },
     });
-    // Someone the owner named to answer: the chat is theirs to write in, the board is not.
-    const answerOnly = !this.editable && Boolean(page.can_answer);
+    // Someone the owner named to answer: they answer what the session waits for (a question,
+    // a plan's go-ahead, a call's approval); starting or steering work, attaching resources
+    // and "always allow" are the owner's (`can_write`), and the server refuses them the same.
+    const answerOnly = !page.can_write && Boolean(page.can_answer);
     this.chat = new ChatView(document.getElementById("chat"), {
-      editable: this.editable || answerOnly,
+      editable: this.editable || Boolean(page.can_answer),
       answerOnly,
       onSend: (text, resources) => this.sendMessage(text, "reply", resources),
-      composerExtras: (input) => composerExtras(this.session.id, input),
+      composerExtras: answerOnly ? undefined : (input) => composerExtras(this.session.id, input),
       onStop: () => this.stopRun(),
       onGoAhead: () =>
         this.sendMessage(t("go_ahead_message"), this.awaitsConfirmation() ? "confirm" : "reply"),

@@ -13,7 +13,7 @@ from planboard.api.serializers import (
     StrictIntegerField,
     ToolCallSerializer,
 )
-from planboard.models import Channel, Decision
+from planboard.models import Channel, Decision, NotificationSettings
 from planboard.services.inbox import ANSWERERS_MAX, BULK_MAX
 
 ITEM_KEY_HELP = "`tool_call:<id>` (an approval) or `run:<id>` (a run waiting for the user)."
@@ -131,6 +131,24 @@ class AnswerersSerializer(InputSerializer):
 
 class AnswerersOutSerializer(serializers.Serializer):
     usernames = serializers.ListField(child=serializers.CharField())
+
+
+NAMED_BY_HELP = (
+    "Who may name you to answer their sessions: `anyone`, `team` (people who share a team "
+    "with you; the default) or `nobody`. Sessions you are named on already keep you."
+)
+
+
+class AnswererConsentSerializer(InputSerializer):
+    named_by = StrictChoiceField(
+        choices=NotificationSettings.NamedBy.choices, help_text=NAMED_BY_HELP
+    )
+
+
+class AnswererConsentOutSerializer(serializers.Serializer):
+    named_by = serializers.ChoiceField(
+        choices=NotificationSettings.NamedBy.choices, help_text=NAMED_BY_HELP
+    )
 
 
 class DecisionSerializer(serializers.Serializer):

@@ -67,8 +67,9 @@ def editable_session(user: Any, session_id: int) -> ChatSession:
 
 
 def decidable_session(user: Any, session_id: int) -> None:
-    """Whether `user` may approve or deny the session's tool calls: the owner, or staff with
-    `change_toolcall` (404 when they may neither decide nor see the session)."""
+    """Whether `user` may approve or deny the session's tool calls: the owner, the people
+    they named to answer it, or staff with `change_toolcall` (404 when they may neither
+    decide nor see the session). "Always allow" asks more (`services.tool_call_decide`)."""
     owner_id = ChatSession.objects.filter(pk=session_id).values_list("owner_id", flat=True)
     if owner_id and selectors.can_decide_tool_calls(user, owner_id[0], session_id=session_id):
         return
@@ -81,7 +82,8 @@ def decidable_session(user: Any, session_id: int) -> None:
 
 def answerable_session(user: Any, session_id: int) -> ChatSession:
     """Writing to the agent: whoever may act in the session, or a person its owner named to
-    answer it (403 when they may only read it, 404 when they may not see it)."""
+    answer it (403 when they may only read it, 404 when they may not see it). Someone named
+    only answers what waits: `services.message_post` refuses them anything else (403)."""
     session = visible_session(user, session_id)
     if not selectors.can_answer_session(user, session.owner_id, session_id=session_id):
         raise PermissionDenied(

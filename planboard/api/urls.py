@@ -113,6 +113,7 @@ urlpatterns = [
         inbox.NotificationSettingsView.as_view(),
         name="api-inbox-notifications",
     ),
+    path("inbox/answering/", inbox.AnswererConsentView.as_view(), name="api-inbox-answering"),
     path("inbox/snooze/", inbox.InboxSnoozeView.as_view(), name="api-inbox-snooze"),
     path(
         "inbox/bulk-approve/", inbox.InboxBulkApproveView.as_view(), name="api-inbox-bulk-approve"

@@ -20,11 +20,13 @@ from typing import Any, Literal
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Exists, Model, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from planboard.models import (
     AgentProfile,
     ChatSession,
+    NotificationSettings,
     Plan,
     SubTask,
     Team,
@@ -106,21 +108,35 @@ def sessions_visible_to(user: Person) -> QuerySet[ChatSession]:
 
 def sessions_answerable_by(user: Person) -> QuerySet[ChatSession]:
     """The sessions whose waiting items are `user`'s to answer: their own, and those whose
-    owners named them (the inbox lists these)."""
-    if not isinstance(user, User) or not user.is_authenticated:
+    owners named them (the inbox lists these). Inactive people answer nothing, and nothing
+    of an inactive owner's sessions waits on anyone (they run no more)."""
+    if not isinstance(user, User) or not user.is_authenticated or not user.is_active:
         return ChatSession.objects.none()
-    return ChatSession.objects.filter(Q(owner=user) | Q(pk__in=_answerable_ids(user)))
+    return ChatSession.objects.filter(
+        Q(owner=user) | Q(pk__in=_answerable_ids(user)), owner__is_active=True
+    )
 
 
 def is_answerer(user: Person, session_id: int) -> bool:
+    """Named by the session's owner, both of them active."""
     return bool(
         isinstance(user, User)
         and user.is_authenticated
         and user.is_active
         and ChatSession.answerers.through.objects.filter(
-            chatsession_id=session_id, user_id=user.pk
+            chatsession_id=session_id, user_id=user.pk, chatsession__owner__is_active=True
         ).exists()
     )
+
+
+def owner_is_active(owner_id: int | None, *, known: Person | None = None) -> bool:
+    """Whether the session owner `owner_id` is active; `known`: a user already loaded (the
+    caller, usually the owner: then no query)."""
+    if owner_id is None:
+        return False
+    if isinstance(known, User) and known.pk == owner_id:
+        return known.is_active
+    return User.objects.filter(pk=owner_id, is_active=True).exists()
 
 
 def can_change_plan(user: Person, owner_id: int | None) -> bool:
@@ -137,7 +153,8 @@ def can_change_subtasks(user: Person, owner_id: int | None, action: Action) -> b
 
 
 def can_act_in_session(user: Person, owner_id: int | None) -> bool:
-    """Changing a session's settings and toolsets, writing to its agent, stopping its run: the
+    """Changing a session's settings and toolsets, starting its runs and writing into a
+    running one, stopping it, "always allow", raising its budget, naming its answerers: the
     owner, or staff with `change_chatsession`."""
     return _owns(user, owner_id) or staff_may(user, permission("change", ChatSession))
 
@@ -161,9 +178,37 @@ def can_decide_tool_calls(
 
 
 def can_answer_session(user: Person, owner_id: int | None, *, session_id: int) -> bool:
-    """Replying to the agent and confirming its plan: whoever may act in the session, or a
-    person the owner named to answer it."""
+    """Answering what the session waits for (a run waiting for the user: confirm or reply; a
+    tool's question): whoever may act in the session, or a person the owner named to answer
+    it. An answerer does no more than that (`services.message_post` refuses them a new run
+    or a message into a running one; "always allow" is the owner's)."""
     return can_act_in_session(user, owner_id) or is_answerer(user, session_id)
+
+
+# --- consent to be named an answerer -----------------------------------------------------------
+
+
+def answerer_consent(*, user: User) -> str:
+    """Who may name `user` to answer their sessions (`NotificationSettings.NamedBy`)."""
+    found = NotificationSettings.objects.filter(user_id=user.pk).values_list("named_by", flat=True)
+    return found.first() or NotificationSettings.NamedBy.TEAM
+
+
+def accepting_answerers(*, owner_id: int, usernames: list[str]) -> list[User]:
+    """Of `usernames`, the active people who accept answering `owner_id`'s sessions: anyone,
+    or people sharing a team with the owner (the default: without a settings row)."""
+    named_by = NotificationSettings.NamedBy
+    consent = NotificationSettings.objects.filter(user_id=OuterRef("pk")).values("named_by")[:1]
+    teammate = TeamMembership.objects.filter(
+        user_id=OuterRef("pk"), team__memberships__user_id=owner_id
+    )
+    return list(
+        User.objects.filter(username__in=usernames, is_active=True)
+        .annotate(
+            consent=Coalesce(Subquery(consent), Value(named_by.TEAM)), teammate=Exists(teammate)
+        )
+        .filter(Q(consent=named_by.ANYONE) | Q(consent=named_by.TEAM, teammate=True))
+    )
 
 
 # --- toolsets and agent profiles -----------------------------------------------------------

@@ -128,7 +128,7 @@ def _base(
     }
 
 
-def _approval_items(sessions: Iterable[int]) -> list[InboxItem]:
+def _approval_items(sessions: Iterable[int], user: Person) -> list[InboxItem]:
     records = (
         ToolCall.objects.filter(session_id__in=sessions, status=ToolCall.Status.PENDING)
         .select_related("session__owner")
@@ -151,7 +151,9 @@ def _approval_items(sessions: Iterable[int]) -> list[InboxItem]:
             "run_id": record.run_id,
             "same_request": request_fingerprint(record.tool_name, record.arguments),
         }
-        item["actions"] = ["approve", "deny", "always_allow"]
+        # "Always allow" speaks for the session's future calls: the owner's (or staff's).
+        always = can_act_in_session(user, record.session.owner_id)
+        item["actions"] = ["approve", "deny", "always_allow"] if always else ["approve", "deny"]
         items.append(item)
     return items
 
@@ -273,7 +275,9 @@ def inbox_items(
     sessions = list(sessions_answerable_by(user).values_list("pk", flat=True))
     if not sessions:
         return []
-    items = _approval_items(sessions) + _elicitation_items(sessions) + _run_items(sessions, user)
+    items = (
+        _approval_items(sessions, user) + _elicitation_items(sessions) + _run_items(sessions, user)
+    )
     items.sort(key=lambda item: item["since"] or "")
     now = now or timezone.now()
     snoozes = dict(
@@ -299,14 +303,20 @@ def inbox_item(*, user: Person, key: str) -> InboxItem | None:
 
 
 def inbox_recipients(*, session_id: int) -> list[int]:
-    """Whose inbox a session's waiting items appear in: its owner and its answerers."""
-    owner = ChatSession.objects.filter(pk=session_id).values_list("owner_id", flat=True)
-    answerers = ChatSession.answerers.through.objects.filter(chatsession_id=session_id)
-    return sorted({*owner, *answerers.values_list("user_id", flat=True)})
+    """Whose inbox a session's waiting items appear in: its owner and its answerers, active
+    ones only (and nobody's while the owner is inactive: the session runs no more)."""
+    owner = ChatSession.objects.filter(pk=session_id, owner__is_active=True)
+    answerers = ChatSession.answerers.through.objects.filter(
+        chatsession_id__in=owner.values("pk"), user__is_active=True
+    )
+    return sorted(
+        {*owner.values_list("owner_id", flat=True), *answerers.values_list("user_id", flat=True)}
+    )
 
 
 def session_answerers(*, session_id: int) -> list[dict[str, Any]]:
-    users = User.objects.filter(answerable_sessions=session_id).order_by("username")
+    """The people named to answer the session, active ones (by username)."""
+    users = User.objects.filter(answerable_sessions=session_id, is_active=True).order_by("username")
     return [{"id": u.pk, "username": u.get_username()} for u in users]
 
 

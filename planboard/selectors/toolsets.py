@@ -84,10 +84,10 @@ def toolset_data(toolset: Toolset, *, user: User) -> dict[str, Any]:
 def toolset_as_called(toolset: Toolset, *, session_id: int) -> Toolset | None:
     """`toolset` as a call in the session reaches it: a per-person one with the session
     owner's own env and headers merged over its own (in memory, never saved), or None when
-    the owner has none."""
+    the owner has none or is deactivated (a run going on when they were stops reaching it)."""
     if toolset.access != Toolset.Access.PER_PERSON:
         return toolset
-    owner = ChatSession.objects.filter(pk=session_id).values("owner_id")[:1]
+    owner = ChatSession.objects.filter(pk=session_id, owner__is_active=True).values("owner_id")[:1]
     credential = ToolsetCredential.objects.filter(toolset=toolset, user_id__in=owner).first()
     if credential is None:
         return None
@@ -112,13 +112,15 @@ def toolset_called_before(*, session_id: int, toolset_id: int, call_id: int) -> 
 
 def tool_sessions_wanted(*, pairs: list[tuple[int, int]]) -> set[tuple[int, int]]:
     """Of the (chat session, toolset) pairs a worker holds live MCP sessions for, those still
-    wanted: the chat session exists and enables the toolset, and the toolset is enabled."""
+    wanted: the chat session exists and enables the toolset, the toolset is enabled, and the
+    chat session's owner is active (a live session may hold their credentials)."""
     if not pairs:
         return set()
     found = SessionToolset.objects.filter(
         session_id__in={s for s, _ in pairs},
         toolset_id__in={t for _, t in pairs},
         toolset__enabled=True,
+        session__owner__is_active=True,
     ).values_list("session_id", "toolset_id")
     return set(pairs) & {(s, t) for s, t in found}
 

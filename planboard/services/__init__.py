@@ -26,7 +26,7 @@ nothing.
 | `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
 | `elicitations` | `elicitation_open/answer/close`: MCP servers' questions to people |
-| `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, `session_set_answerers`     |
+| `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, answerers and consent to be named |
 | `notifications` | notification settings, the outbox (claim/finish), action links     |
 | `secret_rotation` | `notification_settings_rotate_secrets` (`manage.py rotate_secrets`) |
 """
@@ -44,6 +44,7 @@ from planboard.services.elicitations import (
     elicitation_open,
 )
 from planboard.services.inbox import (
+    answerer_consent_set,
     inbox_snooze,
     session_set_answerers,
     tool_calls_approve_same,
@@ -148,6 +149,7 @@ __all__ = [
     "action_link_find",
     "action_link_use",
     "action_links_expire",
+    "answerer_consent_set",
     "elicitation_answer",
     "elicitation_close",
     "elicitation_open",

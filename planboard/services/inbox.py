@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from planboard import broadcast, selectors
 from planboard.exceptions import Forbidden, PlanError
-from planboard.models import Channel, ChatSession, InboxSnooze, ToolCall
+from planboard.models import Channel, ChatSession, InboxSnooze, NotificationSettings, ToolCall
 from planboard.services._core import _lock_session
 from planboard.services._inbox import _inbox_changed
+from planboard.services.runs import _publish_tool_call
 from planboard.services.tool_calls import tool_call_decide
 
 SNOOZE_MAX = timedelta(days=30)
@@ -82,7 +83,12 @@ def tool_calls_approve_same(
 
 def session_set_answerers(*, session_id: int, user: User, usernames: list[str]) -> list[str]:
     """Name the people who may answer the session's waiting items besides its owner (who, or
-    staff allowed to change sessions, sets them). Returns the usernames now named."""
+    staff allowed to change sessions, sets them). Returns the usernames now named.
+
+    Someone added must be active and accept being named by the owner (their `named_by`);
+    anyone else gets one and the same error, so naming reveals no username. People already
+    named stay without asking again. Those taken off lose what they granted: their "always
+    allow" stops letting calls run without asking."""
     if len(usernames) > ANSWERERS_MAX:
         raise PlanError(f"Name at most {ANSWERERS_MAX} people.")
     wanted = sorted({name.strip() for name in usernames if name.strip()})
@@ -93,23 +99,58 @@ def session_set_answerers(*, session_id: int, user: User, usernames: list[str]) 
                 "Only the session's owner, or staff allowed to change sessions, names who may "
                 "answer it."
             )
-        people = list(User.objects.filter(username__in=wanted, is_active=True))
-        missing = sorted(set(wanted) - {p.get_username() for p in people})
-        if missing:
-            raise PlanError(f"No active user is called {', '.join(map(repr, missing))}.")
-        if any(p.pk == session.owner_id for p in people):
+        if session.owner.get_username() in wanted:
             raise PlanError("The owner answers their session anyway; name other people.")
+        current = {
+            a["username"]: a["id"] for a in selectors.session_answerers(session_id=session.pk)
+        }
+        added = [name for name in wanted if name not in current]
+        people = selectors.accepting_answerers(owner_id=session.owner_id, usernames=added)
+        refused = sorted(set(added) - {p.get_username() for p in people})
+        if refused:
+            raise PlanError(
+                f"{', '.join(map(repr, refused))} cannot be named to answer this session: "
+                "nobody active by that name accepts it (each person chooses who may name "
+                "them, in their inbox settings).",
+                code="cannot_name",
+            )
         before = set(
             ChatSession.answerers.through.objects.filter(chatsession_id=session.pk).values_list(
                 "user_id", flat=True
             )
         )
-        session.answerers.set(people)
-        after = {p.pk for p in people}
+        after = {current[name] for name in wanted if name in current} | {p.pk for p in people}
+        session.answerers.set(sorted(after))
         _inbox_changed(session.pk, user_ids=sorted(before | after | {session.owner_id}))
         removed = before - after
         if removed:
+            _revoke_grants(session.pk, sorted(removed))
             # Their open sockets on the session re-check access (and close without it).
             groups = [broadcast.user_group(uid) for uid in sorted(removed)]
             transaction.on_commit(lambda: broadcast.check_access(groups))
-    return [p.get_username() for p in sorted(people, key=lambda p: p.get_username())]
+    return sorted(wanted)
+
+
+def _revoke_grants(session_id: int, user_ids: list[int]) -> None:
+    """The "always allow" these people gave in the session no longer counts: the session's
+    calls of those tools ask again (the call records keep who decided them)."""
+    grants = ToolCall.objects.select_for_update(no_key=True).filter(
+        session_id=session_id, always_allow=True, decided_by_id__in=user_ids
+    )
+    for record in grants:
+        record.always_allow = False
+        record.save(update_fields=["always_allow"])
+        _publish_tool_call(record)
+
+
+def answerer_consent_set(*, user: User, named_by: str) -> str:
+    """Choose who may name `user` to answer their sessions: `anyone`, `team` (people sharing
+    a team with them) or `nobody`. Sessions they are named on already keep them."""
+    choices = NotificationSettings.NamedBy
+    if named_by not in choices.values:
+        raise PlanError(f"'named_by' must be one of {', '.join(choices.values)}.")
+    with transaction.atomic():
+        prefs, _ = NotificationSettings.objects.select_for_update().get_or_create(user=user)
+        prefs.named_by = named_by
+        prefs.save(update_fields=["named_by", "updated_at"])
+    return named_by

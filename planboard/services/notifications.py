@@ -142,7 +142,8 @@ def notification_claim(*, notification_id: int) -> Claimed | float | None:
             return None
         if row.send_after > now:
             return (row.send_after - now).total_seconds()
-        item = selectors.inbox_item(user=row.user, key=row.item_key)
+        # Deactivated since it was queued: nobody to tell.
+        item = selectors.inbox_item(user=row.user, key=row.item_key) if row.user.is_active else None
         prefs = NotificationSettings.objects.filter(user=row.user).first()
         if item is None or prefs is None:
             row.status = Notification.Status.SKIPPED

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from planboard import broadcast, selectors, sql
@@ -36,6 +37,7 @@ from planboard.services._inbox import (
     _record_decision,
     _run_waits_kind,
 )
+from planboard.services._people import OWNER_INACTIVE, check_answer, refuse_if_owner_inactive
 from planboard.services.run_queue import (
     _admit_or_wait,
     _dispatch_on_commit,
@@ -90,6 +92,10 @@ def message_post(
     conversation). `resources`: MCP resources attached (`{toolset_id, uri}` each, at most
     `ATTACHMENTS_MAX`): each must be listed by a toolset the session uses now; the run reads
     them from their servers before its next model call.
+
+    Someone the owner named to answer (not acting in the session) only answers a run waiting
+    for the user, in text (`Forbidden` otherwise); nobody writes to an inactive owner's
+    session (`PlanError`, code `owner_inactive`): it would start or resume a run.
     """
     if intent not in ("reply", "confirm"):
         raise PlanError("'intent' must be 'reply' or 'confirm'.")
@@ -97,7 +103,7 @@ def message_post(
     wanted = _clean_resource_refs(resources)
     with transaction.atomic():
         session = _lock_session(session_id)
-        attachments = _attachments_of(session_id, wanted)
+        refuse_if_owner_inactive(session, author)
         latest = AgentRun.objects.filter(session=session).order_by("-id").first()
         waits = (
             _run_waits_kind(latest)
@@ -108,6 +114,8 @@ def message_post(
             raise PlanError(
                 "No plan of this session waits for a go-ahead any more.", code="already_decided"
             )
+        check_answer(session, author, run_waits=waits is not None, attaching=bool(wanted))
+        attachments = _attachments_of(session_id, wanted)
         if latest is not None and latest.is_active:
             run = latest
         elif latest is not None and waits is not None:
@@ -278,6 +286,18 @@ def message_record_attachment(
     return message
 
 
+def _load_run_to_start(run_id: int) -> AgentRun:
+    """The run, locked, with whether its session's owner is active (`owner_active`): in the
+    same statement, so starting a run costs nothing more."""
+    queryset = AgentRun.objects.select_for_update(no_key=True, of=("self",)).annotate(
+        owner_active=F("session__owner__is_active")
+    )
+    try:
+        return queryset.get(pk=run_id)
+    except AgentRun.DoesNotExist:
+        raise PlanError(f"Run {run_id} does not exist.", code="not_found") from None
+
+
 def _load_run(run_id: int, *, lock: bool = True) -> AgentRun:
     queryset = AgentRun.objects.select_for_update(no_key=True) if lock else AgentRun.objects
     try:
@@ -296,7 +316,7 @@ def run_start(*, run_id: int, worker: str = "") -> AgentRun:
     room now; otherwise it comes back queued and keeps its place.
     """
     with transaction.atomic():
-        run = _load_run(run_id)
+        run = _load_run_to_start(run_id)
         if not run_waits_for_admission(run):
             return _claim(run, worker)
     # Rare: the admission decides in its lock order (the user, then the run), so this starts
@@ -305,7 +325,7 @@ def run_start(*, run_id: int, worker: str = "") -> AgentRun:
         waiting_owner = waiting_run_owner(run_id)
         if waiting_owner is not None:
             _lock_user(waiting_owner)
-        run = _load_run(run_id)
+        run = _load_run_to_start(run_id)
         if (
             run_waits_for_admission(run)
             and not run.cancel_requested
@@ -322,6 +342,9 @@ def _claim(run: AgentRun, worker: str) -> AgentRun:
     if run.status == AgentRun.Status.RUNNING and run.lease_owner not in ("", worker):
         if run.lease_expires_at is not None and run.lease_expires_at > timezone.now():
             return run  # another worker is driving it right now
+    if run.status in AgentRun.ACTIVE_STATUSES and not getattr(run, "owner_active", True):
+        # Queued before the owner was deactivated (or resumed since): it does not start.
+        return _run_set_status(run, AgentRun.Status.FAILED, OWNER_INACTIVE)
     if run.status in AgentRun.ACTIVE_STATUSES:
         was_queued = run.status == AgentRun.Status.QUEUED
         run.first_start = was_queued and run.started_at is None

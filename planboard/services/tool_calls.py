@@ -30,6 +30,7 @@ from planboard.models import (
 from planboard.pgtext import without_nul
 from planboard.services._core import _clean_text, _lock_session
 from planboard.services._inbox import _inbox_changed, _item_waits, _record_decision
+from planboard.services._people import check_always_allow, refuse_if_owner_inactive
 from planboard.services.elicitations import _take_down_questions
 from planboard.services.runs import (
     DENIED_BY_STOP,
@@ -176,10 +177,12 @@ def tool_call_decide(
     always_allow: bool = False,
     channel: str = Channel.BROWSER,
 ) -> ToolCall:
-    """A person approves or denies a call waiting for them. `always_allow` (with approve)
-    lets later calls of the same tool in this session run without asking, and approves the
-    ones already waiting. Once no call of the run waits any more, the run is queued again.
-    Who decided, when and through which `channel` is kept on the call and as a `Decision`."""
+    """A person approves or denies a call waiting for them. `always_allow` (with approve; the
+    owner's or staff's with `change_chatsession`, never an answerer's) lets later calls of the
+    same tool in this session run without asking, and approves the ones already waiting.
+    Once no call of the run waits any more, the run is queued again; so nothing is decided in
+    an inactive owner's session. Who decided, when and through which `channel` is kept on the
+    call and as a `Decision`."""
     if decision not in DECISIONS:
         raise PlanError("'decision' must be 'approve' or 'deny'.")
     if not isinstance(always_allow, bool):
@@ -194,6 +197,9 @@ def tool_call_decide(
                 "Only the session's owner, the people they named to answer it, or staff "
                 "allowed to change tool calls decide its tool calls."
             )
+        if always_allow:
+            check_always_allow(session, user)
+        refuse_if_owner_inactive(session, user)  # a decision would resume the run
         found = ToolCall.objects.filter(session_id=session_id, tool_call_id=tool_call_id).first()
         if found is None:
             raise PlanError(f"This session has no tool call {tool_call_id!r}.", code="not_found")

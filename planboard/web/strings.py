@@ -73,6 +73,10 @@ STRINGS: dict[str, str | Promise] = {
         "Tell the agent what you want to get done. For bigger jobs it drafts a plan first."
     ),
     "read_only_chat": _("You are watching this session; only its owner can write here."),
+    "answer_only_chat": _(
+        "You were named to answer this session: you can write here when it waits for an "
+        "answer. Its owner starts and steers its work."
+    ),
     "message_placeholder": _("Message the agent… (Enter sends, Shift+Enter for a new line)"),
     "message_label": _("Message to the agent"),
     "send": _("Send"),
@@ -158,8 +162,10 @@ STRINGS: dict[str, str | Promise] = {
     "answerers_title": _("Who may answer"),
     "answerers_help": _(
         "These people see this session and may approve its tool calls, confirm its plans and "
-        "answer its questions. Separate usernames with commas."
+        "answer its questions; starting its work stays yours. Each person chooses who may "
+        "name them. Separate usernames with commas."
     ),
+    "consent_saved": _("Saved: who may name you to answer their sessions."),
     "answerers_label": _("Usernames"),
     # The message box's prompts and attached resources (MCP)
     "prompts": _("Prompts"),

@@ -123,10 +123,13 @@ def session_page(request: HttpRequest, session_id: int) -> HttpResponse:
         "last_plan": last_plan,
         "me": _me(signed_in(request)),
         "can_edit": selectors.can_edit_board(signed_in(request), session.owner_id),
-        # Named by the owner to answer: may write to the agent and decide its tool calls.
+        # Named by the owner to answer: may answer what waits (a question, a plan's go-ahead,
+        # a call's approval). Starting and steering runs, attaching resources and "always
+        # allow" need `can_write` (the owner, or staff allowed to change sessions).
         "can_answer": selectors.can_answer_session(
             signed_in(request), session.owner_id, session_id=session.pk
         ),
+        "can_write": selectors.can_act_in_session(signed_in(request), session.owner_id),
         "history_url": reverse("web:history"),
         "answerers": [p["username"] for p in selectors.session_answerers(session_id=session.pk)],
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from agents import loop
 from planboard import services
@@ -101,3 +102,27 @@ def test_a_lead_cannot_approve_and_nothing_runs(
     assert loop.execute_run(run_id=run.pk).status == AgentRun.Status.WAITING_FOR_APPROVAL
     assert notes_written(mcp_http.notes) == []
     assert ToolCall.objects.get(tool_call_id="w").status == "pending"
+
+
+def test_an_answerers_always_allow_asks_again_once_they_are_taken_off(
+    session: ChatSession, user: Any, remote: Toolset, mcp_http: HttpServer,
+    scripted_model: ScriptedModel,
+) -> None:  # fmt: skip
+    bob = get_user_model().objects.create_user("bob", password="pw-bob-12345")
+    services.answerer_consent_set(user=bob, named_by="anyone")
+    services.session_set_answerers(session_id=session.pk, user=user, usernames=["bob"])
+    run = start(session, user, scripted_model, call("remote__write_note", call_id="w1", text="1"))
+    # Answerers approve, never "always allow" now; a grant bob made while they could:
+    assert decide(bob, session, "w1", decision="approve", always_allow=True).status_code == 403
+    assert decide(bob, session, "w1", decision="approve").status_code == 200
+    ToolCall.objects.filter(tool_call_id="w1").update(always_allow=True)
+    scripted_model.script.extend(
+        [tool_calls(call("remote__write_note", call_id="w2", text="2")), say("Done.")]
+    )
+    assert loop.execute_run(run_id=run.pk).status == AgentRun.Status.SUCCEEDED
+    assert notes_written(mcp_http.notes) == ["1", "2"]  # his grant let w2 run unasked
+    # Alice takes bob off: what he granted no longer counts.
+    services.session_set_answerers(session_id=session.pk, user=user, usernames=[])
+    later = start(session, user, scripted_model, call("remote__write_note", call_id="w3", text="3"))
+    assert later.status == AgentRun.Status.WAITING_FOR_APPROVAL
+    assert notes_written(mcp_http.notes) == ["1", "2"]

@@ -157,3 +157,26 @@ def test_a_toolset_limited_to_a_team_is_for_its_members_only(
     assert offered(mine) == ["echo"]
     TeamMembership.objects.filter(team=team, user=user).delete()
     assert offered(mine) == []
+
+
+def test_an_owner_deactivated_mid_run_lends_no_credential_to_its_calls(
+    user: Any, personal: Toolset, mcp_http: HttpServer, scripted_model: ScriptedModel
+) -> None:
+    session = services.session_create(owner=user, need_user_confirm=False)
+    services.session_set_toolsets(session_id=session.pk, toolset_ids=[personal.pk], user=user)
+    services.toolset_credential_set(
+        toolset_id=personal.pk, user=user, headers={"X-Api-Key": API_KEY}
+    )
+
+    def leave(_messages: list[dict[str, Any]]) -> None:
+        user.is_active = False
+        user.save(update_fields=["is_active"])
+
+    # Deactivated while the model answers with a call of the tool.
+    scripted_model.script.extend(
+        [do(leave), tool_calls(call("remote__echo", call_id="e", text="x")), say("Ok.")]
+    )
+    run = drive(post(session, user))
+    assert run.status == AgentRun.Status.SUCCEEDED, run.error
+    assert "it was not run" in result_of(session, "e")
+    assert mcp_http.seen_keys == []

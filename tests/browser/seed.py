@@ -43,6 +43,8 @@ def seed() -> dict[str, Any]:
     users = get_user_model().objects
     alice = users.create_user("alice", password=PASSWORD)  # team member, owns the plans
     lead = users.create_user("lena", password=PASSWORD)  # leads alice's team
+    # Ivy (in no team with her) names lena to answer a session (tests/browser/test_inbox.py).
+    services.answerer_consent_set(user=lead, named_by="anyone")
     outsider = users.create_user("oscar", password=PASSWORD)  # in no team with alice
     # An admin: edits any plan through the admins' model permissions; also sets up the stdio
     # test server below, which takes run_stdio_toolset.

@@ -86,13 +86,31 @@ def test_inbox_lists_both_and_answers_resume_the_runs(browsing: Browsing, screen
     expect(page.locator(".msg time").first).to_have_attribute("title", re.compile(r"\d{4}"))
     screenshot(page, "inbox-session-usage")
 
-    # Lena, now named, may write to the agent there, but neither edit the board nor stop runs.
+    # Lena, now named, answers what the session waits for: its run has finished, so nothing
+    # waits and she gets a note instead of the message box; she neither edits the board nor
+    # stops runs.
     lena = browsing.new_page("lena")
     lena.goto(f"{browsing.server.url}/sessions/{sessions['confirm']}/")
-    expect(lena.locator(".composer textarea")).to_be_visible()
+    expect(lena.locator(".composer")).to_be_hidden()
+    expect(lena.locator(".read-only-note")).to_contain_text("named to answer")
     expect(lena.locator(".plan-mode-switch")).to_have_count(0)
     expect(lena.locator('[data-action="stop"]')).to_be_hidden()
     expect(lena.locator(".badge-readonly")).to_be_visible()
+
+
+def test_who_may_name_me_form(browsing: Browsing) -> None:
+    page = browsing.new_page("oscar")
+    page.goto(f"{browsing.server.url}/inbox/")
+    consent = page.locator("#answer-consent")
+    consent.locator("summary").click()
+    # Teammates by default.
+    expect(consent.locator('input[name=named_by][value="team"]')).to_be_checked()
+    consent.locator('input[name=named_by][value="nobody"]').check()
+    consent.locator("button[type=submit]").click()
+    expect(page.locator(".toast")).to_contain_text("who may name you")
+    page.reload()
+    consent.locator("summary").click()
+    expect(consent.locator('input[name=named_by][value="nobody"]')).to_be_checked()
 
 
 def test_notification_settings_form(browsing: Browsing) -> None:

@@ -236,6 +236,7 @@ def test_a_stranger_cannot_answer_and_named_answerers_can(
     assert Elicitation.objects.get(pk=row.pk).status == "pending"
 
     bob = get_user_model().objects.create_user("bob", password="pw-bob-12345")
+    services.answerer_consent_set(user=bob, named_by="anyone")
     services.session_set_answerers(session_id=chat_session.pk, user=user, usernames=["bob"])
     assert [i["key"] for i in selectors.inbox_items(user=bob)] == [f"elicitation:{row.pk}"]
     services.elicitation_answer(elicitation_id=row.pk, user=bob, action="decline")

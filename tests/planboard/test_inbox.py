@@ -27,7 +27,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def bob(db: Any) -> Any:
-    return get_user_model().objects.create_user("bob", password="pw-bob-12345")
+    """Accepts being named to answer by anyone (the default is teammates only)."""
+    bob = get_user_model().objects.create_user("bob", password="pw-bob-12345")
+    services.answerer_consent_set(user=bob, named_by="anyone")
+    return bob
 
 
 def session_of(owner: Any, title: str = "Trip") -> ChatSession:
@@ -364,7 +367,7 @@ def test_the_inbox_reads_a_fixed_number_of_statements(user: Any) -> None:
     assert len(selectors.inbox_items(user=user)) == 24
 
 
-def test_session_page_lets_named_answerers_write_but_not_edit(
+def test_session_page_lets_named_answerers_answer_but_not_edit(
     user: Any, bob: Any, lead: Any
 ) -> None:
     session = session_of(user)
@@ -375,7 +378,8 @@ def test_session_page_lets_named_answerers_write_but_not_edit(
     assert (named["can_edit"], named["can_answer"]) == (False, True)
     reader = page_data(client_for(lead).get(f"/sessions/{session.pk}/"))
     assert (reader["can_edit"], reader["can_answer"]) == (False, False)
-    # Writing works for bob; the session's settings stay the owner's.
+    # Answering what waits works for bob; the session's settings stay the owner's.
+    waiting_question(session, user, "Which dates?")
     api = api_client_for(bob)
     posted = api.post(f"/api/sessions/{session.pk}/messages/", {"content": "Hi"}, format="json")
     assert posted.status_code == 202

@@ -317,6 +317,7 @@ def test_a_link_of_someone_no_longer_allowed_is_refused(
     alice: Any, handed: Any, client: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     bob = get_user_model().objects.create_user("bob", email="bob@example.com")
+    services.answerer_consent_set(user=bob, named_by="anyone")
     session = services.session_create(owner=alice, title="Shared")
     services.session_set_answerers(session_id=session.pk, user=alice, usernames=["bob"])
     subscribe(bob)

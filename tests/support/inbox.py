@@ -88,3 +88,27 @@ def waiting_question(session: ChatSession, user: Any, question: str) -> AgentRun
         session_id=session.pk, run_id=run.pk, role="assistant", content=question
     )
     return services.run_finish(run_id=run.pk, status="waiting_for_user")
+
+
+def answerer(name: str, *, named_by: str | None = "anyone") -> Any:
+    """A new person who accepts being named to answer by `named_by` (None: the default)."""
+    from django.contrib.auth import get_user_model
+
+    someone = get_user_model().objects.create_user(
+        name, password=f"pw-{name}-12345", email=f"{name}@example.com"
+    )
+    if named_by is not None:
+        services.answerer_consent_set(user=someone, named_by=named_by)
+    return someone
+
+
+def shared_session(owner: Any, *names: str) -> ChatSession:
+    """A session of `owner`'s with these people named to answer it."""
+    session = services.session_create(owner=owner, title="Shared")
+    services.session_set_answerers(session_id=session.pk, user=owner, usernames=list(names))
+    return session
+
+
+def deactivate(who: Any) -> None:
+    who.is_active = False
+    who.save(update_fields=["is_active"])

@@ -1,6 +1,7 @@
 """The inbox: everything waiting on the signed-in person, "not now", bulk approval; who may
-answer a session; the record of its decisions. Deciding itself goes through the endpoints
-that own each decision (tool-call decision, messages, session settings)."""
+answer a session, and who may name you to; the record of its decisions. Deciding itself goes
+through the endpoints that own each decision (tool-call decision, messages, session
+settings)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,27 @@ class SessionAnswerersView(ApiView):
             session_id=session_id, user=signed_in(request), usernames=data["usernames"]
         )
         return Response({"usernames": names})
+
+
+class AnswererConsentView(ApiView):
+    @extend_schema(
+        tags=["inbox"],
+        responses={200: s.AnswererConsentOutSerializer, 401: ERRORS[401]},
+        summary="Who may name you to answer their sessions.",
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"named_by": selectors.answerer_consent(user=signed_in(request))})
+
+    @extend_schema(
+        tags=["inbox"],
+        request=s.AnswererConsentSerializer,
+        responses={200: s.AnswererConsentOutSerializer, 400: ERRORS[400], 401: ERRORS[401]},
+        summary="Choose who may name you to answer their sessions.",
+    )
+    def put(self, request: Request) -> Response:
+        data = parse(s.AnswererConsentSerializer, request.data)
+        named_by = services.answerer_consent_set(user=signed_in(request), **data)
+        return Response({"named_by": named_by})
 
 
 class SessionDecisionsView(ApiView):

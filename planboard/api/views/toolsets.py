@@ -15,8 +15,8 @@ from rest_framework.response import Response
 from planboard import selectors, services
 from planboard.api import serializers as s
 from planboard.api.permissions import (
-    answerable_session,
     decidable_session,
+    editable_session,
     require_model_permission,
     visible_session,
 )
@@ -260,7 +260,8 @@ class SessionPromptGetView(ApiView):
         summary="Get a prompt's text from its server (prompts/get), to put in the message box.",
     )
     def post(self, request: Request, session_id: int) -> Response:
-        answerable_session(signed_in(request), session_id)
+        # Asked with the owner's credentials, for the owner's composer: not an answerer's.
+        editable_session(signed_in(request), session_id)
         data = parse(s.PromptGetSerializer, request.data)
         text = services.toolset_prompt_get(
             session_id=session_id,

@@ -1,0 +1,481 @@
+"""Action links bound to the exact wait they were made for: a run that waits again is a new
+item (new notifications, new links), a plan changed since the link was made is not
+confirmed through it, any decision spends everyone's links, the page shows what it confirms,
+tokens stay out of logs, some tools are decided only by someone signed in, and a link closed
+by expiry says so."""
+
+from __future__ import annotations
+
+import io
+import logging
+import logging.config
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
+from django.core import mail
+from django.test import Client
+from django.utils import timezone
+
+from planboard import selectors, services, tasks
+from planboard.models import (
+    ActionLink,
+    AgentRun,
+    ChatSession,
+    Decision,
+    Notification,
+    Plan,
+    ToolCall,
+    Toolset,
+    ToolsetTool,
+)
+from planboard.services import Actor
+from tests.support.inbox import running, waiting_approval, waiting_confirmation
+from tests.support.web import XSS, api_client_for, client_for
+
+pytestmark = pytest.mark.django_db
+
+SITE = "https://planboard.example"
+
+
+@pytest.fixture
+def handed(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[int]:
+    """Hand-offs to workers, recorded instead of queued."""
+    calls: list[int] = []
+    settings.PLANBOARD_NOTIFICATION_DISPATCHER = "planboard.tasks.dispatch_notification"
+    settings.PLANBOARD_PUBLIC_URL = SITE
+    monkeypatch.setattr(
+        tasks.send_notification, "apply_async", lambda args, **_: calls.append(args[0])
+    )
+    return calls
+
+
+@pytest.fixture
+def alice(user: Any) -> Any:
+    user.email = "alice@example.com"
+    user.save()
+    return user
+
+
+@pytest.fixture
+def bob(db: Any) -> Any:
+    return get_user_model().objects.create_user("bob", email="bob@example.com")
+
+
+@pytest.fixture
+def shared(alice: Any, bob: Any) -> ChatSession:
+    """Alice's session; bob may answer it."""
+    session = services.session_create(owner=alice, title="Offsite")
+    services.session_set_answerers(session_id=session.pk, user=alice, usernames=["bob"])
+    return session
+
+
+def subscribe(person: Any, *kinds: str) -> None:
+    services.notification_settings_update(
+        user=person, kinds=list(kinds), email=True, webhook_url="", delay_seconds=0
+    )
+
+
+def links_of(row: Notification) -> dict[str, str]:
+    """Claim the row as a worker does; its links as paths."""
+    claimed = services.notification_claim(notification_id=row.pk)
+    assert isinstance(claimed, services.Claimed)
+    return {k: v.removeprefix(SITE) for k, v in claimed.links.items()}
+
+
+def token_of(path: str) -> str:
+    return path.removeprefix("/inbox/act/").strip("/")
+
+
+def current_plan(session: ChatSession) -> Plan:
+    plan = ChatSession.objects.get(pk=session.pk).current_plan
+    assert plan is not None
+    return plan
+
+
+# --- a link confirms the wait and the plan it was made for, nothing later -----------------
+
+
+def test_an_old_confirmation_link_never_confirms_a_revised_plan(
+    alice: Any, bob: Any, shared: ChatSession, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(bob, "confirmation")
+    with capture(execute=True):
+        run = waiting_confirmation(shared, alice, name="Team offsite")
+    [first] = Notification.objects.filter(user=bob)
+    old = links_of(first)
+    # Alice answers in the app instead; the agent adds a step and waits again, same run.
+    with capture(execute=True):
+        services.message_post(session_id=shared.pk, author=alice, content="Add the deposit")
+        services.run_start(run_id=run.pk, worker="test")
+        services.subtask_add(
+            plan_id=current_plan(shared).pk,
+            actor=Actor.agent(run),
+            name="Wire 50000 USD to account 12345",
+        )
+        services.message_record_agent(
+            session_id=shared.pk, run_id=run.pk, role="assistant", content="Shall I start?"
+        )
+        services.run_finish(run_id=run.pk, status="waiting_for_user")
+    # The second wait is a new item: bob is told again, with new links.
+    rows = list(Notification.objects.filter(user=bob).order_by("id"))
+    assert len(rows) == 2 and rows[0].item_key != rows[1].item_key
+    assert selectors.inbox_item(user=bob, key=rows[1].item_key) is not None
+    assert selectors.inbox_item(user=bob, key=rows[0].item_key) is None
+    # The old link decides nothing, whatever the page or the POST.
+    page = client.get(old["confirm"])
+    assert page.status_code == 409 and b"Wire 50000" not in page.content
+    used = client.post(old["confirm"])
+    assert used.status_code == 409
+    assert AgentRun.objects.get(pk=run.pk).status == "waiting_for_user"
+    assert not Decision.objects.filter(decision="confirm").exists()
+    # The new link shows the revised plan, step by step, and confirms it.
+    new = links_of(rows[1])
+    assert new["confirm"] != old["confirm"]
+    shown = client.get(new["confirm"])
+    assert shown.status_code == 200 and b"Wire 50000 USD to account 12345" in shown.content
+    assert client.post(new["confirm"]).status_code == 200
+    assert AgentRun.objects.get(pk=run.pk).status == "queued"
+
+
+def test_a_plan_changed_during_the_same_wait_is_not_confirmed_by_the_old_link(
+    alice: Any, bob: Any, shared: ChatSession, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(bob, "confirmation")
+    with capture(execute=True):
+        run = waiting_confirmation(shared, alice, name="Team offsite")
+    [row] = Notification.objects.filter(user=bob)
+    links = links_of(row)
+    # The plan changes while the run still waits on the same item.
+    services.subtask_add(
+        plan_id=current_plan(shared).pk, actor=Actor.person(alice), name="Hire a band"
+    )
+    assert selectors.inbox_item(user=bob, key=row.item_key) is not None
+    page = client.get(links["confirm"])
+    assert page.status_code == 409 and b'data-outcome="changed"' in page.content
+    assert f"/sessions/{shared.pk}/".encode() in page.content
+    assert b"Hire a band" not in page.content
+    response = client.post(links["confirm"])
+    assert response.status_code == 409 and b'data-outcome="changed"' in response.content
+    assert AgentRun.objects.get(pk=run.pk).status == "waiting_for_user"
+    assert not Decision.objects.exists()
+
+
+def test_a_decision_in_the_browser_spends_everyone_s_links(
+    alice: Any, bob: Any, shared: ChatSession, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(alice, "approval")
+    subscribe(bob, "approval")
+    with capture(execute=True):
+        call = waiting_approval(shared, alice)
+    bob_links = links_of(Notification.objects.get(user=bob))
+    links_of(Notification.objects.get(user=alice))
+    assert ActionLink.objects.filter(used_at__isnull=True).count() == 4
+    client_for(alice).post(
+        f"/api/sessions/{shared.pk}/tool-calls/{call.tool_call_id}/decision/",
+        {"decision": "deny"},
+        content_type="application/json",
+    )
+    # Every link of the item is spent, bob's too, in the decision's own transaction.
+    assert not ActionLink.objects.filter(used_at__isnull=True).exists()
+    assert set(ActionLink.objects.values_list("outcome", flat=True)) == {"already_decided"}
+    response = client.post(bob_links["approve"])
+    assert response.status_code == 409 and b'data-outcome="already_decided"' in response.content
+    assert ToolCall.objects.get(pk=call.pk).status == "denied"
+
+
+def test_a_link_decision_spends_the_other_person_s_links(
+    alice: Any, bob: Any, shared: ChatSession, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(alice, "confirmation")
+    subscribe(bob, "confirmation")
+    with capture(execute=True):
+        waiting_confirmation(shared, alice)
+    alice_links = links_of(Notification.objects.get(user=alice))
+    bob_links = links_of(Notification.objects.get(user=bob))
+    assert client.post(bob_links["confirm"]).status_code == 200
+    assert ActionLink.objects.get(token_hash=_hash(alice_links["confirm"])).used_at is not None
+    assert client.post(alice_links["confirm"]).status_code == 409
+    assert Decision.objects.filter(decision="confirm").count() == 1
+
+
+def _hash(path: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(token_of(path).encode()).hexdigest()
+
+
+# --- what the page shows --------------------------------------------------------------------
+
+
+def test_the_confirmation_page_lists_the_subtasks_in_order_as_text(
+    alice: Any, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(alice, "confirmation")
+    session = services.session_create(owner=alice, title="Kyoto")
+    with capture(execute=True):
+        run = running(session, alice, "Plan a trip")
+        services.plan_create(
+            session_id=session.pk,
+            actor=Actor.agent(run),
+            name="Trip",
+            subtasks=[{"name": "Book flights"}, {"name": XSS}, {"name": "Pack"}],
+        )
+        services.run_finish(run_id=run.pk, status="waiting_for_user")
+    links = links_of(Notification.objects.get(user=alice))
+    page = client.get(links["confirm"])
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert XSS not in body and "&lt;script&gt;alert(" in body
+    first, second, third = (body.index(n) for n in ("Book flights", "&lt;script&gt;", "Pack<"))
+    assert first < second < third
+    assert page["Referrer-Policy"] == "no-referrer"
+    assert "no-store" in page["Cache-Control"]
+
+
+def test_the_link_page_leaks_no_referrer_even_when_refused(client: Client) -> None:
+    page = client.get("/inbox/act/not-a-real-token/")
+    assert page.status_code == 404
+    assert page["Referrer-Policy"] == "no-referrer" and "no-store" in page["Cache-Control"]
+    posted = client.post("/inbox/act/not-a-real-token/")
+    assert posted["Referrer-Policy"] == "no-referrer"
+
+
+# --- tokens never reach logs ----------------------------------------------------------------
+
+
+@pytest.fixture
+def log_output() -> Iterator[io.StringIO]:
+    """What the handlers of the real LOGGING configuration write."""
+    logging.config.dictConfig(django_settings.LOGGING)
+    written = io.StringIO()
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
+    assert handlers
+    previous = [h.setStream(written) for h in handlers]
+    try:
+        yield written
+    finally:
+        for handler, stream in zip(handlers, previous, strict=True):
+            if stream is not None:
+                handler.setStream(stream)
+
+
+def test_a_link_token_is_not_written_to_any_log(
+    alice: Any, handed: Any, capture: Any, log_output: io.StringIO
+) -> None:
+    from daphne.access import AccessLogGenerator
+
+    from planboard.daphne_server import Server, access_log_stream
+
+    subscribe(alice, "approval")
+    session = services.session_create(owner=alice, title="Notes")
+    with capture(execute=True):
+        waiting_approval(session, alice)
+    links = links_of(Notification.objects.get(user=alice))
+    token = token_of(links["deny"])
+    ActionLink.objects.update(expires_at=timezone.now() - timedelta(minutes=1))
+    # Django logs 4xx answers with their path (django.request): 410 here.
+    assert Client().get(links["deny"]).status_code == 410
+    assert Client().get(f"/inbox/act/{token[:-1]}x/").status_code == 404
+    # daphne's access log, as the web server writes it (through logging, not a raw stream).
+    server = Server(
+        application=None, endpoints=[], action_logger=AccessLogGenerator(io.StringIO())
+    )
+    details = {"client": "203.0.113.9:5", "path": links["deny"], "status": 200, "size": 10}
+    server.action_logger("http", "complete", {**details, "method": "POST"})
+    AccessLogGenerator(access_log_stream())("http", "complete", {**details, "method": "GET"})
+    # runserver's log and any other logger carrying the path.
+    logging.getLogger("django.channels.server").warning("HTTP GET %(path)s 404", details)
+    logging.getLogger("anything").error("failed at %s", f"{SITE}{links['deny']}?x=1")
+    written = log_output.getvalue()
+    assert token not in written and token[:-1] not in written
+    assert written.count("/inbox/act/") >= 6, written
+    assert "POST /inbox/act/" in written and "GET /inbox/act/" in written
+
+
+# --- decide only while signed in ------------------------------------------------------------
+
+
+@pytest.fixture
+def guarded(staff_admin: Any) -> Toolset:
+    toolset = services.toolset_create(
+        user=staff_admin, name="bank", kind="http", url="http://bank.test"
+    )
+    services.toolset_refresh_tools(
+        toolset_id=toolset.pk,
+        tools=[{"name": "wire", "description": "Send money.", "input_schema": {}}],
+    )
+    services.toolset_update(
+        toolset_id=toolset.pk, user=staff_admin, tool_signed_in_only={"wire": True}
+    )
+    return toolset
+
+
+def waiting_wire(session: ChatSession, user: Any, toolset: Toolset) -> ToolCall:
+    run = running(session, user)
+    record = services.tool_call_open(
+        session_id=session.pk,
+        run_id=run.pk,
+        tool_call_id="call_wire",
+        tool_name="bank__wire",
+        toolset_id=toolset.pk,
+        tool="wire",
+        arguments={"amount": 50000},
+        read_only=False,
+        status="pending",
+    )
+    services.run_pause_for_approval(run_id=run.pk)
+    return record
+
+
+def test_a_signed_in_only_call_gets_no_approve_link(
+    alice: Any, guarded: Toolset, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(alice, "approval")
+    session = services.session_create(owner=alice, title="Money")
+    with capture(execute=True):
+        call = waiting_wire(session, alice, guarded)
+    [row] = Notification.objects.filter(user=alice)
+    assert tasks.send_notification(row.pk) == "sent"
+    [email] = mail.outbox
+    assert "/inbox/act/" in email.body  # the deny link
+    assert "Approve:" not in email.body
+    links = links_of(row)  # a retry sends the same links
+    assert set(links) == {"open", "deny"}
+    assert set(ActionLink.objects.values_list("decision", flat=True)) == {"deny"}
+    # A forged (or earlier) approve link for the call is refused.
+    token = services.notifications.action_link_token(row.pk, "approve")
+    ActionLink.objects.create(
+        user=alice,
+        session=session,
+        item_key=row.item_key,
+        decision="approve",
+        channel="email",
+        token_hash=services.notifications._token_hash(token),
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
+    assert client.get(f"/inbox/act/{token}/").status_code == 404
+    refused = client.post(f"/inbox/act/{token}/")
+    assert refused.status_code == 404 and b'data-outcome="refused"' in refused.content
+    assert ToolCall.objects.get(pk=call.pk).status == "pending"
+    # Denying from the mailbox still works.
+    assert client.post(links["deny"]).status_code == 200
+    assert ToolCall.objects.get(pk=call.pk).status == "denied"
+
+
+def test_signed_in_only_is_set_through_the_toolset_api(
+    staff_admin: Any, user: Any, guarded: Toolset
+) -> None:
+    api = api_client_for(staff_admin)
+    [tool] = api.get(f"/api/toolsets/{guarded.pk}/").json()["tools"]
+    assert tool["signed_in_only"] is True
+    url = f"/api/toolsets/{guarded.pk}/"
+    turned = api.patch(url, {"tool_signed_in_only": {"wire": False}}, format="json")
+    assert turned.status_code == 200 and turned.json()["tools"][0]["signed_in_only"] is False
+    assert not ToolsetTool.objects.get(name="wire").signed_in_only
+    bad = api.patch(url, {"tool_signed_in_only": {"wire": "yes"}}, format="json")
+    assert bad.status_code == 400
+    unknown = api.patch(url, {"tool_signed_in_only": {"nope": True}}, format="json")
+    assert unknown.status_code == 400
+    # Only people who may change toolsets set it.
+    member = api_client_for(user).patch(url, {"tool_signed_in_only": {"wire": True}}, format="json")
+    assert member.status_code in (403, 404)
+    assert not ToolsetTool.objects.get(name="wire").signed_in_only
+
+
+def test_signed_in_only_is_set_in_the_admin(admin_client: Client, guarded: Toolset) -> None:
+    from tests.support.admin import tool_row, toolset_form
+
+    wire = ToolsetTool.objects.get(name="wire")
+    page = admin_client.get(f"/admin/planboard/toolset/{guarded.pk}/change/").content.decode()
+    assert "signed_in_only" in page
+    # The box left unticked: turned off.
+    data = toolset_form(name=None, title="", url="http://bank.test", tools=(tool_row(wire),))
+    response = admin_client.post(f"/admin/planboard/toolset/{guarded.pk}/change/", data)
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert not ToolsetTool.objects.get(name="wire").signed_in_only
+    ticked = (tool_row(wire, signed_in_only="on"),)
+    data = toolset_form(name=None, title="", url="http://bank.test", tools=ticked)
+    admin_client.post(f"/admin/planboard/toolset/{guarded.pk}/change/", data)
+    assert ToolsetTool.objects.get(name="wire").signed_in_only
+
+
+# --- people, subtasks, expiry -----------------------------------------------------------------
+
+
+def test_an_inactive_person_s_link_page_is_refused(
+    alice: Any, bob: Any, shared: ChatSession, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(bob, "approval")
+    with capture(execute=True):
+        call = waiting_approval(shared, alice)
+    links = links_of(Notification.objects.get(user=bob))
+    bob.is_active = False
+    bob.save()
+    page = client.get(links["approve"])
+    assert page.status_code == 404 and b'data-outcome="refused"' in page.content
+    assert b"write_note" not in page.content
+    assert ToolCall.objects.get(pk=call.pk).status == "pending"
+
+
+def test_an_approval_item_names_the_subtask_in_progress(alice: Any) -> None:
+    session = services.session_create(owner=alice, title="Notes")
+    plan, _ = services.plan_create(
+        session_id=session.pk,
+        actor=Actor.person(alice),
+        name="Notes",
+        subtasks=[{"name": "Write it down"}, {"name": "Share it"}],
+    )
+    first = plan.subtasks.order_by("position").first()
+    assert first is not None
+    services.subtask_set_state(
+        plan_id=plan.pk, actor=Actor.person(alice), subtask_id=first.pk, state="in_progress"
+    )
+    call = waiting_approval(session, alice)
+    item = selectors.inbox_item(user=alice, key=selectors.tool_call_key(call.pk))
+    assert item is not None
+    assert item["subtask"] == {"id": first.pk, "name": "Write it down"}
+
+
+@pytest.mark.parametrize("kind", ["approval", "confirmation"])
+def test_a_link_closed_by_the_sweep_says_expired(
+    alice: Any, handed: Any, client: Client, capture: Any, kind: str
+) -> None:
+    subscribe(alice, kind)
+    session = services.session_create(owner=alice, title="Late")
+    with capture(execute=True):
+        if kind == "approval":
+            waiting_approval(session, alice)
+        else:
+            waiting_confirmation(session, alice)
+    links = links_of(Notification.objects.get(user=alice))
+    decision = "approve" if kind == "approval" else "confirm"
+    ActionLink.objects.update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert tasks.expire_action_links.run() >= 1
+    page = client.get(links[decision])
+    assert page.status_code == 410 and b'data-outcome="expired"' in page.content
+    posted = client.post(links[decision])
+    assert posted.status_code == 410 and b'data-outcome="expired"' in posted.content
+
+
+def test_the_sweep_leaves_another_person_s_live_confirmation_link(
+    alice: Any, bob: Any, shared: ChatSession, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(alice, "confirmation")
+    subscribe(bob, "confirmation")
+    with capture(execute=True):
+        run = waiting_confirmation(shared, alice)
+    links_of(Notification.objects.get(user=alice))
+    bob_links = links_of(Notification.objects.get(user=bob))
+    ActionLink.objects.filter(user=alice).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert tasks.expire_action_links.run() == 1
+    assert client.post(bob_links["confirm"]).status_code == 200
+    assert AgentRun.objects.get(pk=run.pk).status == "queued"
+
+
+@pytest.fixture
+def capture(django_capture_on_commit_callbacks: Any) -> Any:
+    return django_capture_on_commit_callbacks

@@ -50,6 +50,7 @@ from planboard.services.inbox import (
 from planboard.services.notifications import (
     Claimed,
     action_link_find,
+    action_link_preview,
     action_link_use,
     action_links_expire,
     notification_claim,
@@ -144,6 +145,7 @@ __all__ = [
     "RunStopFlags",
     "TextChanges",
     "action_link_find",
+    "action_link_preview",
     "action_link_use",
     "action_links_expire",
     "elicitation_answer",

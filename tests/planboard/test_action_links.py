@@ -281,9 +281,7 @@ def test_a_link_token_is_not_written_to_any_log(
     assert Client().get(links["deny"]).status_code == 410
     assert Client().get(f"/inbox/act/{token[:-1]}x/").status_code == 404
     # daphne's access log, as the web server writes it (through logging, not a raw stream).
-    server = Server(
-        application=None, endpoints=[], action_logger=AccessLogGenerator(io.StringIO())
-    )
+    server = Server(application=None, endpoints=[], action_logger=AccessLogGenerator(io.StringIO()))
     details = {"client": "203.0.113.9:5", "path": links["deny"], "status": 200, "size": 10}
     server.action_logger("http", "complete", {**details, "method": "POST"})
     AccessLogGenerator(access_log_stream())("http", "complete", {**details, "method": "GET"})

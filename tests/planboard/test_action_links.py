@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import logging
-import logging.config
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
 from django.utils import timezone
+from django.utils.log import configure_logging
 
 from planboard import selectors, services, tasks
 from planboard.models import (
@@ -248,19 +248,25 @@ def test_the_link_page_leaks_no_referrer_even_when_refused(client: Client) -> No
 
 
 @pytest.fixture
-def log_output() -> Iterator[io.StringIO]:
-    """What the handlers of the real LOGGING configuration write."""
-    logging.config.dictConfig(django_settings.LOGGING)
-    written = io.StringIO()
-    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
+def log_output(settings: Any) -> Iterator[io.StringIO]:
+    """What every handler of the real logging configuration writes (Django's defaults, then
+    settings.LOGGING, as Django applies them), DEBUG on: its console handlers too."""
+    settings.DEBUG = True
+    configure_logging(django_settings.LOGGING_CONFIG, django_settings.LOGGING)
+    loggers = [logging.getLogger(), *map(logging.getLogger, list(logging.root.manager.loggerDict))]
+    handlers = {
+        h for logger in loggers for h in logger.handlers if isinstance(h, logging.StreamHandler)
+    }
     assert handlers
-    previous = [h.setStream(written) for h in handlers]
+    written = io.StringIO()
+    previous = {h: h.setStream(written) for h in handlers}
     try:
         yield written
     finally:
-        for handler, stream in zip(handlers, previous, strict=True):
+        for handler, stream in previous.items():
             if stream is not None:
                 handler.setStream(stream)
+        configure_logging(django_settings.LOGGING_CONFIG, django_settings.LOGGING)
 
 
 def test_a_link_token_is_not_written_to_any_log(
@@ -281,7 +287,11 @@ def test_a_link_token_is_not_written_to_any_log(
     assert Client().get(links["deny"]).status_code == 410
     assert Client().get(f"/inbox/act/{token[:-1]}x/").status_code == 404
     # daphne's access log, as the web server writes it (through logging, not a raw stream).
-    server = Server(application=None, endpoints=[], action_logger=AccessLogGenerator(io.StringIO()))
+    server = Server(  # built as daphne's command line builds it, never run
+        application=None,
+        endpoints=["tcp:port=0:interface=127.0.0.1"],
+        action_logger=AccessLogGenerator(io.StringIO()),
+    )
     details = {"client": "203.0.113.9:5", "path": links["deny"], "status": 200, "size": 10}
     server.action_logger("http", "complete", {**details, "method": "POST"})
     AccessLogGenerator(access_log_stream())("http", "complete", {**details, "method": "GET"})

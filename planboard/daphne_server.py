@@ -43,7 +43,7 @@ def access_log_stream() -> _LogLines:
     return _LogLines(logging.getLogger(ACCESS_LOGGER))
 
 
-class Server(DaphneServer):  # type: ignore[misc]
+class Server(DaphneServer):
     """daphne's server; an access log asked for (any stream) is written through logging."""
 
     def __init__(self, *args: Any, action_logger: Any = None, **kwargs: Any) -> None:
@@ -52,7 +52,7 @@ class Server(DaphneServer):  # type: ignore[misc]
         super().__init__(*args, action_logger=action_logger, **kwargs)
 
 
-class CommandLineInterface(DaphneCommandLine):  # type: ignore[misc]
+class CommandLineInterface(DaphneCommandLine):
     server_class = Server
 
 

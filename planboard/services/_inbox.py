@@ -177,8 +177,10 @@ def _check_wait(expected: WaitRef, run: AgentRun | None, session: ChatSession) -
         )
     if expected.plan_version is None:
         return
-    current = Plan.objects.filter(pk=session.current_plan_id).values_list("version", flat=True)
-    if session.current_plan_id != expected.plan_id or current.first() != expected.plan_version:
+    plan_id = session.current_plan_id
+    shown = plan_id is not None and plan_id == expected.plan_id
+    current = Plan.objects.filter(pk=plan_id or 0).values_list("version", flat=True).first()
+    if not shown or current != expected.plan_version:
         raise PlanError(
             "The plan changed since it was shown: look at it again before confirming.",
             code="plan_changed",

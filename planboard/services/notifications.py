@@ -258,6 +258,9 @@ DECIDED = "decided"
 ALREADY_DECIDED = "already_decided"
 REFUSED = "refused"
 CHANGED = "changed"
+# Internal: this link may not make its decision (approving a tool only people signed in
+# approve); refused, and left unspent: the person's other links of the item still work.
+_NOT_BY_LINK = "not_by_link"
 # A spent link's stored outcome -> what its page says from then on.
 _SPENT = {EXPIRED: EXPIRED, ALREADY_DECIDED: ALREADY_DECIDED, REFUSED: REFUSED, CHANGED: CHANGED}
 
@@ -276,7 +279,7 @@ def _check(link: ActionLink) -> tuple[str, InboxItem | None]:
         # Still waiting, but not on this person any more: refused; else answered elsewhere.
         return (REFUSED if _still_waits(link.item_key) else ALREADY_DECIDED), None
     if link.decision not in _link_decisions(item["kind"], item):
-        return REFUSED, None  # e.g. approving a tool that only people signed in approve
+        return _NOT_BY_LINK, None
     if link.decision == "confirm":
         plan = item["plan"]
         if plan is None or (link.plan_id, link.plan_version) != (plan["id"], plan["version"]):
@@ -291,7 +294,7 @@ def action_link_preview(*, token: str) -> tuple[str, ActionLink | None, InboxIte
     if link is None:
         return REFUSED, None, None
     outcome, item = _check(link)
-    return outcome, link, item
+    return (REFUSED if outcome == _NOT_BY_LINK else outcome), link, item
 
 
 def action_link_use(*, token: str) -> tuple[str, ActionLink | None]:
@@ -313,6 +316,8 @@ def action_link_use(*, token: str) -> tuple[str, ActionLink | None]:
             _expire(link)
             return EXPIRED, link
         outcome, item = _check(link)
+        if outcome == _NOT_BY_LINK:
+            return REFUSED, link
         if outcome:
             if link.used_at is None:
                 _close(link, outcome)

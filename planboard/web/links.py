@@ -20,6 +20,7 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_http_methods
 
 from planboard import services
+from planboard.selectors.inbox import InboxItem
 
 STATUS = {
     "": 200,
@@ -47,10 +48,10 @@ def _no_referrer(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
 @ensure_csrf_cookie
 @require_http_methods(["GET", "POST"])
 def action_link(request: HttpRequest, token: str) -> HttpResponse:
+    item: InboxItem | None = None
     if request.method == "POST":
         outcome, link = services.action_link_use(token=token)
-        context = {"outcome": outcome, "link": link, "item": None, "done": True}
     else:
         outcome, link, item = services.action_link_preview(token=token)
-        context = {"outcome": outcome, "link": link, "item": item, "done": False}
+    context = {"outcome": outcome, "link": link, "item": item}
     return render(request, "planboard/action_link.html", context, status=STATUS[outcome])

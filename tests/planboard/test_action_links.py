@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -349,10 +350,8 @@ def test_a_signed_in_only_call_gets_no_approve_link(
     [row] = Notification.objects.filter(user=alice)
     assert tasks.send_notification(row.pk) == "sent"
     [email] = mail.outbox
-    assert "/inbox/act/" in email.body  # the deny link
     assert "Approve:" not in email.body
-    links = links_of(row)  # a retry sends the same links
-    assert set(links) == {"open", "deny"}
+    [deny] = re.findall(r"^Deny: https://planboard\.example(/inbox/act/\w+/)$", email.body, re.M)
     assert set(ActionLink.objects.values_list("decision", flat=True)) == {"deny"}
     # A forged (or earlier) approve link for the call is refused.
     token = services.notifications.action_link_token(row.pk, "approve")
@@ -370,7 +369,7 @@ def test_a_signed_in_only_call_gets_no_approve_link(
     assert refused.status_code == 404 and b'data-outcome="refused"' in refused.content
     assert ToolCall.objects.get(pk=call.pk).status == "pending"
     # Denying from the mailbox still works.
-    assert client.post(links["deny"]).status_code == 200
+    assert client.post(deny).status_code == 200
     assert ToolCall.objects.get(pk=call.pk).status == "denied"
 
 

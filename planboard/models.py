@@ -928,7 +928,11 @@ class ActionLink(models.Model):
         indexes = [
             models.Index(
                 fields=["expires_at"], condition=Q(used_at__isnull=True), name="action_link_open"
-            )
+            ),
+            # A decision spends the open links of its item.
+            models.Index(
+                fields=["item_key"], condition=Q(used_at__isnull=True), name="action_link_open_item"
+            ),
         ]
 
     def __str__(self) -> str:

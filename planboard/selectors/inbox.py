@@ -66,12 +66,7 @@ def tool_call_key(record_id: int) -> str:
 
 def run_key(run_id: int, wait: int) -> str:
     """One wait of a run: the run's `wait`-th time waiting for the user (`AgentRun.waits`)."""
-    return f"{run_key_prefix(run_id)}{wait}"
-
-
-def run_key_prefix(run_id: int) -> str:
-    """What the keys of every wait of a run start with."""
-    return f"run:{run_id}:"
+    return f"run:{run_id}:{wait}"
 
 
 def _number(text: str) -> int | None:

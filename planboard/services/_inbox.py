@@ -15,7 +15,6 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -81,16 +80,19 @@ def _spend_links(
     """The item is decided: every unused action link for it, whoever's, is spent, whichever
     channel decided. A link made for a wait that is over must never decide what comes next."""
     if elicitation is not None:
-        which = Q(item_key=selectors.elicitation_key(elicitation.pk))
+        key = selectors.elicitation_key(elicitation.pk)
     elif tool_call is not None:
-        which = Q(item_key=selectors.tool_call_key(tool_call.pk))
+        key = selectors.tool_call_key(tool_call.pk)
     elif run_id is not None and kind in _RUN_KINDS:
-        which = Q(item_key__startswith=selectors.run_key_prefix(run_id))  # every wait of it
+        # The wait being answered: the run's latest (an earlier one's links name an item
+        # that no longer exists, so they decide nothing either).
+        waits = AgentRun.objects.filter(pk=run_id).values_list("waits", flat=True).first()
+        key = selectors.run_key(run_id, waits or 0)
     else:
         return
     # Used after its time, or swept: the page says "expired"; otherwise "already decided".
     outcome = "expired" if channel == Channel.EXPIRY else "already_decided"
-    ActionLink.objects.filter(which, used_at__isnull=True).update(
+    ActionLink.objects.filter(item_key=key, used_at__isnull=True).update(
         used_at=timezone.now(), outcome=outcome
     )
 

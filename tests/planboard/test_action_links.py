@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.log import configure_logging
 
 from planboard import selectors, services, tasks
+from planboard.exceptions import PlanError
 from planboard.models import (
     ActionLink,
     AgentRun,
@@ -486,3 +487,49 @@ def test_the_sweep_leaves_another_person_s_live_confirmation_link(
 @pytest.fixture
 def capture(django_capture_on_commit_callbacks: Any) -> Any:
     return django_capture_on_commit_callbacks
+
+
+# --- the exact wait, checked under the session's lock ---------------------------------------
+
+
+def test_a_go_ahead_for_a_wait_checks_the_wait_and_the_revision_under_the_lock(
+    alice: Any,
+) -> None:
+    from planboard.services._inbox import WaitRef
+
+    session = services.session_create(owner=alice, title="Kyoto")
+    run = waiting_confirmation(session, alice)
+    plan = current_plan(session)
+    key = selectors.run_key(run.pk, run.waits)
+
+    def confirm(wait: WaitRef) -> None:
+        services.message_post(
+            session_id=session.pk, author=alice, content="Go", intent="confirm", wait=wait
+        )
+
+    with pytest.raises(PlanError) as older:
+        confirm(WaitRef(key=selectors.run_key(run.pk, run.waits - 1), plan_id=plan.pk))
+    assert older.value.code == "already_decided"
+    with pytest.raises(PlanError) as changed:
+        confirm(WaitRef(key=key, plan_id=plan.pk, plan_version=plan.version - 1))
+    assert changed.value.code == "plan_changed"
+    assert AgentRun.objects.get(pk=run.pk).status == "waiting_for_user"
+    confirm(WaitRef(key=key, plan_id=plan.pk, plan_version=plan.version))
+    assert AgentRun.objects.get(pk=run.pk).status == "queued"
+
+
+@pytest.mark.parametrize(
+    ("key", "parsed"),
+    [
+        ("run:5:2", ("run", 5)),
+        ("tool_call:7", ("tool_call", 7)),
+        ("elicitation:3", ("elicitation", 3)),
+        ("run:5", None),
+        ("run:5:x", None),
+        ("run::1", None),
+        ("tool_call:7:1", None),
+        ("plan:1", None),
+    ],
+)
+def test_item_keys(key: str, parsed: tuple[str, int] | None) -> None:
+    assert selectors.parse_item_key(key) == parsed

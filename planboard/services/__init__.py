@@ -27,7 +27,8 @@ nothing.
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
 | `elicitations` | `elicitation_open/answer/close`: MCP servers' questions to people |
 | `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, `session_set_answerers`     |
-| `notifications` | notification settings, the outbox (claim/finish), action links     |
+| `notifications` | notification settings, the outbox (claim/finish)                   |
+| `action_links`  | signed action links: made with a notification, used, expired      |
 """
 
 from planboard.services._core import (
@@ -36,6 +37,12 @@ from planboard.services._core import (
     Actor,
     TextChanges,
     plan_changes_recorded,
+)
+from planboard.services.action_links import (
+    action_link_find,
+    action_link_preview,
+    action_link_use,
+    action_links_expire,
 )
 from planboard.services.elicitations import (
     elicitation_answer,
@@ -49,10 +56,6 @@ from planboard.services.inbox import (
 )
 from planboard.services.notifications import (
     Claimed,
-    action_link_find,
-    action_link_preview,
-    action_link_use,
-    action_links_expire,
     notification_claim,
     notification_finish,
     notification_settings_update,

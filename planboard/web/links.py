@@ -24,12 +24,12 @@ from planboard.selectors.inbox import InboxItem
 
 STATUS = {
     "": 200,
-    services.notifications.DECIDED: 200,
-    services.notifications.USED: 409,
-    services.notifications.ALREADY_DECIDED: 409,
-    services.notifications.CHANGED: 409,
-    services.notifications.EXPIRED: 410,
-    services.notifications.REFUSED: 404,
+    services.action_links.DECIDED: 200,
+    services.action_links.USED: 409,
+    services.action_links.ALREADY_DECIDED: 409,
+    services.action_links.CHANGED: 409,
+    services.action_links.EXPIRED: 410,
+    services.action_links.REFUSED: 404,
 }
 
 

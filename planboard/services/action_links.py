@@ -128,12 +128,13 @@ def _check(link: ActionLink) -> tuple[str, InboxItem | None]:
     if item is None:
         # Still waiting, but not on this person any more: refused; else answered elsewhere.
         return (REFUSED if _still_waits(link.item_key) else ALREADY_DECIDED), None
-    if link.decision not in _link_decisions(item["kind"], item):
-        return _NOT_BY_LINK, None
     if link.decision == "confirm":
+        # Not the revision shown (edited, replaced, or started: no longer a confirmation).
         plan = item["plan"]
         if plan is None or (link.plan_id, link.plan_version) != (plan["id"], plan["version"]):
             return CHANGED, None
+    if link.decision not in _link_decisions(item["kind"], item):
+        return _NOT_BY_LINK, None
     return "", item
 
 

@@ -326,3 +326,23 @@ def test_a_go_ahead_for_a_wait_checks_the_wait_and_the_revision_under_the_lock(
 )
 def test_item_keys(key: str, parsed: tuple[str, int] | None) -> None:
     assert selectors.parse_item_key(key) == parsed
+
+
+def test_a_confirmation_link_for_a_plan_started_meanwhile_says_it_changed(
+    alice: Any, handed: Any, client: Client, capture: Any
+) -> None:
+    subscribe(alice, "confirmation")
+    session = services.session_create(owner=alice, title="Kyoto")
+    with capture(execute=True):
+        run = waiting_confirmation(session, alice)
+    links = links_of(Notification.objects.get(user=alice))
+    plan = current_plan(session)
+    first = plan.subtasks.order_by("position").first()
+    assert first is not None
+    # Alice starts the work herself: the run now waits on a question, not a go-ahead.
+    services.subtask_set_state(
+        plan_id=plan.pk, actor=Actor.person(alice), subtask_id=first.pk, state="in_progress"
+    )
+    response = client.post(links["confirm"])
+    assert response.status_code == 409 and b'data-outcome="changed"' in response.content
+    assert AgentRun.objects.get(pk=run.pk).status == "waiting_for_user"

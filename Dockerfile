@@ -40,7 +40,9 @@ RUN pip install --no-deps . \
 USER planboard
 EXPOSE 8000
 
-# The web process; the worker and migrate services override the command. No --proxy-headers:
-# daphne would take the client-written left end of X-Forwarded-For as the client address;
-# Django reads the header itself, through PLANBOARD_TRUSTED_PROXIES hops only.
-CMD ["daphne", "--bind", "0.0.0.0", "--port", "8000", "planboard.asgi:application"]
+# The web process; the worker and migrate services override the command. daphne through
+# planboard.daphne_server: its access log goes through logging, whose filter hides action-link
+# tokens (a raw stdout line would not). No --proxy-headers: daphne would take the
+# client-written left end of X-Forwarded-For as the client address; Django reads the header
+# itself, through PLANBOARD_TRUSTED_PROXIES hops only.
+CMD ["python", "-m", "planboard.daphne_server", "--bind", "0.0.0.0", "--port", "8000", "planboard.asgi:application"]

@@ -73,7 +73,7 @@ run: demo-user
 ## Production-style processes (with REDIS_URL set): web and workers separately.
 web: migrate
 	$(PY) manage.py collectstatic --noinput -v0
-	$(VENV)/bin/daphne -b $${HOST:-0.0.0.0} -p $${PORT:-8000} planboard.asgi:application
+	$(PY) -m planboard.daphne_server -b $${HOST:-0.0.0.0} -p $${PORT:-8000} planboard.asgi:application
 worker: deps
 	$(VENV)/bin/celery -A planboard worker -l info
 ## Notification sends and the inbox's sweeps, on their own queue (run workers never take them).

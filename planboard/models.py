@@ -293,6 +293,9 @@ class AgentRun(models.Model):
     # (tool calls to decide).
     pause_reason = models.CharField(max_length=20, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # How many times the run has started waiting for the user: each wait is its own inbox
+    # item (`run:<id>:<waits>`), with its own notifications and links.
+    waits = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -509,6 +512,9 @@ class ToolsetTool(models.Model):
     # refresh that finds them changed sets `needs_review` (and keeps the stricter policy).
     policy_fingerprint = models.CharField(max_length=64, blank=True, default="")
     needs_review = models.BooleanField(default=False)
+    # Set by staff: a person approves its calls only in the app, signed in; a notification's
+    # link (one click from a mailbox, past any sign-in protection) may deny but not approve.
+    signed_in_only = models.BooleanField(default=False)
     # False once the server stopped listing it (kept so a staff override survives).
     available = models.BooleanField(default=True)
     # Why Planboard does not offer the tool although the server lists it (e.g. it runs only
@@ -916,9 +922,15 @@ class ActionLink(models.Model):
     decision = models.CharField(max_length=20)
     channel = models.CharField(max_length=12, choices=Channel.choices)
     token_hash = models.CharField(max_length=64, unique=True)
+    # A confirmation's plan as the message showed it: a link confirms that revision only.
+    plan = models.ForeignKey(
+        Plan, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    plan_version = models.PositiveIntegerField(null=True, blank=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
-    # What using (or the expiry of) the link did: decided, expired, already_decided.
+    # What using (or the expiry of) the link did: decided, expired, already_decided (a
+    # decision on the item, through any channel, spends everyone's links), changed, refused.
     outcome = models.CharField(max_length=20, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -926,7 +938,11 @@ class ActionLink(models.Model):
         indexes = [
             models.Index(
                 fields=["expires_at"], condition=Q(used_at__isnull=True), name="action_link_open"
-            )
+            ),
+            # A decision spends the open links of its item.
+            models.Index(
+                fields=["item_key"], condition=Q(used_at__isnull=True), name="action_link_open_item"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -510,7 +510,14 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "filters": ["url_credentials"]},
     },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
-    "loggers": {"LiteLLM": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {
+        "LiteLLM": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        # Django's own handlers (its DEBUG console, runserver's) carry no filter: its records
+        # go to the root's handlers instead (a 4xx line's path may be an action link's token).
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.server": {"handlers": [], "propagate": True},
+    },
 }
 
 # Keys that encrypt toolset secrets at rest (planboard/secret_fields.py): comma-separated

@@ -316,6 +316,7 @@ def serialize_toolset_tool(tool: ToolsetTool) -> dict[str, Any]:
         "read_only": tool.read_only,
         "policy": tool.policy,
         "policy_overridden": tool.policy_overridden,
+        "signed_in_only": tool.signed_in_only,
         "needs_review": tool.needs_review,
         "available": tool.available,
         "unsupported": tool.unsupported,

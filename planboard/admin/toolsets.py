@@ -115,8 +115,9 @@ class ToolsetAdminForm(forms.ModelForm):
 
 
 class ToolsetToolInline(admin.TabularInline):
-    """The server's tools; staff set each one's approval policy (kept across refreshes).
-    Setting a policy, or unticking "needs review", records the tool as reviewed."""
+    """The server's tools; staff set each one's approval policy (kept across refreshes), and
+    whether its calls are approved only by someone signed in (never from a notification's
+    link). Setting a policy, or unticking "needs review", records the tool as reviewed."""
 
     model = ToolsetTool
     extra = 0
@@ -129,6 +130,7 @@ class ToolsetToolInline(admin.TabularInline):
         "unsupported",
         "policy",
         "policy_overridden",
+        "signed_in_only",
         "needs_review",
     )
     readonly_fields = (
@@ -375,21 +377,27 @@ class ToolsetAdmin(admin.ModelAdmin):
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         policies: dict[str, str | None] = {}
+        guarded: dict[str, bool] = {}
         for row in formset.forms:
             if not row.instance.pk:
                 continue
+            if "signed_in_only" in row.changed_data:
+                guarded[row.instance.name] = row.cleaned_data["signed_in_only"]
             if "policy" in row.changed_data:
                 policies[row.instance.name] = row.cleaned_data["policy"]
             elif "needs_review" in row.changed_data and not row.cleaned_data["needs_review"]:
                 # Reviewed, policy kept: set it again (null keeps following the default).
                 kept = row.instance.policy if row.instance.policy_overridden else None
                 policies[row.instance.name] = row.cleaned_data["policy"] if kept else None
-        if not policies:
+        changes: dict[str, Any] = {}
+        if policies:
+            changes["tool_policies"] = policies
+        if guarded:
+            changes["tool_signed_in_only"] = guarded
+        if not changes:
             return
         try:
-            services.toolset_update(
-                toolset_id=form.instance.pk, user=signed_in(request), tool_policies=policies
-            )
+            services.toolset_update(toolset_id=form.instance.pk, user=signed_in(request), **changes)
         except PlanError as error:
             self.message_user(request, f"Policies not saved: {error.message}", messages.ERROR)
 

@@ -16,7 +16,10 @@ from planboard.api.serializers import (
 from planboard.models import Channel, Decision, NotificationSettings
 from planboard.services.inbox import ANSWERERS_MAX, BULK_MAX
 
-ITEM_KEY_HELP = "`tool_call:<id>` (an approval) or `run:<id>` (a run waiting for the user)."
+ITEM_KEY_HELP = (
+    "`tool_call:<id>` (an approval), `run:<id>:<wait>` (a run waiting for the user; `wait` "
+    "counts its waits, so a run that waits again is a new item) or `elicitation:<id>`."
+)
 
 
 class InboxSessionSerializer(serializers.Serializer):
@@ -39,6 +42,17 @@ class InboxToolCallSerializer(serializers.Serializer):
     same_request = serializers.CharField(
         help_text="Equal for calls of the same tool with the same arguments (bulk approval)."
     )
+    signed_in_only = serializers.BooleanField(
+        help_text="Its tool is approved only by someone signed in: notification links can deny "
+        "the call, not approve it."
+    )
+
+
+class InboxPlanSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    version = serializers.IntegerField(help_text="The revision a confirmation confirms.")
+    subtasks = InboxRefSerializer(many=True, help_text="Its steps, in order.")
 
 
 class InboxBudgetSerializer(serializers.Serializer):
@@ -74,7 +88,7 @@ class InboxItemSerializer(serializers.Serializer):
     )
     snoozed_until = serializers.DateTimeField(allow_null=True)
     tool_call = InboxToolCallSerializer(allow_null=True)
-    plan = InboxRefSerializer(allow_null=True)
+    plan = InboxPlanSerializer(allow_null=True)
     budget = InboxBudgetSerializer(allow_null=True)
     question = serializers.CharField(allow_null=True, help_text="The agent's last answer.")
     elicitation = InboxElicitationSerializer(

@@ -697,6 +697,10 @@ class ToolsetToolSerializer(serializers.Serializer):
     read_only = serializers.BooleanField(help_text="The server's readOnlyHint.")  # type: ignore[assignment]
     policy = serializers.ChoiceField(choices=ToolsetTool.Policy.choices)
     policy_overridden = serializers.BooleanField(help_text="Set by staff; kept by refreshes.")
+    signed_in_only = serializers.BooleanField(
+        help_text="Set by staff: its calls are approved only by someone signed in; a "
+        "notification's link may deny one but never approve it."
+    )
     needs_review = serializers.BooleanField(
         help_text="The server changed the tool (description, schema or read-only claim) since "
         "a person set its policy, or newly claims it is read-only: it asks at least until "
@@ -807,6 +811,12 @@ class ToolsetWriteSerializer(InputSerializer):
         child=StrictChoiceField(choices=ToolsetTool.Policy.choices, allow_null=True),
         required=False,
         help_text="Tool name -> auto | ask | never; null returns a tool to its default.",
+    )
+    tool_signed_in_only = serializers.DictField(
+        child=StrictBooleanField(),
+        required=False,
+        help_text="Tool name -> true: its calls are approved only by someone signed in (a "
+        "notification's link can deny, not approve); false: links may approve too.",
     )
 
 

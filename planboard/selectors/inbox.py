@@ -1,8 +1,9 @@
 """What waits on a person (the inbox), and the record of who decided what.
 
-An inbox item is keyed `tool_call:<record id>` (a call waiting for approval), `run:<run id>`
-(a run waiting for the user: its plan's go-ahead, a raised budget, or an answer to its
-question) or `elicitation:<id>` (a tool's server asks a person something during a call).
+An inbox item is keyed `tool_call:<record id>` (a call waiting for approval),
+`run:<run id>:<wait>` (a run waiting for the user: its plan's go-ahead, a raised budget, or an
+answer to its question; `wait` counts the times the run has waited, so a run that waits again
+is a new item) or `elicitation:<id>` (a tool's server asks a person something during a call).
 The key is what "not now", notifications and action links refer to.
 """
 
@@ -29,6 +30,7 @@ from planboard.models import (
     State,
     SubTask,
     ToolCall,
+    ToolsetTool,
 )
 from planboard.selectors.access import (
     Person,
@@ -62,16 +64,27 @@ def tool_call_key(record_id: int) -> str:
     return f"tool_call:{record_id}"
 
 
-def run_key(run_id: int) -> str:
-    return f"run:{run_id}"
+def run_key(run_id: int, wait: int) -> str:
+    """One wait of a run: the run's `wait`-th time waiting for the user (`AgentRun.waits`)."""
+    return f"run:{run_id}:{wait}"
+
+
+def _number(text: str) -> int | None:
+    return int(text) if text.isdigit() and len(text) <= 18 else None
 
 
 def parse_item_key(key: str) -> tuple[str, int] | None:
-    """`("tool_call", id)`, `("run", id)` or `("elicitation", id)`; None for anything else."""
-    kind, _, number = key.partition(":")
-    if kind not in ("tool_call", "run", "elicitation") or not number.isdigit() or len(number) > 18:
+    """`("tool_call", id)`, `("run", run id)` (of `run:<id>:<wait>`) or `("elicitation", id)`;
+    None for anything else."""
+    kind, _, rest = key.partition(":")
+    if kind == "run":
+        run, _, wait = rest.partition(":")
+        number = _number(run)
+        return None if number is None or _number(wait) is None else ("run", number)
+    number = _number(rest)
+    if kind not in ("tool_call", "elicitation") or number is None:
         return None
-    return kind, int(number)
+    return kind, number
 
 
 def arguments_summary(arguments: Any) -> str:
@@ -128,12 +141,34 @@ def _base(
     }
 
 
+def _in_progress(plan_ids: Iterable[int | None]) -> dict[int, dict[str, Any]]:
+    """The subtask in progress of each plan that has one (`{id, name}` by plan id)."""
+    return {
+        s.plan_id: {"id": s.pk, "name": s.name}
+        for s in SubTask.objects.filter(
+            plan_id__in=[p for p in plan_ids if p], state=State.IN_PROGRESS
+        )
+    }
+
+
+def _signed_in_only(records: list[ToolCall]) -> set[tuple[int, str]]:
+    """(toolset id, tool) of the tools among `records` whose calls only a signed-in person
+    approves (`ToolsetTool.signed_in_only`)."""
+    toolsets = {r.toolset_id for r in records if r.toolset_id is not None}
+    if not toolsets:
+        return set()
+    rows = ToolsetTool.objects.filter(toolset_id__in=toolsets, signed_in_only=True)
+    return set(rows.values_list("toolset_id", "name"))
+
+
 def _approval_items(sessions: Iterable[int], user: Person) -> list[InboxItem]:
-    records = (
+    records = list(
         ToolCall.objects.filter(session_id__in=sessions, status=ToolCall.Status.PENDING)
         .select_related("session__owner")
         .order_by("id")
     )
+    started = _in_progress({r.session.current_plan_id for r in records})
+    guarded = _signed_in_only(records)
     items = []
     for record in records:
         item = _base(
@@ -150,7 +185,9 @@ def _approval_items(sessions: Iterable[int], user: Person) -> list[InboxItem]:
             "arguments": arguments_summary(record.arguments),
             "run_id": record.run_id,
             "same_request": request_fingerprint(record.tool_name, record.arguments),
+            "signed_in_only": (record.toolset_id, record.tool) in guarded,
         }
+        item["subtask"] = started.get(record.session.current_plan_id or 0)
         # "Always allow" speaks for the session's future calls: the owner's (or staff's).
         always = can_act_in_session(user, record.session.owner_id)
         item["actions"] = ["approve", "deny", "always_allow"] if always else ["approve", "deny"]
@@ -206,22 +243,24 @@ def _run_items(sessions: Iterable[int], user: Person) -> list[InboxItem]:
         return []
     plan_ids = [r.session.current_plan_id for r in runs if r.session.current_plan_id]
     states: dict[int, list[str]] = {}
-    for plan_id, state in SubTask.objects.filter(plan_id__in=plan_ids).values_list(
-        "plan_id", "state"
+    steps: dict[int, list[dict[str, Any]]] = {}
+    for pk, plan_id, name, state in (
+        SubTask.objects.filter(plan_id__in=plan_ids)
+        .order_by("plan_id", "position")
+        .values_list("pk", "plan_id", "name", "state")
     ):
         states.setdefault(plan_id, []).append(state)
-    started = {
-        s.plan_id: {"id": s.pk, "name": s.name}
-        for s in SubTask.objects.filter(plan_id__in=plan_ids, state=State.IN_PROGRESS)
-    }
+        steps.setdefault(plan_id, []).append({"id": pk, "name": name})
+    started = _in_progress(plan_ids)
     questions = _last_answers([r.pk for r in runs])
     items = []
     for run in runs:
         session = run.session
         plan = session.current_plan
         since = run.finished_at or run.started_at or run.created_at
+        key = run_key(run.pk, run.waits)
         if run.pause_reason == AgentRun.PAUSE_BUDGET:
-            item = _base(run_key(run.pk), Decision.Kind.BUDGET, session, since, f"run-{run.pk}")
+            item = _base(key, Decision.Kind.BUDGET, session, since, f"run-{run.pk}")
             item["budget"] = {
                 "spent_usd": str(session.spent_usd),
                 "budget_usd": None if session.budget_usd is None else str(session.budget_usd),
@@ -234,13 +273,17 @@ def _run_items(sessions: Iterable[int], user: Person) -> list[InboxItem]:
                 else ["reply"]
             )
         elif plan is not None and awaits_confirmation(session, states.get(plan.pk, []), plan.state):
-            item = _base(
-                run_key(run.pk), Decision.Kind.CONFIRMATION, session, since, f"run-{run.pk}"
-            )
-            item["plan"] = {"id": plan.pk, "name": plan.name}
+            item = _base(key, Decision.Kind.CONFIRMATION, session, since, f"run-{run.pk}")
+            # The revision and its steps, in order: what a confirmation confirms.
+            item["plan"] = {
+                "id": plan.pk,
+                "name": plan.name,
+                "version": plan.version,
+                "subtasks": steps.get(plan.pk, []),
+            }
             item["actions"] = ["confirm", "reply"]
         else:
-            item = _base(run_key(run.pk), Decision.Kind.QUESTION, session, since, f"run-{run.pk}")
+            item = _base(key, Decision.Kind.QUESTION, session, since, f"run-{run.pk}")
             item["question"] = questions.get(run.pk, "")
             item["actions"] = ["reply"]
         if plan is not None:

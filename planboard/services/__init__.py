@@ -27,7 +27,8 @@ nothing.
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
 | `elicitations` | `elicitation_open/answer/close`: MCP servers' questions to people |
 | `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, answerers and consent to be named |
-| `notifications` | notification settings, the outbox (claim/finish), action links     |
+| `notifications` | notification settings, the outbox (claim/finish)                   |
+| `action_links`  | signed action links: made with a notification, used, expired      |
 | `secret_rotation` | `notification_settings_rotate_secrets` (`manage.py rotate_secrets`) |
 """
 
@@ -37,6 +38,12 @@ from planboard.services._core import (
     Actor,
     TextChanges,
     plan_changes_recorded,
+)
+from planboard.services.action_links import (
+    action_link_find,
+    action_link_preview,
+    action_link_use,
+    action_links_expire,
 )
 from planboard.services.elicitations import (
     elicitation_answer,
@@ -51,9 +58,6 @@ from planboard.services.inbox import (
 )
 from planboard.services.notifications import (
     Claimed,
-    action_link_find,
-    action_link_use,
-    action_links_expire,
     notification_claim,
     notification_finish,
     notification_settings_update,
@@ -147,6 +151,7 @@ __all__ = [
     "RunStopFlags",
     "TextChanges",
     "action_link_find",
+    "action_link_preview",
     "action_link_use",
     "action_links_expire",
     "answerer_consent_set",

@@ -9,15 +9,11 @@ back (a retry, a stale claim of a worker that died). Its action links are derive
 the row (`action_link_token`), so a retry sends the same links, and each link row is made
 once.
 
-Action links: bound to one item, one person and one decision; used once; expiring. Using
-one decides through the service that owns the decision, as that person, through the
-notification's channel; expiry denies an approval that still waits (`tool_call_expire`).
+Its action links are made and used in `action_links`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,28 +27,16 @@ from django.utils import timezone
 from planboard import outbound, selectors
 from planboard.exceptions import PlanError
 from planboard.models import (
-    ActionLink,
-    AgentRun,
     Decision,
-    Elicitation,
     Notification,
     NotificationSettings,
-    ToolCall,
 )
 from planboard.selectors.inbox import InboxItem
 from planboard.services._core import _clean_text
-from planboard.services.runs import message_post
-from planboard.services.tool_calls import tool_call_decide, tool_call_expire
+from planboard.services.action_links import _issue_links
 
 KINDS = tuple(Decision.Kind.values)
 DELAY_MAX = 7 * 24 * 3600
-# The go-ahead an action link sends for a plan waiting for one (as the session page does).
-GO_AHEAD = "Yes, go ahead."
-# Which decisions a link may make, by item kind; others get only a link to the session.
-LINK_DECISIONS: dict[str, tuple[str, ...]] = {
-    Decision.Kind.APPROVAL: ("approve", "deny"),
-    Decision.Kind.CONFIRMATION: ("confirm",),
-}
 
 
 # --- settings -----------------------------------------------------------------------------
@@ -207,174 +191,6 @@ def notifications_due() -> list[int]:
     for notification_id in sorted(spent):
         notification_claim(notification_id=notification_id)  # rechecks, then fails the row
     return [pk for pk in due if pk not in spent]
-
-
-# --- action links ---------------------------------------------------------------------------
-
-
-def action_link_token(notification_id: int, decision: str) -> str:
-    """The secret in a link's URL: derived from the notification (so every retry sends the
-    same link) with the site's secret key; only its hash is stored."""
-    message = f"planboard.action-link:{notification_id}:{decision}".encode()
-    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()
-
-
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def link_url(path: str) -> str:
-    return f"{settings.PLANBOARD_PUBLIC_URL}{path}"
-
-
-def _issue_links(row: Notification, item: InboxItem) -> dict[str, str]:
-    links = {"open": link_url(item["url"])}
-    expires = row.created_at + timedelta(hours=settings.PLANBOARD_ACTION_LINK_HOURS)
-    for decision in LINK_DECISIONS.get(row.kind, ()):
-        if decision not in item["actions"]:
-            continue
-        token = action_link_token(row.pk, decision)
-        ActionLink.objects.get_or_create(
-            token_hash=_token_hash(token),
-            defaults={
-                "user_id": row.user_id,
-                "session_id": row.session_id,
-                "item_key": row.item_key,
-                "decision": decision,
-                "channel": row.channel,
-                "expires_at": expires,
-            },
-        )
-        links[decision] = link_url(f"/inbox/act/{token}/")
-    return links
-
-
-def action_link_find(*, token: str) -> ActionLink | None:
-    """The link a token names (for the confirmation page: reading changes nothing)."""
-    if not token or len(token) > 128:
-        return None
-    return (
-        ActionLink.objects.select_related("user", "session")
-        .filter(token_hash=_token_hash(token))
-        .first()
-    )
-
-
-# What using a link did, as the page says it.
-USED = "used"
-EXPIRED = "expired"
-DECIDED = "decided"
-ALREADY_DECIDED = "already_decided"
-REFUSED = "refused"
-
-
-def action_link_use(*, token: str) -> tuple[str, ActionLink | None]:
-    """Make the link's decision, once. Returns (outcome, link): `decided`; `used` (it was
-    already used); `expired` (an approval that still waited is now denied); `already_decided`
-    (someone decided elsewhere); `refused` (unknown link, or its person may no longer answer
-    the item)."""
-    link = action_link_find(token=token)
-    if link is None:
-        return REFUSED, None
-    with transaction.atomic():
-        link = (
-            ActionLink.objects.select_for_update(of=("self",))
-            .select_related("user")
-            .get(pk=link.pk)
-        )
-        if link.used_at is not None:
-            return USED, link
-        if link.expires_at <= timezone.now():
-            _expire(link)
-            return EXPIRED, link
-        item = selectors.inbox_item(user=link.user, key=link.item_key)
-        if not link.user.is_active or item is None:
-            # Still waiting, but not on this person any more (or they were deactivated):
-            # refused; otherwise someone answered it elsewhere.
-            waits = _still_waits(link.item_key)
-            outcome = REFUSED if waits or not link.user.is_active else ALREADY_DECIDED
-            _close(link, outcome)
-            return outcome, link
-        try:
-            _decide(link, item)
-        except PlanError as exc:
-            if exc.code != "already_decided":
-                raise
-            _close(link, ALREADY_DECIDED)
-            return ALREADY_DECIDED, link
-        _close(link, DECIDED)
-    return DECIDED, link
-
-
-def _still_waits(key: str) -> bool:
-    parsed = selectors.parse_item_key(key)
-    if parsed is None:
-        return False
-    kind, pk = parsed
-    if kind == "tool_call":
-        return ToolCall.objects.filter(pk=pk, status=ToolCall.Status.PENDING).exists()
-    if kind == "elicitation":
-        return Elicitation.objects.filter(pk=pk, status=Elicitation.Status.PENDING).exists()
-    return AgentRun.objects.filter(pk=pk, status=AgentRun.Status.WAITING_FOR_USER).exists()
-
-
-def _decide(link: ActionLink, item: InboxItem) -> None:
-    if item["tool_call"] is not None:
-        tool_call_decide(
-            session_id=item["session"]["id"],
-            tool_call_id=item["tool_call"]["tool_call_id"],
-            user=link.user,
-            decision=link.decision,
-            channel=link.channel,
-        )
-    elif link.decision == "confirm":
-        message_post(
-            session_id=item["session"]["id"],
-            author=link.user,
-            content=GO_AHEAD,
-            intent="confirm",
-            channel=link.channel,
-        )
-    else:
-        raise PlanError(f"A link cannot {link.decision!r}.")
-
-
-def _close(link: ActionLink, outcome: str) -> None:
-    """Every link of the same item and person is spent: one decision per item."""
-    now = timezone.now()
-    ActionLink.objects.filter(pk=link.pk).update(used_at=now, outcome=outcome)
-    ActionLink.objects.filter(
-        item_key=link.item_key, user_id=link.user_id, used_at__isnull=True
-    ).update(used_at=now, outcome=outcome)
-
-
-def _expire(link: ActionLink) -> None:
-    parsed = selectors.parse_item_key(link.item_key)
-    if parsed is not None and parsed[0] == "tool_call":
-        tool_call_expire(record_id=parsed[1])
-    now = timezone.now()
-    ActionLink.objects.filter(item_key=link.item_key, used_at__isnull=True).update(
-        used_at=now, outcome=EXPIRED
-    )
-
-
-def action_links_expire() -> int:
-    """The sweep: links past their time and never used. Approvals they were for, still
-    waiting, count as denied (by nobody, through `expiry`). Returns the links closed."""
-    closed = 0
-    due = ActionLink.objects.filter(used_at__isnull=True, expires_at__lte=timezone.now())
-    for key in sorted(set(due.values_list("item_key", flat=True))):
-        with transaction.atomic():
-            link = (
-                ActionLink.objects.select_for_update()
-                .filter(item_key=key, used_at__isnull=True, expires_at__lte=timezone.now())
-                .first()
-            )
-            if link is None:
-                continue
-            closed += ActionLink.objects.filter(item_key=key, used_at__isnull=True).count()
-            _expire(link)
-    return closed
 
 
 def payload_fields(claimed: Claimed) -> dict[str, Any]:

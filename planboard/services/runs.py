@@ -32,6 +32,8 @@ from planboard.services._core import (
     _publish_session,
 )
 from planboard.services._inbox import (
+    WaitRef,
+    _check_wait,
     _inbox_changed,
     _item_waits,
     _record_decision,
@@ -79,6 +81,7 @@ def message_post(
     channel: str = Channel.BROWSER,
     intent: str = "reply",
     resources: Any = None,
+    wait: WaitRef | None = None,
 ) -> tuple[Message, AgentRun]:
     """A person writes to the agent: store the message and make sure a run will read it.
 
@@ -91,7 +94,9 @@ def message_post(
     go-ahead and is refused when no plan waits for one (a stale button must not start a new
     conversation). `resources`: MCP resources attached (`{toolset_id, uri}` each, at most
     `ATTACHMENTS_MAX`): each must be listed by a toolset the session uses now; the run reads
-    them from their servers before its next model call.
+    them from their servers before its next model call. `wait` (an action link's): answer
+    only that exact wait, and confirm only the plan revision it names (else `already_decided`
+    or `plan_changed`).
 
     Someone the owner named to answer (not acting in the session) only answers a run waiting
     for the user, in text (`Forbidden` otherwise); nobody writes to an inactive owner's
@@ -110,6 +115,8 @@ def message_post(
             if latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER
             else None
         )
+        if wait is not None:
+            _check_wait(wait, latest if waits is not None else None, session)
         if intent == "confirm" and waits != Decision.Kind.CONFIRMATION:
             raise PlanError(
                 "No plan of this session waits for a go-ahead any more.", code="already_decided"
@@ -455,6 +462,8 @@ def _run_set_status(
         run.finished_at = timezone.now()
     if status != AgentRun.Status.RUNNING:
         run.lease_owner, run.lease_expires_at = "", None
+    if status == AgentRun.Status.WAITING_FOR_USER:
+        run.waits += 1  # a new wait: a new inbox item, never the last one's links
     run.save(
         update_fields=[
             "status",
@@ -463,6 +472,7 @@ def _run_set_status(
             "lease_owner",
             "lease_expires_at",
             "pause_reason",
+            "waits",
         ]
     )
     _publish_run(run)
@@ -472,7 +482,8 @@ def _run_set_status(
         queue_moved_on_commit(run, was_waiting=was_waiting)
     if status == AgentRun.Status.WAITING_FOR_USER:
         # Something now waits on people: their inboxes, and the notifications they asked for.
-        _item_waits(run.session_id, key=f"run:{run.pk}", kind=_run_waits_kind(run))
+        key = selectors.run_key(run.pk, run.waits)
+        _item_waits(run.session_id, key=key, kind=_run_waits_kind(run))
     elif status in (AgentRun.Status.WAITING_FOR_APPROVAL, AgentRun.Status.CANCELLED):
         _inbox_changed(run.session_id)
     return run

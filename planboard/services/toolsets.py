@@ -59,6 +59,7 @@ TOOLSET_FIELDS = (
     "auth",
     "teams",
     "tool_policies",
+    "tool_signed_in_only",
 )
 _TOOLSET_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]|_(?!_))*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -68,7 +69,7 @@ _MAX_SECRETS = 50
 _SECRET_MAX = 8000
 _MAX_SESSION_TOOLSETS = 50
 # What staff may change on a built-in toolset.
-_BUILTIN_CHANGES = {"name", "title", "enabled", "tool_policies"}
+_BUILTIN_CHANGES = {"name", "title", "enabled", "tool_policies", "tool_signed_in_only"}
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -146,6 +147,12 @@ def _clean_policies(value: Any) -> dict[str, str | None]:
     return cleaned
 
 
+def _clean_signed_in_only(value: Any) -> dict[str, bool]:
+    if not isinstance(value, Mapping) or not all(isinstance(v, bool) for v in value.values()):
+        raise PlanError("'tool_signed_in_only' must be an object of tool names and true/false.")
+    return {str(tool): flag for tool, flag in value.items()}
+
+
 def _clean_kind(value: Any) -> str:
     # Built-in toolsets ship with Planboard; nobody makes or converts one.
     kinds = [Toolset.Kind.STDIO, Toolset.Kind.HTTP]
@@ -192,6 +199,7 @@ def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
         "auth": _clean_auth,
         "teams": _clean_team_ids,
         "tool_policies": _clean_policies,
+        "tool_signed_in_only": _clean_signed_in_only,
     }
     return {key: cleaners[key](value) for key, value in fields.items()}
 
@@ -277,7 +285,8 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
     toolset now connects somewhere else (`_destination`): then only the values given with the
     change are kept. A `url` given back with `REDACTED` credentials keeps the stored ones (same
     destination only). `tool_policies` overrides tools' approval policies (null returns a tool
-    to its default)."""
+    to its default). `tool_signed_in_only` sets which tools' calls are approved only by someone
+    signed in (never from a notification's link)."""
     cleaned = clean_toolset(fields, updating=True)
     with transaction.atomic():
         toolset = Toolset.objects.select_for_update().filter(pk=toolset_id).first()
@@ -292,6 +301,7 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
                 "enabled and its tools' policies can change."
             )
         policies = cleaned.pop("tool_policies", None)
+        guarded = cleaned.pop("tool_signed_in_only", None)
         teams = cleaned.pop("teams", None)
         program_before = _program_of(toolset)
         if "url" in cleaned:
@@ -321,6 +331,8 @@ def toolset_update(*, toolset_id: int, user: User | None, **fields: Any) -> Tool
             toolset.teams.set(teams)
         if policies:
             _set_policies(toolset, policies)
+        if guarded:
+            _set_signed_in_only(toolset, guarded)
     return toolset
 
 
@@ -352,6 +364,18 @@ def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
         tool.save(
             update_fields=["policy", "policy_overridden", "policy_fingerprint", "needs_review"]
         )
+
+
+def _set_signed_in_only(toolset: Toolset, flags: dict[str, bool]) -> None:
+    tools = {t.name: t for t in ToolsetTool.objects.select_for_update().filter(toolset=toolset)}
+    unknown = sorted(set(flags) - set(tools))
+    if unknown:
+        raise PlanError(
+            f"Toolset {toolset.name!r} has no tool named {', '.join(map(repr, unknown))}; "
+            "refresh its tools first."
+        )
+    for name, flag in flags.items():
+        ToolsetTool.objects.filter(pk=tools[name].pk).update(signed_in_only=flag)
 
 
 def toolset_delete(*, toolset_id: int) -> None:

@@ -2,55 +2,56 @@
 
 GET shows what the link would do and changes nothing (mail scanners and link previews fetch
 links on their own); the POST from that page makes the decision as the link's person, without
-a password, once. Used, expired, refused and already-decided links say so.
+a password, once. Used, expired, refused, changed and already-decided links say so. The token
+is the URL: the page sends no Referer anywhere and is never cached, and the log filter hides
+the token (`planboard.log_redaction`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_http_methods
 
-from planboard import selectors, services
+from planboard import services
+from planboard.selectors.inbox import InboxItem
 
 STATUS = {
-    services.notifications.DECIDED: 200,
-    services.notifications.USED: 409,
-    services.notifications.ALREADY_DECIDED: 409,
-    services.notifications.EXPIRED: 410,
-    services.notifications.REFUSED: 404,
+    "": 200,
+    services.action_links.DECIDED: 200,
+    services.action_links.USED: 409,
+    services.action_links.ALREADY_DECIDED: 409,
+    services.action_links.CHANGED: 409,
+    services.action_links.EXPIRED: 410,
+    services.action_links.REFUSED: 404,
 }
 
 
+def _no_referrer(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> HttpResponse:
+        response = view(*args, **kwargs)
+        response["Referrer-Policy"] = "no-referrer"  # the link's URL is its secret
+        return response
+
+    return wrapped
+
+
+@_no_referrer
+@never_cache
 @ensure_csrf_cookie
 @require_http_methods(["GET", "POST"])
 def action_link(request: HttpRequest, token: str) -> HttpResponse:
+    item: InboxItem | None = None
     if request.method == "POST":
         outcome, link = services.action_link_use(token=token)
-        return render(
-            request,
-            "planboard/action_link.html",
-            {"outcome": outcome, "link": link, "done": True},
-            status=STATUS[outcome],
-        )
-    link = services.action_link_find(token=token)
-    outcome = ""
-    item = None
-    if link is None:
-        outcome = services.notifications.REFUSED
-    elif link.used_at is not None:
-        outcome = services.notifications.USED
-    elif link.expires_at <= timezone.now():
-        outcome = services.notifications.EXPIRED
     else:
-        item = selectors.inbox_item(user=link.user, key=link.item_key)
-        if item is None:
-            outcome = services.notifications.ALREADY_DECIDED
-    return render(
-        request,
-        "planboard/action_link.html",
-        {"outcome": outcome, "link": link, "item": item, "done": False},
-        status=STATUS.get(outcome, 200),
-    )
+        outcome, link, item = services.action_link_preview(token=token)
+    context = {"outcome": outcome, "link": link, "item": item}
+    return render(request, "planboard/action_link.html", context, status=STATUS[outcome])

@@ -64,14 +64,23 @@ def test_every_kind_of_waiting_item_is_listed_with_what_it_asks(user: Any) -> No
     assert XSS.replace('"', '\\"') in approval["tool_call"]["arguments"]
     assert approval["actions"] == ["approve", "deny", "always_allow"]
     assert approval["url"] == f"/sessions/{call.session_id}/#tool-call-call_1"
-    assert items[f"run:{confirm.pk}"]["kind"] == "confirmation"
-    assert items[f"run:{confirm.pk}"]["plan"]["name"] == "Kyoto trip"
-    assert items[f"run:{confirm.pk}"]["actions"] == ["confirm", "reply"]
-    assert items[f"run:{budget.pk}"]["kind"] == "budget"
-    assert items[f"run:{budget.pk}"]["budget"]["budget_usd"] == "0.0000"
-    assert items[f"run:{budget.pk}"]["actions"] == ["raise_budget", "reply"]
-    assert items[f"run:{question.pk}"]["kind"] == "question"
-    assert items[f"run:{question.pk}"]["question"] == "Which dates suit you?"
+    # A run's item is one wait of it: the first here.
+    assert confirm.waits == budget.waits == question.waits == 1
+    confirmation = items[f"run:{confirm.pk}:1"]
+    assert confirmation["kind"] == "confirmation"
+    assert confirmation["plan"]["name"] == "Kyoto trip"
+    assert [s["name"] for s in confirmation["plan"]["subtasks"]] == [
+        "Book flights",
+        "Book a ryokan",
+    ]
+    assert confirmation["actions"] == ["confirm", "reply"]
+    paused = items[f"run:{budget.pk}:1"]
+    assert paused["kind"] == "budget"
+    assert paused["budget"]["budget_usd"] == "0.0000"
+    assert paused["actions"] == ["raise_budget", "reply"]
+    asked = items[f"run:{question.pk}:1"]
+    assert asked["kind"] == "question"
+    assert asked["question"] == "Which dates suit you?"
     assert all(item["since"] for item in body["results"])
 
 
@@ -287,7 +296,7 @@ def test_selector_marks_the_subtask_in_progress(user: Any) -> None:
         plan_id=plan_id, actor=services.Actor.person(user), subtask_id=first, state="in_progress"
     )
     # Started: no longer a confirmation, a question about the work in progress.
-    item = selectors.inbox_item(user=user, key=f"run:{confirm.pk}")
+    item = selectors.inbox_item(user=user, key=selectors.run_key(confirm.pk, confirm.waits))
     assert item is not None and item["kind"] == "question"
     assert item["subtask"] == {"id": first, "name": "Book flights"}
 

@@ -10,7 +10,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
@@ -26,7 +25,7 @@ from planboard.models import (
 )
 from planboard.services import Actor
 from tests.support.action_links import SITE, current_plan, links_of, subscribe, token_of
-from tests.support.inbox import running, waiting_approval, waiting_confirmation
+from tests.support.inbox import answerer, running, waiting_approval, waiting_confirmation
 from tests.support.web import XSS, client_for
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +52,7 @@ def alice(user: Any) -> Any:
 
 @pytest.fixture
 def bob(db: Any) -> Any:
-    return get_user_model().objects.create_user("bob", email="bob@example.com")
+    return answerer("bob")
 
 
 @pytest.fixture

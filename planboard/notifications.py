@@ -75,6 +75,9 @@ def summary(claimed: Claimed, escape: Callable[[str], str] = str) -> tuple[str, 
         ]
     if item["plan"] is not None:
         lines.append(f"Plan: {item['plan']['name']}")
+        # What a go-ahead confirms: the steps as they stand in the revision the link is for.
+        steps = item["plan"].get("subtasks") or []
+        lines += [f"  {number}. {step['name']}" for number, step in enumerate(steps, 1)]
     if item["budget"] is not None:
         budget = item["budget"]
         lines.append(
@@ -89,6 +92,8 @@ def summary(claimed: Claimed, escape: Callable[[str], str] = str) -> tuple[str, 
     lines.append("")
     for decision, url in claimed.links.items():
         lines.append(f"{decision.capitalize()}: {url}")
+    if item["tool_call"] is not None and item["tool_call"].get("signed_in_only"):
+        lines.append("This tool is approved only by someone signed in: open the session.")
     lines += ["", "Each link works once and asks you to confirm before it acts."]
     return subject, escape("\n".join(lines))
 

@@ -171,6 +171,7 @@ def test_a_signed_in_only_call_gets_no_approve_link(
     assert tasks.send_notification(row.pk) == "sent"
     [email] = mail.outbox
     assert "Approve:" not in email.body
+    assert "approved only by someone signed in" in email.body
     [deny] = re.findall(r"^Deny: https://planboard\.example(/inbox/act/\w+/)$", email.body, re.M)
     assert set(ActionLink.objects.values_list("decision", flat=True)) == {"deny"}
     # A forged (or earlier) approve link for the call is refused.

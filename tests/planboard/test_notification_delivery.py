@@ -23,7 +23,7 @@ from planboard.exceptions import PlanError
 from planboard.models import Notification, NotificationSettings
 from tests.planboard.test_notifications import Hook, make_waiting, send_all, subscribe
 from tests.support.env import settings_probe
-from tests.support.inbox import waiting_approval
+from tests.support.inbox import waiting_approval, waiting_confirmation
 from tests.support.webhooks import MB, RawHook, drip_body, drip_headers, huge_answer
 
 pytestmark = pytest.mark.django_db
@@ -348,3 +348,21 @@ def test_a_blank_title_names_the_session(
         waiting_approval(session, alice)
     assert send_all(handed) == ["sent"]
     assert mail.outbox[0].subject == f"A tool call waits for your approval: Session {session.pk}"
+
+
+def test_a_confirmation_message_lists_the_steps_it_confirms(
+    alice: Any, hook: Hook, handed: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The mail and the webhook say what a go-ahead starts, step by step, in order; a step's
+    name is data (Slack markup in it stays inert)."""
+    subscribe(alice, hook, kinds=["confirmation"])
+    session = services.session_create(owner=alice, title="Trip")
+    with django_capture_on_commit_callbacks(execute=True):
+        waiting_confirmation(session, alice)
+    plan = session.plans.get()
+    plan.subtasks.filter(name="Book a ryokan").update(name="Book a ryokan <!channel>")
+    assert sorted(send_all(handed)) == ["sent", "sent"]
+    [email] = mail.outbox
+    assert "Plan: Kyoto trip\n  1. Book flights\n  2. Book a ryokan <!channel>\n" in email.body
+    text = json.loads(hook.received[0][1])["text"]
+    assert "  1. Book flights\n  2. Book a ryokan &lt;!channel&gt;\n" in text

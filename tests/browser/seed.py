@@ -10,6 +10,8 @@ import json
 import os
 from typing import Any
 
+from tests.browser.seed_links import seed_confirmation_link
+
 PASSWORD = "pw-browser-123"
 
 XSS = '<img src=x onerror="window.__xss=1">'
@@ -154,6 +156,7 @@ def seed() -> dict[str, Any]:
     prompts_session = seed_mcp_catalog(alice, sam)
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
+    confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -163,6 +166,7 @@ def seed() -> dict[str, Any]:
         "prompts_session": prompts_session,
         "inbox_sessions": inbox_sessions,
         "elicitation_session": elicitation_session,
+        "confirmation_link": confirmation_link,
         "board_session": board_session.pk,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,
@@ -441,6 +445,7 @@ def main() -> None:
     from django.conf import settings
 
     settings.PLANBOARD_RUN_DISPATCHER = "tests.browser.seed.no_dispatch"
+    settings.PLANBOARD_NOTIFICATION_DISPATCHER = "tests.browser.seed_links.no_notification"
     print(json.dumps(seed()))
 
 

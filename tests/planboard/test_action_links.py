@@ -208,6 +208,23 @@ def test_the_confirmation_page_lists_the_subtasks_in_order_as_text(
     assert "no-store" in page["Cache-Control"]
 
 
+def test_the_pages_own_button_decides_although_the_browser_sends_origin_null(
+    alice: Any, handed: Any, capture: Any
+) -> None:
+    """Under `no-referrer` a browser posts the page's form with `Origin: null` and, from a
+    mail client, without the site's cookies: the token is the credential, so that decides."""
+    subscribe(alice, "confirmation")
+    session = services.session_create(owner=alice, title="Kyoto")
+    with capture(execute=True):
+        run = waiting_confirmation(session, alice)
+    links = links_of(Notification.objects.get(user=alice))
+    browser = Client(enforce_csrf_checks=True)
+    decided = browser.post(links["confirm"], HTTP_ORIGIN="null")
+    assert decided.status_code == 200 and b'data-outcome="decided"' in decided.content
+    assert AgentRun.objects.get(pk=run.pk).status == "queued"
+    assert browser.post(links["confirm"], HTTP_ORIGIN="null").status_code == 409
+
+
 # --- people, subtasks, expiry -----------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Browsing
+from tests.browser.conftest import PHONE, Browsing
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -98,13 +98,20 @@ def test_inbox_lists_both_and_answers_resume_the_runs(browsing: Browsing, screen
     expect(lena.locator(".badge-readonly")).to_be_visible()
 
 
-def test_who_may_name_me_form(browsing: Browsing) -> None:
+def test_who_may_name_me_form(browsing: Browsing, screenshot: Any) -> None:
+    phone = browsing.new_page("oscar", viewport=PHONE)
+    phone.goto(f"{browsing.server.url}/inbox/")
+    phone.locator("#answer-consent summary").click()
+    expect(phone.locator('#answer-consent input[value="team"]')).to_be_checked()
+    assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(phone, "inbox-who-may-name-me-390")
     page = browsing.new_page("oscar")
     page.goto(f"{browsing.server.url}/inbox/")
     consent = page.locator("#answer-consent")
     consent.locator("summary").click()
     # Teammates by default.
     expect(consent.locator('input[name=named_by][value="team"]')).to_be_checked()
+    screenshot(page, "inbox-who-may-name-me-1280")
     consent.locator('input[name=named_by][value="nobody"]').check()
     consent.locator("button[type=submit]").click()
     expect(page.locator(".toast")).to_contain_text("who may name you")

@@ -30,7 +30,7 @@ SUBTASK_COLUMNS = """id, plan_id, position, name, description, expected_outcome,
 agent, cost_usd, tokens, created_at, finished_at"""
 RUN_COLUMNS = """r.id, r.session_id, r.status, r.error, r.model, r.cancel_requested, r.step_count,
 r.prompt_tokens, r.completion_tokens, r.cost_usd, r.created_at, r.started_at, r.finished_at,
-r.lease_owner, r.pause_reason, r.lease_expires_at"""
+r.lease_owner, r.pause_reason, r.lease_expires_at, r.waits"""
 # What a step uses of an offered tool (the toolset's other fields load on first use).
 TOOL_COLUMNS = """t.id, t.toolset_id, t.name, t.description, t.input_schema, t.read_only,
 t.policy, t.needs_review, t.reads_resources"""

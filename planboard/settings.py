@@ -387,7 +387,7 @@ EMAIL_BACKEND = os.environ.get(
     "DJANGO_EMAIL_BACKEND",
     "django.core.mail.backends.console.EmailBackend"
     if PLANBOARD_EMBEDDED
-    else "django.core.mail.backends.smtp.EmailBackend",
+    else "planboard.mail.DeadlineSMTPBackend",
 )
 EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "localhost")
 EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", "25"))
@@ -396,6 +396,9 @@ EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
 # Seconds each SMTP operation may wait (Django's default is to wait for ever).
 EMAIL_TIMEOUT = float(os.environ.get("DJANGO_EMAIL_TIMEOUT", "10"))
+# Seconds one whole send may take with `planboard.mail.DeadlineSMTPBackend` (connecting,
+# TLS, login, the message, QUIT): a server that drips its answers is given up then.
+PLANBOARD_EMAIL_DEADLINE = float(os.environ.get("PLANBOARD_EMAIL_DEADLINE", "30"))
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "planboard@localhost")
 # Sweeps for a beat process (`celery -A planboard beat`): notifications whose hand-off was
 # lost, and action links that expired unused (approvals count as denied).

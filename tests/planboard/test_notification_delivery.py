@@ -24,6 +24,7 @@ from planboard.models import Notification, NotificationSettings
 from tests.planboard.test_notifications import Hook, make_waiting, send_all, subscribe
 from tests.support.env import settings_probe
 from tests.support.inbox import waiting_approval, waiting_confirmation
+from tests.support.smtp import LoopbackSMTP
 from tests.support.webhooks import MB, RawHook, drip_body, drip_headers, huge_answer
 
 pytestmark = pytest.mark.django_db
@@ -132,8 +133,55 @@ def test_email_has_a_timeout_and_webhooks_their_own_allow_list_by_default() -> N
         settings_probe({"PLANBOARD_WEBHOOK_ALLOWED_NETWORKS": "intranet"}, "result = 1")
 
 
+@pytest.fixture
+def deadline_smtp(settings: Any) -> Iterator[Callable[..., LoopbackSMTP]]:
+    """Mail through the deadline backend to a loopback server made by the test."""
+    servers: list[LoopbackSMTP] = []
+    settings.EMAIL_BACKEND = "planboard.mail.DeadlineSMTPBackend"
+
+    def serve(**kwargs: Any) -> LoopbackSMTP:
+        server = LoopbackSMTP(**kwargs)
+        settings.EMAIL_HOST, settings.EMAIL_PORT = server.host, server.port
+        servers.append(server)
+        return server
+
+    yield serve
+    for server in servers:
+        server.close()
+
+
+def test_a_dripping_mail_server_is_given_up_at_the_deadline(
+    deadline_smtp: Callable[..., LoopbackSMTP], settings: Any
+) -> None:
+    """Each byte comes well within the per-operation timeout; the whole send still ends at
+    the deadline (the drip would go on for as long as the client stayed)."""
+    settings.EMAIL_TIMEOUT = 5
+    settings.PLANBOARD_EMAIL_DEADLINE = 1
+    deadline_smtp(drip=0.1)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="took over 1 s"):
+        mail.send_mail("s", "b", "planboard@localhost", ["alice@example.com"])
+    assert time.monotonic() - started < 10
+
+
+def test_the_deadline_backend_sends_through_a_willing_server(
+    deadline_smtp: Callable[..., LoopbackSMTP], settings: Any
+) -> None:
+    settings.PLANBOARD_EMAIL_DEADLINE = 10
+    server = deadline_smtp()
+    assert mail.send_mail("Trip", "Five days", "planboard@localhost", ["alice@example.com"]) == 1
+    [data] = server.received
+    assert b"Subject: Trip" in data and b"Five days" in data
+
+
+def test_production_mail_goes_through_the_deadline_backend() -> None:
+    code = "from django.conf import settings; result = settings.EMAIL_BACKEND"
+    chosen = {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "k" * 50, "REDIS_URL": "redis://x:1/0"}
+    assert settings_probe(chosen, code) == "planboard.mail.DeadlineSMTPBackend"
+
+
 def test_an_smtp_server_that_never_answers_is_given_up(settings: Any) -> None:
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_BACKEND = "planboard.mail.DeadlineSMTPBackend"
     settings.EMAIL_TIMEOUT = 0.5
     silent = socket.create_server(("127.0.0.1", 0))  # accepts, never greets
     settings.EMAIL_HOST, settings.EMAIL_PORT = silent.getsockname()

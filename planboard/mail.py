@@ -67,22 +67,23 @@ def _shut(sock: Any) -> None:
         pass  # closed already, or the TLS layer took the file descriptor over
 
 
-class _WatchedSMTP(smtplib.SMTP):
+class _Watched:
+    """Puts every socket an SMTP connection opens under the current send's deadline."""
+
     def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
         sock: socket.socket = super()._get_socket(host, port, timeout)  # type: ignore[misc]
         watch = _watch.get()
-        if watch is not None:
+        if watch is not None and isinstance(self, smtplib.SMTP):
             watch.watch(self, sock)
         return sock
 
 
-class _WatchedSMTP_SSL(smtplib.SMTP_SSL):
-    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
-        sock: socket.socket = super()._get_socket(host, port, timeout)  # type: ignore[misc]
-        watch = _watch.get()
-        if watch is not None:
-            watch.watch(self, sock)
-        return sock
+class _WatchedSMTP(_Watched, smtplib.SMTP):
+    pass
+
+
+class _WatchedSMTP_SSL(_Watched, smtplib.SMTP_SSL):
+    pass
 
 
 class DeadlineSMTPBackend(EmailBackend):

@@ -33,30 +33,6 @@ from tests.support.web import api_client_for
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def handed(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[int]:
-    """Hand-offs to workers, recorded instead of queued."""
-    calls: list[int] = []
-    settings.PLANBOARD_NOTIFICATION_DISPATCHER = "planboard.tasks.dispatch_notification"
-    settings.PLANBOARD_PUBLIC_URL = SITE
-    monkeypatch.setattr(
-        tasks.send_notification, "apply_async", lambda args, **_: calls.append(args[0])
-    )
-    return calls
-
-
-@pytest.fixture
-def alice(user: Any) -> Any:
-    user.email = "alice@example.com"
-    user.save()
-    return user
-
-
-@pytest.fixture
-def capture(django_capture_on_commit_callbacks: Any) -> Any:
-    return django_capture_on_commit_callbacks
-
-
 def test_the_link_page_leaks_no_referrer_even_when_refused(client: Client) -> None:
     page = client.get("/inbox/act/not-a-real-token/")
     assert page.status_code == 404

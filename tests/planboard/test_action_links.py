@@ -24,30 +24,11 @@ from planboard.models import (
     ToolCall,
 )
 from planboard.services import Actor
-from tests.support.action_links import SITE, current_plan, links_of, subscribe, token_of
+from tests.support.action_links import current_plan, links_of, subscribe, token_of
 from tests.support.inbox import answerer, running, waiting_approval, waiting_confirmation
 from tests.support.web import XSS, client_for
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def handed(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[int]:
-    """Hand-offs to workers, recorded instead of queued."""
-    calls: list[int] = []
-    settings.PLANBOARD_NOTIFICATION_DISPATCHER = "planboard.tasks.dispatch_notification"
-    settings.PLANBOARD_PUBLIC_URL = SITE
-    monkeypatch.setattr(
-        tasks.send_notification, "apply_async", lambda args, **_: calls.append(args[0])
-    )
-    return calls
-
-
-@pytest.fixture
-def alice(user: Any) -> Any:
-    user.email = "alice@example.com"
-    user.save()
-    return user
 
 
 @pytest.fixture
@@ -61,11 +42,6 @@ def shared(alice: Any, bob: Any) -> ChatSession:
     session = services.session_create(owner=alice, title="Offsite")
     services.session_set_answerers(session_id=session.pk, user=alice, usernames=["bob"])
     return session
-
-
-@pytest.fixture
-def capture(django_capture_on_commit_callbacks: Any) -> Any:
-    return django_capture_on_commit_callbacks
 
 
 # --- a link confirms the wait and the plan it was made for, nothing later -----------------

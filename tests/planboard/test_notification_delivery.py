@@ -21,44 +21,16 @@ from planboard import notifications, services, tasks
 from planboard.celery import app
 from planboard.exceptions import PlanError
 from planboard.models import Notification, NotificationSettings
-from tests.planboard.test_notifications import Hook, make_waiting, send_all, subscribe
+from tests.planboard.test_notifications import make_waiting, send_all, subscribe
 from tests.support.env import settings_probe
 from tests.support.inbox import waiting_approval, waiting_confirmation
 from tests.support.smtp import LoopbackSMTP
-from tests.support.webhooks import MB, RawHook, drip_body, drip_headers, huge_answer
+from tests.support.webhooks import MB, Hook, RawHook, drip_body, drip_headers, huge_answer
 
 pytestmark = pytest.mark.django_db
 
 
 # The fixtures of test_notifications.py, as there.
-@pytest.fixture
-def hook(settings: Any) -> Iterator[Hook]:
-    settings.PLANBOARD_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
-    receiver = Hook()
-    yield receiver
-    receiver.close()
-
-
-@pytest.fixture
-def handed(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[tuple[int, float]]:
-    """Hand-offs to workers, recorded instead of queued: tests run the task themselves."""
-    calls: list[tuple[int, float]] = []
-    settings.PLANBOARD_NOTIFICATION_DISPATCHER = "planboard.tasks.dispatch_notification"
-
-    def record(args: tuple[int], countdown: float = 0.0, **_: Any) -> None:
-        calls.append((args[0], countdown))
-
-    monkeypatch.setattr(tasks.send_notification, "apply_async", record)
-    return calls
-
-
-@pytest.fixture
-def alice(user: Any) -> Any:
-    user.email = "alice@example.com"
-    user.save()
-    return user
-
-
 @pytest.fixture
 def loopback_webhooks(settings: Any) -> None:
     settings.PLANBOARD_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]

@@ -8,10 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
-from collections.abc import Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -30,66 +27,9 @@ from planboard.models import (
 )
 from tests.support.inbox import waiting_approval, waiting_confirmation
 from tests.support.web import XSS, api_client_for, client_for
+from tests.support.webhooks import Hook
 
 pytestmark = pytest.mark.django_db
-
-
-class Hook:
-    """A local webhook receiver: records each request; answers `status`."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[dict[str, str], bytes]] = []
-        self.status = 200
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(hook.status)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def hook(settings: Any) -> Iterator[Hook]:
-    """A receiver on loopback, which webhooks may reach only when the operator lists it."""
-    settings.PLANBOARD_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
-    receiver = Hook()
-    yield receiver
-    receiver.close()
-
-
-@pytest.fixture
-def handed(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[tuple[int, float]]:
-    """Hand-offs to workers, recorded instead of queued: tests run the task themselves."""
-    calls: list[tuple[int, float]] = []
-    settings.PLANBOARD_NOTIFICATION_DISPATCHER = "planboard.tasks.dispatch_notification"
-    settings.PLANBOARD_PUBLIC_URL = "https://planboard.example"
-
-    def record(args: tuple[int], countdown: float = 0.0, **_: Any) -> None:
-        calls.append((args[0], countdown))
-
-    monkeypatch.setattr(tasks.send_notification, "apply_async", record)
-    return calls
-
-
-@pytest.fixture
-def alice(user: Any) -> Any:
-    user.email = "alice@example.com"
-    user.save()
-    return user
 
 
 def subscribe(person: Any, hook: Hook | None = None, **fields: Any) -> str | None:

@@ -7,6 +7,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 MB = 1024 * 1024
 
@@ -85,3 +87,31 @@ def huge_answer(hook: RawHook, conn: socket.socket) -> None:
     chunk = b"x" * 65536
     for _ in range(size // len(chunk)):
         hook.send(conn, chunk)
+
+
+class Hook:
+    """A local webhook receiver: records each request; answers `status`."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[dict[str, str], bytes]] = []
+        self.status = 200
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(hook.status)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

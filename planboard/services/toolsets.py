@@ -346,14 +346,20 @@ def _destination(toolset: Toolset) -> tuple[Any, ...]:
     return (toolset.kind,)
 
 
-def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
+def _tools_named(toolset: Toolset, names: Iterable[str]) -> dict[str, ToolsetTool]:
+    """The toolset's tools, locked, by name; refused when one of `names` is not among them."""
     tools = {t.name: t for t in ToolsetTool.objects.select_for_update().filter(toolset=toolset)}
-    unknown = sorted(set(policies) - set(tools))
+    unknown = sorted(set(names) - set(tools))
     if unknown:
         raise PlanError(
             f"Toolset {toolset.name!r} has no tool named {', '.join(map(repr, unknown))}; "
             "refresh its tools first."
         )
+    return tools
+
+
+def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
+    tools = _tools_named(toolset, policies)
     for name, policy in policies.items():
         tool = tools[name]
         tool.policy = policy or default_policy_of(toolset, tool.name, tool.read_only)
@@ -367,13 +373,7 @@ def _set_policies(toolset: Toolset, policies: dict[str, str | None]) -> None:
 
 
 def _set_signed_in_only(toolset: Toolset, flags: dict[str, bool]) -> None:
-    tools = {t.name: t for t in ToolsetTool.objects.select_for_update().filter(toolset=toolset)}
-    unknown = sorted(set(flags) - set(tools))
-    if unknown:
-        raise PlanError(
-            f"Toolset {toolset.name!r} has no tool named {', '.join(map(repr, unknown))}; "
-            "refresh its tools first."
-        )
+    tools = _tools_named(toolset, flags)
     for name, flag in flags.items():
         ToolsetTool.objects.filter(pk=tools[name].pk).update(signed_in_only=flag)
 

@@ -71,6 +71,7 @@ class _Watched:
     """Puts every socket an SMTP connection opens under the current send's deadline."""
 
     def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        # A mixin: the SMTP class it is mixed into has `_get_socket` (smtplib's, undocumented).
         sock: socket.socket = super()._get_socket(host, port, timeout)  # type: ignore[misc]
         watch = _watch.get()
         if watch is not None and isinstance(self, smtplib.SMTP):

@@ -154,7 +154,7 @@ class RedisPresenceStore:
 
     async def remove(self, session_id: int, key: str) -> None:
         pipe = self._client().pipeline(transaction=False)
-        pipe.delete(self.entry_key(session_id, key))
+        pipe.unlink(self.entry_key(session_id, key))
         pipe.zrem(self.index_key(session_id), key)
         await pipe.execute()
 

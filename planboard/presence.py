@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
-# A page sends its heartbeat this often; an entry lives a few heartbeats.
+# A page sends its heartbeat this often; an entry lives several (a hidden tab's timers may be
+# slowed down to one a minute).
 HEARTBEAT_SECONDS = 15
 
 
@@ -55,7 +56,7 @@ class Presence:
 
 
 def ttl_seconds() -> int:
-    return int(getattr(settings, "PLANBOARD_PRESENCE_TTL", 3 * HEARTBEAT_SECONDS))
+    return int(getattr(settings, "PLANBOARD_PRESENCE_TTL", 6 * HEARTBEAT_SECONDS))
 
 
 class PresenceStore(Protocol):

@@ -103,6 +103,27 @@ def publish(groups: list[str], event: Mapping[str, Any]) -> None:
     _send(groups, encode_event(event))
 
 
+async def apublish(groups: list[str], event: Mapping[str, Any]) -> None:
+    """`publish` from the server's event loop (a consumer's own news, such as presence): the
+    same listeners and encoding, sent through the layer's async `group_send`. A failed send
+    is logged, never raised: clients heal with their next snapshot or heartbeat."""
+    for group in groups:
+        for listener in list(_listeners):
+            try:
+                listener(group, event)
+            except Exception:
+                logger.exception("broadcast listener failed")
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = encode_event(event)
+    try:
+        for group in groups:
+            await layer.group_send(group, message)
+    except Exception:
+        logger.warning("broadcast to %s failed", groups, exc_info=True)
+
+
 @contextlib.contextmanager
 def batched() -> Iterator[None]:
     """Send what is published inside the block in one round trip when it ends, in order.

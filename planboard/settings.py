@@ -236,6 +236,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 # Embedded mode runs the worker inside the web process (see `manage.py runembedded`).
 PLANBOARD_EMBEDDED = not REDIS_URL
+# Seconds a session page's presence (who has it open) lives without a heartbeat (the page
+# sends one every 15 s; a hidden tab's timers may be slowed to one a minute); kept in Redis
+# with REDIS_URL, else in the process's memory.
+PLANBOARD_PRESENCE_TTL = int(os.environ.get("PLANBOARD_PRESENCE_TTL", "90"))
 
 # --- Sign-in protection -----------------------------------------------------------------
 # Reverse proxies in front of daphne. The client address is the one the outermost trusted proxy

@@ -372,7 +372,7 @@ export class BoardView {
   cardFor(subtask, context) {
     let card = this.cards.get(subtask.id);
     if (!card) {
-      const el = h("li", { class: "card", dataset: { id: subtask.id } });
+      const el = h("li", { class: "card", dataset: { id: subtask.id, subtaskId: subtask.id } });
       this.dragging.bindSource(el);
       card = { el, sig: null };
       this.cards.set(subtask.id, card);

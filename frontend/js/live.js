@@ -101,6 +101,16 @@ export class LiveSocket {
     return false;
   }
 
+  /**
+   * Send a small control message (presence); false when the socket is not open.
+   * @param {object} message
+   */
+  send(message) {
+    if (!this.isOpen()) return false;
+    this.socket.send(JSON.stringify(message));
+    return true;
+  }
+
   /** Stop live updates until resume(), e.g. to demonstrate or test a dropped connection. */
   suspend() {
     this.suspended = true;

@@ -13,6 +13,7 @@ import { FilesView } from "./files.js";
 import { askText } from "./dialog.js";
 import { loadStrings, t } from "./i18n.js";
 import { LiveSocket } from "./live.js";
+import { PresenceView } from "./presence.js";
 import { initTabs } from "./tabs.js";
 import { toast, toastError } from "./toast.js";
 
@@ -96,6 +97,12 @@ class SessionPage {
       onMessage: (message) => this.onMessage(message),
       onStatus: (status) => this.showStatus(status),
     });
+    this.presence = new PresenceView({
+      me: this.me.id,
+      bar: document.getElementById("presence"),
+      board: document.getElementById("board"),
+      send: (message) => this.live.send(message),
+    });
     this.live.start();
     window.addEventListener("pagehide", () => this.flushDeletes());
   }
@@ -120,6 +127,7 @@ class SessionPage {
     this.indicator.dataset.status = status;
     this.indicator.querySelector(".live-text").textContent = t(`live_${status}`);
     this.indicator.title = t(`live_${status}_help`);
+    if (status !== "live" && this.presence) this.presence.disconnected();
   }
 
   /** @param {SocketMessage} message */
@@ -128,6 +136,7 @@ class SessionPage {
       case "snapshot":
         if (message.session) this.onSessionSnapshot(message.session, message.messages);
         else if (message.plan) this.showSnapshot(message.plan);
+        this.presence.connected();
         break;
       case "plan.event":
         this.onPlanEvent(message);
@@ -177,6 +186,7 @@ class SessionPage {
         }
         break;
       default:
+        this.presence.onMessage(message);
         break;
     }
   }

@@ -143,7 +143,17 @@
  *   | {type: "error", code: string, error: string}
  *   | {type: "hello"}
  *   | {type: "inbox.changed", session_id: number}
- *   | {type: "pong"}} SocketMessage
+ *   | {type: "pong"}
+ *   | {type: "presence", session_id: number, people: Person[], heartbeat_seconds: number}
+ *   | {type: "presence.update", session_id: number, person: Person}
+ *   | {type: "presence.left", session_id: number, key: string}} SocketMessage
+ */
+
+/**
+ * One open session page (planboard/realtime/presence.py): whose, and the subtask whose edit
+ * form is open there.
+ * @typedef {{key: string, user_id: number, username: string, name: string,
+ *   editing: number | null}} Person
  */
 
 export {};

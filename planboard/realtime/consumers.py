@@ -38,6 +38,7 @@ from django.db.models import QuerySet
 from planboard import broadcast, selectors
 from planboard.models import ChatSession, Plan
 from planboard.realtime.auth import token_user
+from planboard.realtime.presence import SessionPresence
 
 logger = logging.getLogger(__name__)
 
@@ -228,9 +229,25 @@ class _SnapshotConsumer(AsyncJsonWebsocketConsumer):
         raise NotImplementedError
 
 
-class SessionConsumer(_SnapshotConsumer):
+class SessionConsumer(_SnapshotConsumer, SessionPresence):
+    """Also carries the session's presence (`planboard.realtime.presence`)."""
+
     target_kwarg = "session_id"
     model = ChatSession
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        if isinstance(kind, str) and kind.startswith("presence."):
+            await self.receive_presence(kind, content)
+        else:
+            await super().receive_json(content, **kwargs)
+
+    async def revoke(self, code: int) -> None:
+        await self.presence_gone()
+        await super().revoke(code)
+
+    async def disconnect(self, code: int) -> None:
+        await self.presence_gone()
 
     def visible_to(self, user: Any) -> QuerySet[Any]:
         return selectors.sessions_visible_to(user)

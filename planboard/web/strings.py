@@ -123,6 +123,13 @@ STRINGS: dict[str, str | Promise] = {
     "live_refused_help": _(
         "The server refused live updates for this page; reload it or sign in again."
     ),
+    # Presence: who else has the session open, who edits which card
+    "presence_here": _("Also here"),
+    "presence_more": _("{count} more: {names}"),
+    "presence_editing_card": _("Being edited by {names}"),
+    "presence_editing_warning": _(
+        "{names} is editing this card too. Your changes and theirs may overwrite each other."
+    ),
     # Errors
     "err_network": _("The server could not be reached. Check your connection and try again."),
     "err_forbidden": _("You may not change this."),

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from tests.browser.seed_links import seed_confirmation_link
+from tests.browser.seed_presence import seed_presence
 
 PASSWORD = "pw-browser-123"
 
@@ -157,6 +158,7 @@ def seed() -> dict[str, Any]:
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
+    presence = seed_presence(alice, PASSWORD)
 
     return {
         "password": PASSWORD,
@@ -168,6 +170,7 @@ def seed() -> dict[str, Any]:
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
         "board_session": board_session.pk,
+        "presence": presence,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,
         "review_plan": review_plan.pk,

@@ -63,6 +63,7 @@ from agents.steps import (
     close_step,
     interrupt_unfinished_steps,
     mark_changes_seen,
+    mark_messages_seen,
     open_step,
     seen_until,
     store_answer,
@@ -208,6 +209,7 @@ def _prepare_step(
         return allowed
     step = open_step(run=run, request=request, number=memory.step_number())
     mark_changes_seen(run=run, step=step, request=request, memory=memory)
+    mark_messages_seen(run=run, step=step, request=request, memory=memory)
     return _Step(run=run, request=request, allowed=allowed, step=step)
 
 

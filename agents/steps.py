@@ -238,6 +238,36 @@ def seen_until(answer: Message) -> int:
     return answer.pk
 
 
+def mark_messages_seen(
+    *, run: AgentRun, step: AgentStep, request: StepRequest, memory: RunMemory | None = None
+) -> bool:
+    """The request of `step` holds the transcript up to `request.last_message_id`: people's
+    messages up to it are now read by the agent (the chat marks them seen).
+
+    With the run's `memory` (whose messages are whole rows): asked only when one of them is a
+    person's message not marked yet, so a run pays one statement for the message that started
+    it and one per message people write while it works; the rows in memory are marked too."""
+    up_to = request.last_message_id
+    if up_to is None:
+        return False
+    unseen: list[Message] = []
+    if memory is not None:
+        unseen = [
+            m
+            for m in memory.messages
+            if m.role == Message.Role.USER and m.seen_at is None and m.pk <= up_to
+        ]
+        if not unseen:
+            return False
+    at = services.messages_mark_seen(
+        session_id=run.session_id, up_to_message_id=up_to, run_id=run.pk, step_number=step.number
+    )
+    for message in unseen:
+        message.seen_at = at or timezone.now()
+        message.seen_in_run_id, message.seen_at_step = run.pk, step.number
+    return at is not None
+
+
 def mark_changes_seen(
     *, run: AgentRun, step: AgentStep, request: StepRequest, memory: RunMemory | None = None
 ) -> list[int]:

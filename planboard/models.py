@@ -349,6 +349,13 @@ class Message(models.Model):
     # `tool_call_id` is `attach:<message id>:<index>`, so it is stored once.
     attachment = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A person's message: when an agent's step first read it (the chat shows it as seen), and
+    # which run's step that was.
+    seen_at = models.DateTimeField(null=True, blank=True)
+    seen_in_run = models.ForeignKey(
+        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    seen_at_step = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

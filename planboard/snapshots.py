@@ -205,6 +205,16 @@ def serialize_message(message: Message) -> dict[str, Any]:
         "attachments": message.attachments or [],
         "attachment": _attachment_shown(message.attachment),
         "created_at": iso(message.created_at),
+        # A person's message an agent's step has read (None: not yet, or not a person's).
+        "seen": (
+            {
+                "at": iso(message.seen_at),
+                "run_id": message.seen_in_run_id,
+                "step": message.seen_at_step,
+            }
+            if message.seen_at is not None
+            else None
+        ),
     }
 
 

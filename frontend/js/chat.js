@@ -6,11 +6,11 @@ import { formatCost } from "./board.js";
 import { formatTime, formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 import { elicitationCard } from "./elicitation-form.js";
+import { ENDED_CALL, activityRow, fillResult, renderLine, setCallStatus, setChip } from "./chat-activity.js";
 
 const ACTIVE_RUN = new Set(["queued", "running"]);
 const FINISHED_RUN = new Set(["succeeded", "failed", "cancelled"]);
 const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user", "waiting_for_approval"]);
-const RESULT_PREVIEW = 140;
 
 /**
  * @typedef {object} ChatOptions
@@ -34,6 +34,8 @@ const RESULT_PREVIEW = 140;
  *   Promise<boolean | string>} [onElicitation] answering a tool's question (true: answered;
  *   text: why not)
  * @property {boolean} [planMode] whether the session plans (plan tools and hint) or just chats
+ * @property {boolean} [isOwner] this person owns the session: a plan waits for *their*
+ *   go-ahead (others read a neutral wording)
  */
 
 export class ChatView {
@@ -51,6 +53,8 @@ export class ChatView {
     this.approvals = new Map(); // tool call id -> approval card (calls waiting for a person)
     this.elicitations = new Map(); // elicitation id -> card (a tool's question to a person)
     this.run = null;
+    /** @type {import("./types.js").PlanSnapshot | null} the plan shown: names activity lines */
+    this.plan = null;
     this.dismissedRuns = new Set();
     this.build();
   }
@@ -92,6 +96,13 @@ export class ChatView {
     this.list = h("ol", { class: "messages", role: "log", "aria-label": t("conversation") });
     this.emptyNote = h("li", { class: "msg-empty", text: t("chat_empty") });
     this.list.append(this.emptyNote);
+    // While a run works and nothing else shows it (no answer being written, no call running).
+    this.workingLine = h(
+      "li",
+      { class: "msg msg-working", hidden: true },
+      h("span", { class: "act-dots", "aria-hidden": "true" }),
+      h("span", { text: t("act_working") }),
+    );
     this.root.append(this.list);
     if (this.editable) {
       this.composer = this.buildComposer();
@@ -128,7 +139,7 @@ export class ChatView {
       "section",
       { class: "confirm", hidden: true, "aria-labelledby": "confirm-title" },
       h("h3", { id: "confirm-title", text: t("confirm_title") }),
-      h("p", { text: t("confirm_text") }),
+      h("p", { text: t(this.options.isOwner ? "confirm_text" : "confirm_text_other") }),
       h("div", { class: "form-buttons" }, yes, keep),
     );
   }
@@ -167,12 +178,15 @@ export class ChatView {
     );
     // Prompts and attached resources of the session's toolsets (composer-extras.js).
     this.extras = this.options.composerExtras ? this.options.composerExtras(this.input) : null;
+    // How the keys work, under the box (wide screens; a phone's keyboard has its own button).
+    const keys = h("p", { class: "composer-keys", id: "composer-keys", text: t("message_keys") });
+    this.input.setAttribute("aria-describedby", "composer-keys");
     const form = h(
       "form",
       { class: "composer" },
       // The plan mode is the session's setting: its owner's, not an answerer's.
       this.options.answerOnly ? null : planMode,
-      this.input,
+      h("div", { class: "composer-box" }, this.input, keys),
       this.sendButton,
     );
     form.addEventListener("submit", (event) => {
@@ -227,12 +241,33 @@ export class ChatView {
     }
   }
 
+  /**
+   * The plan the board shows changed: activity lines that name subtasks only by index (a call
+   * still running) take their names from it.
+   * @param {import("./types.js").PlanSnapshot | null} plan
+   */
+  setPlan(plan) {
+    this.plan = plan;
+    for (const row of this.callRows.values()) renderLine(row, plan);
+  }
+
+  /** The "working…" line: at the end of the transcript while the run works unseen. */
+  showWorking() {
+    const active = Boolean(this.run) && this.run.status === "running" && !this.run.cancel_requested;
+    const busy =
+      this.streams.size > 0 || Boolean(this.list.querySelector(".tool-row.tool-pending"));
+    const show = active && !busy;
+    if (this.list.lastElementChild !== this.workingLine) this.list.append(this.workingLine);
+    this.workingLine.hidden = !show;
+  }
+
   // --- run status ------------------------------------------------------------------------
 
   /** @param {import("./types.js").RunSnapshot | null} run */
   setRun(run) {
     this.run = run;
     if (this.options.transcriptOnly) return;
+    this.showWorking();
     // The inbox links to a waiting run as `#run-<id>`.
     this.runBar.id = run ? `run-${run.id}` : "";
     const status = run ? run.status : "idle";
@@ -240,6 +275,9 @@ export class ChatView {
     const stopping = Boolean(run && run.cancel_requested && ACTIVE_RUN.has(status));
     this.runStatus.className = `run-status run-${status}`;
     this.runStatus.textContent = stopping ? t("run_stopping") : t(`run_${status}`);
+    if (status === "waiting_for_user" && !stopping && !this.options.isOwner) {
+      this.runStatus.textContent = t("run_waiting_for_user_other");
+    }
     // A tool waits on a person's answer (its question's card is in the transcript).
     if (run && status === "running" && !stopping && this.elicitations.size) {
       this.runStatus.textContent = t("run_waiting_answer");
@@ -323,6 +361,7 @@ export class ChatView {
     this.messages.clear();
     this.callRows.clear();
     replaceChildren(this.list, this.emptyNote);
+    if (this.workingLine) this.list.append(this.workingLine);
     for (const message of messages) this.addMessage(message, { scroll: false });
     this.renderEarlierOffer();
     this.scrollToEnd(true);
@@ -343,12 +382,9 @@ export class ChatView {
   updateToolCall(record) {
     const row = this.callRows.get(record.tool_call_id);
     if (row) {
-      row.dataset.callStatus = record.status;
-      const chip = row.querySelector(".tool-status");
       const label = t(`tool_status_${record.status}`);
       const detail = record.duration_ms ? ` · ${record.duration_ms} ms` : "";
-      if (chip) chip.textContent = label + detail;
-      else row.querySelector("summary").append(h("span", { class: "tool-status", text: label }));
+      setCallStatus(row, record.status, label + detail, this.plan);
     }
     if (record.status !== "pending") {
       this.dropApproval(record.tool_call_id);
@@ -378,10 +414,7 @@ export class ChatView {
     if (event.total) parts.push(t("tool_progress_of", { done: event.progress, total: event.total }));
     else parts.push(String(event.progress));
     if (event.message) parts.push(event.message);
-    const text = parts.join(" · ");
-    const chip = row.querySelector(".tool-status");
-    if (chip) chip.textContent = text;
-    else row.querySelector("summary").append(h("span", { class: "tool-status", text }));
+    setChip(row, parts.join(" · "));
   }
 
   dropApproval(callId) {
@@ -534,6 +567,7 @@ export class ChatView {
     if (!stream) return;
     stream.element.remove();
     this.streams.delete(answerId);
+    if (!this.options.transcriptOnly) this.showWorking();
   }
 
   openStream(answerId) {
@@ -553,6 +587,7 @@ export class ChatView {
     this.list.append(element);
     markContinuation(element);
     this.emptyNote.hidden = true;
+    this.showWorking();
     this.scrollToEnd(stick);
     return stream;
   }
@@ -591,6 +626,7 @@ export class ChatView {
       if (element.nextElementSibling) markContinuation(element.nextElementSibling);
     }
     this.emptyNote.hidden = this.messages.size > 0;
+    if (!this.options.transcriptOnly) this.showWorking();
     if (scroll) this.scrollToEnd(stick);
   }
 
@@ -598,11 +634,11 @@ export class ChatView {
     if (message.role === "tool") {
       const row = message.tool_call_id ? this.callRows.get(message.tool_call_id) : null;
       if (row) {
-        fillResult(row, message.content);
+        fillResult(row, message.content, this.plan);
         return null;
       }
-      const standalone = toolRow(message.tool_name || t("tool"), "");
-      fillResult(standalone, message.content);
+      const standalone = activityRow(message.tool_name || t("tool"), "", this.plan);
+      fillResult(standalone, message.content, this.plan);
       return h("li", { class: "msg msg-tool", dataset: { id: message.id } }, standalone);
     }
     if (message.attachment) return attachmentRow(message);
@@ -632,6 +668,7 @@ export class ChatView {
           : markdownElement(message.content, "bubble"),
       );
     }
+    if (isUser && message.seen) element.append(seenMark(message.seen));
     if (message.attachments && message.attachments.length) {
       element.append(
         h(
@@ -648,13 +685,33 @@ export class ChatView {
         ),
       );
     }
-    for (const call of message.tool_calls || []) {
-      const fn = call.function || {};
-      const row = toolRow(fn.name || t("tool"), summarizeArguments(fn.arguments), fn.arguments);
-      if (call.id) this.callRows.set(call.id, row);
-      element.append(row);
+    // The step's tool work: one plain line per call, the raw call behind each.
+    const calls = message.tool_calls || [];
+    if (calls.length) {
+      const group = h("div", { class: "activity-group" });
+      for (const call of calls) {
+        const fn = call.function || {};
+        const row = activityRow(fn.name || t("tool"), fn.arguments || "", this.plan);
+        if (call.id) this.callRows.set(call.id, row);
+        group.append(row);
+      }
+      element.append(group);
     }
     return element;
+  }
+
+  /**
+   * An agent's step read people's messages up to `up_to` (`session.messages_seen`).
+   * @param {{up_to: number, seen: {at: string | null, run_id: number | null,
+   *   step: number | null}}} event
+   */
+  markMessagesSeen(event) {
+    for (const [id, element] of this.messages) {
+      if (id > event.up_to || !(element instanceof Element)) continue;
+      if (!element.classList.contains("msg-user") || element.querySelector(".msg-seen")) continue;
+      const attachments = element.querySelector(".msg-attachments");
+      element.insertBefore(seenMark(event.seen), attachments);
+    }
   }
 
   isNearEnd() {
@@ -665,9 +722,6 @@ export class ChatView {
     if (force) this.list.scrollTop = this.list.scrollHeight;
   }
 }
-
-/** Statuses of a tool call that are final: its progress is over. */
-const ENDED_CALL = ["succeeded", "failed", "denied", "interrupted"];
 
 /** A resource a person attached, as the run read it from its server: folded, text only. */
 function attachmentRow(message) {
@@ -693,68 +747,29 @@ function attachmentRow(message) {
   );
 }
 
-/** Consecutive agent messages read as one turn: only the first shows "Agent · time". */
-function markContinuation(element) {
-  const previous = element.previousElementSibling;
-  const agentSide = (el) =>
-    el && (el.classList.contains("msg-assistant") || el.classList.contains("msg-tool"));
-  element.classList.toggle("msg-continued", Boolean(agentSide(element) && agentSide(previous)));
-}
-
-/** One tool call, folded: name, short arguments and result; the full text on demand. */
-function toolRow(name, argsSummary, rawArgs = "") {
+/**
+ * "Seen by the agent" under a person's message, the step that read it on hover.
+ * @param {{step: number | null}} seen
+ */
+function seenMark(seen) {
   return h(
-    "details",
-    { class: "tool-row tool-pending" },
-    h(
-      "summary",
-      {},
-      icon("tool"),
-      h("span", { class: "tool-name", text: name }),
-      h("span", { class: "tool-args", text: argsSummary }),
-      h("span", { class: "tool-result", text: t("tool_running") }),
-    ),
-    h(
-      "div",
-      { class: "tool-body" },
-      rawArgs ? h("pre", { class: "tool-pre tool-args-full", text: prettyJson(rawArgs) }) : null,
-    ),
+    "span",
+    {
+      class: "msg-seen",
+      title: seen.step ? t("msg_seen_help", { step: seen.step }) : null,
+    },
+    icon("check"),
+    h("span", { text: t("msg_seen") }),
   );
 }
 
-function fillResult(row, content) {
-  const text = content || "";
-  const failed = text.startsWith("Error");
-  row.classList.remove("tool-pending");
-  row.classList.add(failed ? "tool-error" : "tool-ok");
-  const firstLine = text.split("\n", 1)[0];
-  row.querySelector(".tool-result").textContent =
-    firstLine.length > RESULT_PREVIEW ? `${firstLine.slice(0, RESULT_PREVIEW)}…` : firstLine;
-  const body = row.querySelector(".tool-body");
-  body.querySelector(".tool-result-full")?.remove();
-  body.append(h("pre", { class: "tool-pre tool-result-full", text }));
-}
-
-function summarizeArguments(raw) {
-  if (!raw) return "";
-  let parsed;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    return String(raw).slice(0, 60);
+/** Consecutive agent messages read as one turn: only the first shows "Agent · time". */
+function markContinuation(element) {
+  let previous = element.previousElementSibling;
+  while (previous && previous.classList.contains("msg-working")) {
+    previous = previous.previousElementSibling;
   }
-  if (!parsed || typeof parsed !== "object") return String(parsed);
-  const parts = Object.entries(parsed).map(([key, value]) => {
-    const shown = typeof value === "string" ? value : JSON.stringify(value);
-    return `${key}=${shown.length > 24 ? `${shown.slice(0, 24)}…` : shown}`;
-  });
-  return parts.join(" ");
-}
-
-function prettyJson(raw) {
-  try {
-    return JSON.stringify(JSON.parse(raw), null, 2);
-  } catch {
-    return raw;
-  }
+  const agentSide = (el) =>
+    el && (el.classList.contains("msg-assistant") || el.classList.contains("msg-tool"));
+  element.classList.toggle("msg-continued", Boolean(agentSide(element) && agentSide(previous)));
 }

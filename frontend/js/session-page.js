@@ -76,7 +76,9 @@ class SessionPage {
       onDecide: (callId, decision) => this.decideToolCall(callId, decision),
       onElicitation: (id, body) => this.answerElicitation(id, body),
       planMode: this.session.plan_mode,
+      isOwner: Boolean(this.me && this.session.owner && this.me.id === this.session.owner.id),
     });
+    this.chat.setPlan(this.plan);
     this.board.setUsage(this.session.usage);
     this.board.setUnseen(this.session.unseen_edits);
     this.board.render(this.plan);
@@ -166,6 +168,9 @@ class SessionPage {
         break;
       case "plan.seen":
         if (this.plan && message.plan_id === this.plan.id) this.board.markSeen(message.seen);
+        break;
+      case "session.messages_seen":
+        this.chat.markMessagesSeen(message);
         break;
       case "message.delta":
         this.chat.streamDelta(message);
@@ -328,6 +333,7 @@ class SessionPage {
   setPlan(plan, highlight = {}) {
     this.plan = plan;
     this.board.render(plan, highlight);
+    this.chat.setPlan(plan);
   }
 
   setRun(run) {

@@ -137,6 +137,8 @@
  *   | PlanUsage & {type: "plan.usage", session_id: number | null}
  *   | {type: "plan.seen", plan_id: number, session_id: number | null,
  *      seen: (EventSeen & {version: number, subtask_id: number | null})[]}
+ *   | {type: "session.messages_seen", session_id: number, up_to: number,
+ *      seen: {at: string | null, run_id: number | null, step: number | null}}
  *   | {type: "message.delta", session_id: number, run_id: number, answer_id: string,
  *      seq: number, text: string}
  *   | {type: "message.reset", session_id: number, run_id: number, answer_id: string}

@@ -16,7 +16,8 @@ nothing.
 |             | `plan_recover`                                                      |
 | `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
-| `runs`      | `message_post`, `message_record_agent`, `message_record_attachment`, `run_*` |
+| `runs`      | `message_post`, `messages_mark_seen`, `message_record_agent`,       |
+|             | `message_record_attachment`, `run_*`                                |
 | `run_queue` | `run_admit_waiting` (per-user admission), `run_reclaim_expired_leases` |
 |             | (the sweep that re-dispatches runs of dead workers)                 |
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
@@ -83,6 +84,7 @@ from planboard.services.runs import (
     message_post,
     message_record_agent,
     message_record_attachment,
+    messages_mark_seen,
     run_cancel,
     run_finish,
     run_hand_off,
@@ -162,6 +164,7 @@ __all__ = [
     "message_post",
     "message_record_agent",
     "message_record_attachment",
+    "messages_mark_seen",
     "notification_claim",
     "notification_finish",
     "notification_settings_rotate_secrets",

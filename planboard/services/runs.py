@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -157,6 +158,35 @@ def message_post(
         session.save(update_fields=["title", "updated_at"])
         _publish_message(message)
     return message, run
+
+
+def messages_mark_seen(
+    *, session_id: int, up_to_message_id: int, run_id: int, step_number: int
+) -> datetime | None:
+    """Record that a run's step read the session's transcript up to `up_to_message_id`: people's
+    messages up to it that no step had read are now seen (the chat marks them), and the
+    session's clients are told (`session.messages_seen`). Returns when, or None: nothing new.
+
+    Metadata on the transcript only, one statement: no lock, no plan version; the caller (the
+    agent step) asks only when its input holds a person's message not marked yet."""
+    now = timezone.now()
+    marked = Message.objects.filter(
+        session_id=session_id,
+        role=Message.Role.USER,
+        seen_at__isnull=True,
+        pk__lte=up_to_message_id,
+    ).update(seen_at=now, seen_in_run_id=run_id, seen_at_step=step_number)
+    if not marked:
+        return None
+    payload = {
+        "type": "session.messages_seen",
+        "session_id": session_id,
+        "up_to": up_to_message_id,
+        "seen": {"at": now.isoformat(), "run_id": run_id, "step": step_number},
+    }
+    groups = [broadcast.session_group(session_id)]
+    transaction.on_commit(lambda: broadcast.publish(groups, payload))
+    return now
 
 
 def message_record_agent(

@@ -263,13 +263,14 @@ def test_a_run_that_creates_its_plan_asks_nothing_about_seen_edits(
 
 # A run's statements besides its steps': starting it (BEGIN, the run locked, started, COMMIT);
 # at its first step the transcript's ids (the worker holds none yet), the person's message
-# (whole), the session's previous step and the profiles the hint offers; settling the final
-# answer (the step's context again; BEGIN, the session, its owner and the run locked in that
-# order, whether the person wrote meanwhile, the run finished, the owner's runs waiting for
-# admission, COMMIT). A run started for the first time reads no step records back (it has
-# none). 24 before: the step records, whether the run waits for admission, the run's session
-# and owner read apart, admission in a transaction of its own.
-STATEMENTS_PER_RUN = 17
+# (whole) and marking it read (the chat shows it seen), the session's previous step and the
+# profiles the hint offers; settling the final answer (the step's context again; BEGIN, the
+# session, its owner and the run locked in that order, whether the person wrote meanwhile, the
+# run finished, the owner's runs waiting for admission, COMMIT). A run started for the first
+# time reads no step records back (it has none). 24 before: the step records, whether the run
+# waits for admission, the run's session and owner read apart, admission in a transaction of
+# its own; 17 before the person's message was marked seen.
+STATEMENTS_PER_RUN = 18
 
 
 def test_statements_per_run_besides_its_steps_are_pinned(

@@ -298,6 +298,8 @@ class _Turn:
             return self._say(self._summary() + note)
         if not self.request:
             return self._say(self.t["greeting"])
+        if self._asks_to_edit_a_closed_plan():
+            return self._say(self.t["no_plan_to_edit"])
         words = self.request.split()
         if (self.language == "en" and len(words) < 3) or len(self.request.strip()) < 3:
             return self._say(self.t["greeting"])
@@ -312,6 +314,13 @@ class _Turn:
             **header,
             subtasks=[{k: v for k, v in s.items() if k != "outcome"} for s in steps],
         )
+
+    def _asks_to_edit_a_closed_plan(self) -> bool:
+        """The person asks to change a plan that is closed (they wrote as it finished)."""
+        if not any(name in ("create_plan", "finish_plan") for name, _ in self._calls()):
+            return False  # no plan yet: "add …" may well be a request to plan something
+        found = demo_requests.read_edits([self.request], language=self.language, names=[])
+        return bool(found.edits)
 
     def _edited_names(self, action: str) -> set[str]:
         """Names the demo gave subtasks with its own edits (`add` or `revise`) that took."""

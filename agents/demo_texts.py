@@ -45,6 +45,10 @@ TEXTS: dict[str, dict[str, str]] = {
             'I could not tell what to change from "{text}", so the plan stays as it is. To '
             'change it, write for example "also add …", "rename step 2 to …" or "drop step 3".'
         ),
+        "no_plan_to_edit": (
+            "The plan is already closed, so I changed nothing. Tell me what to plan next, or "
+            "bring the plan back from the history to change it."
+        ),
         "added_description": "Asked for during the run: {name}.",
         "added_expected": "{name}, fitted into the rest of the plan.",
         "added_outcome": "{name}: done as asked during the run, and fitted into the plan.",
@@ -83,6 +87,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "unclear": (
             "我没能从“{text}”看出要修改什么，所以计划保持不变。"
             "如需修改，可以这样说：“添加……”、“把第 2 步改成……”或“删除第 3 步”。"
+        ),
+        "no_plan_to_edit": (
+            "计划已经结束，所以我没有做任何修改。"
+            "告诉我接下来要规划什么，或从历史中恢复该计划后再修改。"
         ),
         "added_description": "运行中应要求添加：{name}。",
         "added_expected": "{name}，并与计划其余部分衔接。",

@@ -341,3 +341,15 @@ def test_the_reply_is_built_from_the_tool_results():
         '- Dropped step 2, "Book it", as you asked.\n'
         "- I could not make one change you asked for: subtask_idx 7 is out of range"
     )
+
+
+def test_an_edit_after_the_plan_closed_is_answered_not_planned(user, writes_mid_run):
+    session, run = writes_mid_run(KYOTO, {})
+    assert run.status == AgentRun.Status.SUCCEEDED
+    _, again = services.message_post(
+        session_id=session.pk, author=user, content="Please also add a half-day trip to Nara"
+    )
+    run = loop.execute_run(run_id=again.pk)
+    assert run.status == AgentRun.Status.SUCCEEDED
+    assert said(session)[-1].startswith("The plan is already closed, so I changed nothing.")
+    assert Plan.objects.filter(owner=user).count() == 1

@@ -13,14 +13,20 @@ Its behaviour, step by step:
   keywords (a trip, a piece of writing, an event, learning something, or a generic one);
 - a plan that nobody started, and the hint asks for confirmation -> it presents the plan and
   asks for the go-ahead (a text answer; the run then waits for the user);
-- the user answers -> "stop"/"cancel" abandons the plan, "add …" adds a subtask, anything else
-  is taken as the go-ahead and the first `todo` subtask is started;
+- the user writes, before the go-ahead or mid-run (a message it has not read yet: see
+  `agents.demo_edits`) -> a request to add, rename or drop a subtask ("also add …", "rename
+  step 3 to …", "drop step 2", in English or Chinese: `agents.demo_requests`) becomes
+  `revise_current_plan` calls, and the next answer says what they did before it carries on;
+  "stop"/"cancel" abandons the plan; before the go-ahead anything else is the go-ahead, mid-run
+  it gets an honest "I could not tell what to change…";
 - a subtask in progress -> `finish_subtask` with a concrete outcome (which starts the next);
 - none in progress but some left -> start the first `todo` one;
 - every subtask finished -> `finish_plan`; a finished trip (the Kyoto walk-through) then
   writes its itinerary as markdown to the session's files (`workspace__write_file`, when the
-  session offers it: `kyoto-itinerary.md`, built from the subtasks' outcomes); then a short
-  summary as the final answer, saying where the file is.
+  session offers it: `kyoto-itinerary.md`, built from the subtasks' outcomes as the plan is
+  after the edits people asked for: `agents.demo_itinerary`); then a short summary as the
+  final answer, saying where the file is.
+Its plan templates are in `agents.demo_templates`, its words in `agents.demo_texts`.
 Each answer waits `PLANBOARD_DEMO_STEP_DELAY` seconds first, so people can watch the board move.
 """
 

@@ -13,14 +13,20 @@ Its behaviour, step by step:
   keywords (a trip, a piece of writing, an event, learning something, or a generic one);
 - a plan that nobody started, and the hint asks for confirmation -> it presents the plan and
   asks for the go-ahead (a text answer; the run then waits for the user);
-- the user answers -> "stop"/"cancel" abandons the plan, "add …" adds a subtask, anything else
-  is taken as the go-ahead and the first `todo` subtask is started;
+- the user writes, before the go-ahead or mid-run (a message it has not read yet: see
+  `agents.demo_edits`) -> a request to add, rename or drop a subtask ("also add …", "rename
+  step 3 to …", "drop step 2", in English or Chinese: `agents.demo_requests`) becomes
+  `revise_current_plan` calls, and the next answer says what they did before it carries on;
+  "stop"/"cancel" abandons the plan; before the go-ahead anything else is the go-ahead, mid-run
+  it gets an honest "I could not tell what to change…";
 - a subtask in progress -> `finish_subtask` with a concrete outcome (which starts the next);
 - none in progress but some left -> start the first `todo` one;
 - every subtask finished -> `finish_plan`; a finished trip (the Kyoto walk-through) then
   writes its itinerary as markdown to the session's files (`workspace__write_file`, when the
-  session offers it: `kyoto-itinerary.md`, built from the subtasks' outcomes); then a short
-  summary as the final answer, saying where the file is.
+  session offers it: `kyoto-itinerary.md`, built from the subtasks' outcomes as the plan is
+  after the edits people asked for: `agents.demo_itinerary`); then a short summary as the
+  final answer, saying where the file is.
+Its plan templates are in `agents.demo_templates`, its words in `agents.demo_texts`.
 Each answer waits `PLANBOARD_DEMO_STEP_DELAY` seconds first, so people can watch the board move.
 """
 
@@ -30,146 +36,31 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
+from agents import demo_edits, demo_itinerary, demo_requests
+from agents.demo_reading import (
+    Subtask,
+    is_attachment,
+    is_hint,
+    parse_hint,
+    text_of,
+    tool_calls_in,
+)
+from agents.demo_templates import TRIP_WORDS, days_of, plan_for, shorten
+from agents.demo_texts import TEXTS
 from agents.hints import detect_language
 from agents.local_models import ProviderReply
-from agents.prompts import ATTACHMENT_OPEN
 
-HINT_OPEN = "<system-hint>"
-_SUBTASK_LINE = re.compile(
-    r"^- \[(?P<box>[ x])\] (?:\[(?P<tag>WIP|Abandoned)\] )?(?P<index>\d+)\. (?P<name>.*)$"
-)
-_LIMIT_LINE = re.compile(r"^(?:Subtask limit|子任务上限)\D*(\d+)")
-_CONFIRM_LINE = re.compile(r"^(?:Confirmation:|确认：)")
+__all__ = ["DemoModel", "plan_for"]
+
 _STOP_WORDS = re.compile(r"\b(stop|cancel|abandon|forget it|never mind)\b|取消|停止|放弃", re.I)
-_ADD_REQUEST = re.compile(r"^\s*(?:please\s+)?add\s+(?:a\s+subtask\s+(?:to\s+)?)?(.+)$", re.I)
-_ADD_REQUEST_ZH = re.compile(r"^\s*(?:请)?(?:添加|加上|增加)(.+)$")
-_NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "a": 1, "an": 1,
-}  # fmt: skip
 _DEFAULT_LIMIT = 5
-_TRIP_WORDS = re.compile(r"\b(trip|travel|vacation|holiday|journey|visit|itinerary)\b", re.I)
 WRITE_FILE = "workspace__write_file"
-# "Subtask 2 ('Choose where to stay') is done." / "Plan 7 ('3-day trip to Kyoto') is finished"
-_DONE_RESULT = re.compile(r"^Subtask \d+ \('(?P<name>.*)'\) is done", re.M)
-_FINISHED_RESULT = re.compile(r"^Plan \d+ \('(?P<name>.*)'\) is finished as done")
-_DAY = re.compile(r"\bday (\d+): ([^;]+?)(?=;|\.?$)", re.I)
-
-# A few destinations get real highlights; any other place gets a generic itinerary.
-_HIGHLIGHTS = {
-    "kyoto": [
-        "Fushimi Inari at sunrise, then Gion and Pontocho in the evening",
-        "Arashiyama bamboo grove and Tenryu-ji in the morning, Kinkaku-ji after lunch",
-        "Kiyomizu-dera and the Higashiyama lanes, Nishiki Market for lunch",
-        "a half-day trip to Nara's deer park and Todai-ji",
-        "the Philosopher's Path and Ginkaku-ji",
-    ],
-    "tokyo": [
-        "Asakusa and Senso-ji, then the Sumida river to Odaiba",
-        "Meiji Shrine, Harajuku and Shibuya crossing at dusk",
-        "Tsukiji outer market and the Imperial Palace East Gardens",
-    ],
-    "paris": [
-        "the Louvre in the morning and a walk along the Seine to Notre-Dame",
-        "Montmartre and Sacre-Coeur, dinner in the Marais",
-        "the Musee d'Orsay and the Eiffel Tower at sunset",
-    ],
-}
 
 
-@dataclass(frozen=True)
-class _Subtask:
-    index: int
-    name: str
-    state: str  # todo | in_progress | done | abandoned
-
-
-@dataclass
-class _Hint:
-    has_plan: bool
-    plan_name: str
-    subtasks: list[_Subtask]
-    asks_confirmation: bool
-    limit: int | None
-    detail: list[str]  # the fields shown for the subtask in progress
-    profiles: frozenset[str] = frozenset()  # agent profiles the plan may name
-
-
-# --- reading the request ----------------------------------------------------------------------
-
-
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):  # OpenAI content parts
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content or "")
-
-
-def _is_hint(message: dict[str, Any]) -> bool:
-    return message.get("role") == "user" and _text(message).lstrip().startswith(HINT_OPEN)
-
-
-def _is_attachment(message: dict[str, Any]) -> bool:
-    return message.get("role") == "user" and _text(message).startswith(ATTACHMENT_OPEN)
-
-
-def _parse_hint(text: str) -> _Hint:
-    subtasks: list[_Subtask] = []
-    seen: set[int] = set()
-    detail: list[str] = []
-    has_plan = False
-    plan_name = ""
-    asks_confirmation = False
-    limit = None
-    lines = text.splitlines()
-    for position, line in enumerate(lines):
-        if line.startswith("# ") and not has_plan:
-            has_plan = True
-            plan_name = line[2:].strip()
-        if _CONFIRM_LINE.match(line):
-            asks_confirmation = True
-        if found := _LIMIT_LINE.match(line):
-            limit = int(found.group(1))
-        if found := _SUBTASK_LINE.match(line):
-            index = int(found.group("index"))
-            if index in seen:
-                # The second listing of a line is the detailed view of the subtask in progress.
-                detail = [
-                    rest.split(":", 1)[-1].split("：", 1)[-1].strip()
-                    for rest in lines[position + 1 : position + 3]
-                    if rest.startswith("  ")
-                ]
-                continue
-            seen.add(index)
-            state = {"WIP": "in_progress", "Abandoned": "abandoned"}.get(
-                found.group("tag") or "", "done" if found.group("box") == "x" else "todo"
-            )
-            subtasks.append(_Subtask(index, found.group("name").strip(), state))
-    return _Hint(
-        has_plan, plan_name, subtasks, asks_confirmation, limit, detail, _profiles_in(lines)
-    )
-
-
-def _profiles_in(lines: list[str]) -> frozenset[str]:
-    """The agent profiles the hint lists (`- name: what it is for` under the `agent` line)."""
-    names: set[str] = set()
-    listing = False
-    for line in lines:
-        if "`agent`" in line:
-            listing = True
-        elif listing and (found := re.match(r"- ([\w-]+):", line)):
-            names.add(found.group(1))
-        elif listing and not line.strip():
-            listing = False
-    return frozenset(names)
-
-
-# Which demo profile suits a subtask, by what its name says (first match wins).
 _PROFILE_FOR = (
     ("booker", re.compile(r"book|transport|stay|ticket|venue|invite|预订|交通|住宿", re.I)),
     ("writer", re.compile(r"draft|write|itinerar|summar|review|outline|撰写|行程|总结", re.I)),
@@ -186,348 +77,7 @@ def _with_profiles(steps: list[dict[str, str]], available: frozenset[str]) -> No
                 break
 
 
-def _tool_calls_in(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """(name, arguments) of every tool call the assistant made, oldest first."""
-    calls = []
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            try:
-                arguments = json.loads(function.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                arguments = {}
-            calls.append((str(function.get("name", "")), arguments))
-    return calls
-
-
-# --- templates --------------------------------------------------------------------------------
-
-
-def _days(request: str) -> int:
-    found = re.search(r"\b(\d+|[a-z]+)[- ]days?\b", request, re.I)
-    if not found:
-        return 3
-    word = found.group(1).lower()
-    days = int(word) if word.isdigit() else _NUMBER_WORDS.get(word, 3)
-    return max(1, min(days, 14))
-
-
-def _destination(request: str) -> str:
-    found = re.search(r"\b(?:to|in|around|visit(?:ing)?)\s+((?:[A-Z][\w'-]*\s?){1,3})", request)
-    return found.group(1).strip() if found else "the destination"
-
-
-def _step(name: str, description: str, expected: str, outcome: str) -> dict[str, str]:
-    return {
-        "name": name,
-        "description": description,
-        "expected_outcome": expected,
-        "outcome": outcome,
-    }
-
-
-def _trip_plan(request: str) -> tuple[dict[str, str], list[dict[str, str]]]:
-    days = _days(request)
-    place = _destination(request)
-    highlights = _HIGHLIGHTS.get(place.lower(), [])
-    if highlights:
-        itinerary = "; ".join(
-            f"day {n + 1}: {highlights[n % len(highlights)]}" for n in range(days)
-        )
-    else:
-        itinerary = (
-            f"{days} days, each grouping sights that are close together in {place}, with a "
-            "lunch stop and one evening activity"
-        )
-    header = {
-        "name": f"{days}-day trip to {place}",
-        "description": f"Prepare everything for the request: {request}",
-        "expected_outcome": f"Dates, transport, a place to stay and a day-by-day plan for {place}.",
-    }
-    steps = [
-        _step(
-            "Fix the dates and the budget",
-            f"Pick {days} consecutive days for {place} and set a budget per person.",
-            "Travel dates and a budget split into transport, lodging, food and tickets.",
-            f"Chose {days} consecutive weekdays outside public holidays; budget split 35% "
-            "lodging, 25% transport, 25% food, 15% tickets and passes.",
-        ),
-        _step(
-            f"Book transport to {place}",
-            f"Compare the ways to get to {place} and around it once there.",
-            "Outbound and return tickets, plus a plan for local transport.",
-            f"Picked the fastest rail or air connection to {place} with reserved seats both "
-            "ways, and a day pass for local buses and trains.",
-        ),
-        _step(
-            "Choose where to stay",
-            "Find a central, well-connected area and a place within budget.",
-            "A booked room for every night of the trip.",
-            f"Booked {days - 1 if days > 1 else 1} night(s) in a central area a short walk "
-            "from a main station, free cancellation until two days before arrival.",
-        ),
-        _step(
-            "Draft the day-by-day itinerary",
-            "Group nearby sights per day so little time is spent travelling.",
-            f"A plan for each of the {days} days.",
-            f"Itinerary ready: {itinerary}.",
-        ),
-    ]
-    return header, steps
-
-
-def _writing_plan(request: str) -> tuple[dict[str, str], list[dict[str, str]]]:
-    header = {
-        "name": "Writing plan",
-        "description": f"Produce the text asked for: {request}",
-        "expected_outcome": "A finished, proofread text that answers the request.",
-    }
-    steps = [
-        _step(
-            "Define the audience and the key message",
-            "Decide who reads it and the one thing they should take away.",
-            "A one-sentence key message and a reader profile.",
-            "Audience: informed non-specialists; key message stated in one sentence at the top.",
-        ),
-        _step(
-            "Collect material",
-            "Gather facts, examples and sources.",
-            "A list of points with a source for each.",
-            "Collected seven supporting points, each with a source and one concrete example.",
-        ),
-        _step(
-            "Outline the structure",
-            "Order the points into sections.",
-            "An outline with section headings.",
-            "Outline: introduction, three body sections, a short conclusion with next steps.",
-        ),
-        _step(
-            "Write and polish the draft",
-            "Write the full text, then edit for clarity and length.",
-            "A proofread final version.",
-            "Final draft written and trimmed by 15%; spelling and facts checked.",
-        ),
-    ]
-    return header, steps
-
-
-def _event_plan(request: str) -> tuple[dict[str, str], list[dict[str, str]]]:
-    header = {
-        "name": "Event plan",
-        "description": f"Organise the event: {request}",
-        "expected_outcome": "A venue, invited guests, catering and a schedule for the day.",
-    }
-    steps = [
-        _step(
-            "Set the date, venue and budget",
-            "Choose when and where, within a budget.",
-            "A reserved venue and a budget.",
-            "Saturday afternoon chosen; venue for 40 people reserved within budget.",
-        ),
-        _step(
-            "Invite the guests",
-            "Draw up the guest list and send invitations.",
-            "Invitations sent with an RSVP date.",
-            "Guest list of 35 drafted; invitations sent with an RSVP date two weeks ahead.",
-        ),
-        _step(
-            "Arrange food and activities",
-            "Book catering and plan what happens.",
-            "Catering booked and activities chosen.",
-            "Buffet catering booked for 40 with vegetarian options; two activities planned.",
-        ),
-        _step(
-            "Prepare the schedule for the day",
-            "Write the timeline and who does what.",
-            "A timed run sheet.",
-            "Run sheet from setup to clean-up, each slot with a named person responsible.",
-        ),
-    ]
-    return header, steps
-
-
-def _learning_plan(request: str) -> tuple[dict[str, str], list[dict[str, str]]]:
-    header = {
-        "name": "Learning plan",
-        "description": f"Learn what was asked: {request}",
-        "expected_outcome": "A schedule, resources and checkpoints to measure progress.",
-    }
-    steps = [
-        _step(
-            "Set the goal and the starting point",
-            "Say what 'done' looks like and what is known already.",
-            "A measurable goal.",
-            "Goal written as a concrete skill test; current level assessed as beginner.",
-        ),
-        _step(
-            "Pick the resources",
-            "Choose a main course or book and practice material.",
-            "One main resource and one practice source.",
-            "Chose one structured course plus weekly exercises from a practice site.",
-        ),
-        _step(
-            "Build a weekly schedule",
-            "Fit study sessions into the week.",
-            "A weekly timetable.",
-            "Four 45-minute sessions a week, with a review session every Sunday.",
-        ),
-        _step(
-            "Define checkpoints",
-            "Plan how progress is checked.",
-            "Dated checkpoints with a small test each.",
-            "Checkpoints every two weeks, each with a short self-test and a mini project.",
-        ),
-    ]
-    return header, steps
-
-
-def _generic_plan(request: str) -> tuple[dict[str, str], list[dict[str, str]]]:
-    header = {
-        "name": _shorten(request, 60) or "Plan",
-        "description": f"Carry out the request: {request}",
-        "expected_outcome": "The requested result, reviewed and summarised.",
-    }
-    steps = [
-        _step(
-            "Clarify the goal and constraints",
-            "Restate the request and list the constraints.",
-            "A short statement of the goal and its limits.",
-            "Goal and constraints written down in five bullet points.",
-        ),
-        _step(
-            "Gather information and options",
-            "Collect what is needed and compare the options.",
-            "A short list of options with pros and cons.",
-            "Compared three options; the second fits the constraints best.",
-        ),
-        _step(
-            "Do the main work",
-            "Carry out the chosen option.",
-            "The main result.",
-            "Main result produced following the chosen option.",
-        ),
-        _step(
-            "Review and summarise",
-            "Check the result against the goal.",
-            "A checked result and a summary.",
-            "Result checked against every constraint; summary written.",
-        ),
-    ]
-    return header, steps
-
-
-def _chinese_plan(request: str) -> tuple[dict[str, str], list[dict[str, str]]]:
-    header = {
-        "name": _shorten(request, 30) or "计划",
-        "description": f"完成用户的请求：{request}",
-        "expected_outcome": "一个经过检查、可以直接使用的结果，并附简要总结。",
-    }
-    steps = [
-        _step(
-            "明确目标和约束",
-            "复述请求，列出时间、预算等限制。",
-            "一段清楚的目标说明。",
-            "已用五条要点写清目标和约束。",
-        ),
-        _step(
-            "收集信息和方案",
-            "收集所需信息，比较可选方案。",
-            "一份列出优缺点的方案清单。",
-            "比较了三个方案，第二个最符合约束。",
-        ),
-        _step(
-            "执行主要工作", "按选定方案完成主体工作。", "主要成果。", "已按选定方案完成主体工作。"
-        ),
-        _step(
-            "检查并总结",
-            "对照目标检查结果。",
-            "检查过的结果和总结。",
-            "已逐条对照约束检查结果，并写好总结。",
-        ),
-    ]
-    return header, steps
-
-
-def _shorten(text: str, limit: int) -> str:
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= limit else one_line[: limit - 1].rstrip() + "…"
-
-
-def plan_for(request: str, *, language: str) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """The plan header and the subtasks (each with the outcome the demo will report)."""
-    if language == "zh":
-        return _chinese_plan(request)
-    lowered = request.lower()
-    if _TRIP_WORDS.search(lowered):
-        return _trip_plan(request)
-    if re.search(r"\b(write|draft|report|essay|article|blog|post|paper)\b", lowered):
-        return _writing_plan(request)
-    if re.search(r"\b(party|event|wedding|conference|meetup|birthday|workshop)\b", lowered):
-        return _event_plan(request)
-    if re.search(r"\b(learn|study|course|practice|master)\b", lowered):
-        return _learning_plan(request)
-    return _generic_plan(request)
-
-
 # --- the model --------------------------------------------------------------------------------
-
-
-_TEXTS = {
-    "en": {
-        "greeting": (
-            "Hello! I'm Planboard's offline demo agent. Tell me something to plan, for example "
-            '"Plan a three-day trip to Kyoto", and watch the plan appear on the board.'
-        ),
-        "confirm": (
-            "Here is my plan, also shown on the board:\n\n{lines}\n\nYou can edit, reorder or "
-            'delete subtasks on the board first. Reply "go" when you want me to start.'
-        ),
-        "generic_outcome": (
-            "{name}: completed{expected}; checked that it fits the rest of the plan."
-        ),
-        "summary": "All done: {outcome}\n\nWhat was achieved:\n\n{lines}",
-        "abandoned": "The plan was stopped as you asked: {outcome}",
-        "stuck": (
-            "I could not continue: the plan tools refused my last actions ({error}). Please "
-            "check the plan on the board and tell me how to proceed."
-        ),
-        "stopped_reason": "Stopped at the user's request.",
-        "empty_reason": "The plan has no subtasks left, so there is nothing to carry out.",
-        "all_abandoned": "Every subtask was abandoned; the expected outcome was not reached.",
-        "done_outcome": "Completed {done} of {total} subtasks for '{name}'.",
-        "nothing": "There is nothing left to do on the current plan.",
-        "file_note": "\n\nThe itinerary is in the session's files: {path}.",
-        "itinerary_days": "Day by day",
-        "itinerary_arrangements": "Arrangements",
-        "itinerary_footer": "Written by Planboard's offline demo agent from the plan's outcomes.",
-    },
-    "zh": {
-        "greeting": (
-            "你好！我是 Planboard 的离线演示智能体。告诉我需要规划的事情，"
-            "例如“规划一次三天的京都之旅”，然后在看板上观看计划的生成和执行。"
-        ),
-        "confirm": (
-            "这是我的计划，看板上也能看到：\n\n{lines}\n\n你可以先在看板上编辑、调整顺序或删除子任务。"
-            "准备好后回复“开始”，我就着手执行。"
-        ),
-        "generic_outcome": "{name}：已完成{expected}，并确认与计划其余部分一致。",
-        "summary": "全部完成：{outcome}\n\n完成的工作：\n\n{lines}",
-        "abandoned": "已按你的要求停止计划：{outcome}",
-        "stuck": (
-            "我无法继续：计划工具拒绝了我最近的操作（{error}）。"
-            "请在看板上检查计划并告诉我如何继续。"
-        ),
-        "stopped_reason": "应用户要求停止。",
-        "empty_reason": "计划中已没有子任务，无需执行。",
-        "all_abandoned": "所有子任务都已放弃，未达到预期结果。",
-        "done_outcome": "“{name}”的 {total} 个子任务中完成了 {done} 个。",
-        "nothing": "当前计划已没有需要做的事情。",
-        "file_note": "\n\n行程已保存在会话文件中：{path}。",
-        "itinerary_days": "每日安排",
-        "itinerary_arrangements": "准备事项",
-        "itinerary_footer": "由 Planboard 离线演示智能体根据计划结果整理。",
-    },
-}
 
 
 def _step_delay() -> float:
@@ -573,7 +123,7 @@ class DemoModel:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> ProviderReply:
         reply = _Turn(messages, tools).decide()
-        reply.prompt_tokens = sum(len(_text(m)) for m in messages) // 4 + 1
+        reply.prompt_tokens = sum(len(text_of(m)) for m in messages) // 4 + 1
         reply.completion_tokens = (
             len(reply.content) + len(json.dumps(reply.tool_calls, ensure_ascii=False))
         ) // 4 + 1
@@ -588,19 +138,18 @@ class _Turn:
     ) -> None:
         self.messages = messages
         self.tool_names = {str((t.get("function") or {}).get("name", "")) for t in tools or []}
-        hint = next((_text(m) for m in reversed(messages) if _is_hint(m)), "")
-        self.hint = _parse_hint(hint)
+        hint = next((text_of(m) for m in reversed(messages) if is_hint(m)), "")
+        self.hint = parse_hint(hint)
         # Resources a person attached are data for the request, not the request itself.
         self.conversation = [
             m
             for m in messages
-            if m.get("role") != "system" and not _is_hint(m) and not _is_attachment(m)
+            if m.get("role") != "system" and not is_hint(m) and not is_attachment(m)
         ]
-        user_texts = [_text(m) for m in self.conversation if m.get("role") == "user"]
+        user_texts = [text_of(m) for m in self.conversation if m.get("role") == "user"]
         self.request = user_texts[-1] if user_texts else ""
         self.language = detect_language(user_texts[-5:])
-        self.t = _TEXTS[self.language]
-        self.last = self.conversation[-1] if self.conversation else {}
+        self.t = TEXTS[self.language]
         self.call_seq = len(messages)
 
     # -- answers
@@ -609,12 +158,29 @@ class _Turn:
         return ProviderReply(content=text)
 
     def _call(self, name: str, /, **arguments: Any) -> ProviderReply:
-        call = {
-            "id": f"call_demo_{self.call_seq}_0",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
-        }
-        return ProviderReply(tool_calls=[call])
+        return self._calls_of([(name, arguments)])
+
+    def _calls_of(self, calls: list[tuple[str, dict[str, Any]]]) -> ProviderReply:
+        return ProviderReply(
+            tool_calls=[
+                {
+                    "id": demo_edits.call_id(self.call_seq, position),
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": json.dumps(arguments, ensure_ascii=False),
+                    },
+                }
+                for position, (name, arguments) in enumerate(calls)
+            ]
+        )
+
+    @staticmethod
+    def _saying(text: str, reply: ProviderReply) -> ProviderReply:
+        """`reply` with `text` said first (an answer may say something and call tools)."""
+        if text:
+            reply.content = text + ("\n\n" + reply.content if reply.content else "")
+        return reply
 
     # -- what happened just before
 
@@ -624,13 +190,13 @@ class _Turn:
         for message in reversed(self.conversation):
             if message.get("role") != "tool":
                 break
-            results.insert(0, _text(message))
+            results.insert(0, text_of(message))
         return results
 
     def _last_call_name(self) -> str:
         for message in reversed(self.conversation):
             if message.get("role") == "assistant":
-                calls = _tool_calls_in([message])
+                calls = tool_calls_in([message])
                 return calls[-1][0] if calls else ""
         return ""
 
@@ -640,7 +206,7 @@ class _Turn:
             if message.get("role") == "user":
                 break
             if message.get("role") == "tool":
-                text = _text(message)
+                text = text_of(message)
                 if not text.startswith("Error:"):
                     break
                 errors.append(text)
@@ -649,21 +215,61 @@ class _Turn:
     # -- the decision
 
     def decide(self) -> ProviderReply:
-        errors = self._consecutive_errors()
+        edits = demo_edits.last_edits(self.conversation) if self.hint.has_plan else None
+        errors = [] if edits is not None else self._consecutive_errors()
         if len(errors) >= 2:
-            return self._say(self.t["stuck"].format(error=_shorten(errors[0], 200)))
+            return self._say(self.t["stuck"].format(error=shorten(errors[0], 200)))
         if not self.hint.has_plan:
             return self._without_plan(errors)
-        user_spoke_last = self.last.get("role") == "user"
-        if user_spoke_last and _STOP_WORDS.search(self.request):
+        # What the last edits did is said first, then the person's newer words are taken up.
+        report = demo_edits.edit_report(edits, self.t) if edits else ""
+        pending = demo_edits.pending_requests(self.messages)
+        if pending:
+            return self._saying(report, self._take_up(pending))
+        return self._saying(report, self._carry_on())
+
+    def _awaits_go_ahead(self) -> bool:
+        subtasks = self.hint.subtasks
+        started = any(s.state in ("done", "in_progress") for s in subtasks)
+        return not started and self.hint.asks_confirmation
+
+    def _take_up(self, pending: list[str]) -> ProviderReply:
+        """The answer to what the person wrote since the demo last read the conversation: the
+        edits they asked for, else stopping, else (before the go-ahead) starting the plan."""
+        shown = [demo_requests.Shown(s.index, s.name, s.state) for s in self.hint.subtasks]
+        understood = demo_requests.read_edits(
+            pending, language=self.language, names=[s.name for s in shown]
+        )
+        if not understood.edits and any(_STOP_WORDS.search(text) for text in pending):
             return self._call("finish_plan", state="abandoned", outcome=self.t["stopped_reason"])
-        if user_spoke_last and (added := self._requested_subtask()):
-            return self._call(
-                "revise_current_plan",
-                subtask_idx=len(self.hint.subtasks),
-                action="add",
-                subtask={"name": added, "description": added, "expected_outcome": added},
+        planned = demo_requests.plan_calls(
+            understood.edits, shown, limit=self.hint.limit, new_subtask=self._new_subtask
+        )
+        notes = [self.t[key].format(**values) for key, values in planned.refused]
+        awaiting = self._awaits_go_ahead()
+        if understood.edits and not awaiting:
+            notes += [self.t["unclear"].format(text=shorten(t, 120)) for t in understood.unclear]
+        note = "\n\n".join(notes)
+        if planned.calls:
+            return self._saying(
+                note, self._calls_of([(demo_edits.EDIT_TOOL, c) for c in planned.calls])
             )
+        if not understood.edits:
+            if awaiting:
+                return self._carry_on(go_ahead=True)  # anything else is the go-ahead
+            note = "\n\n".join(self.t["unclear"].format(text=shorten(t, 120)) for t in pending)
+        return self._saying(note, self._carry_on())
+
+    def _new_subtask(self, name: str) -> dict[str, str]:
+        return {
+            "name": name,
+            "description": self.t["added_description"].format(name=name),
+            "expected_outcome": self.t["added_expected"].format(name=name[:1].upper() + name[1:]),
+        }
+
+    def _carry_on(self, *, go_ahead: bool = False) -> ProviderReply:
+        """The plan's next step: finish the subtask in progress, start the next one, ask for
+        the go-ahead, or close the plan."""
         subtasks = self.hint.subtasks
         working = next((s for s in subtasks if s.state == "in_progress"), None)
         if working is not None:
@@ -673,10 +279,11 @@ class _Turn:
                 subtask_outcome=self._outcome(working),
             )
         todo = next((s for s in subtasks if s.state == "todo"), None)
-        started = any(s.state == "done" for s in subtasks)
         if todo is not None:
-            if not started and self.hint.asks_confirmation and not user_spoke_last:
-                lines = "\n".join(f"- #{s.index} {s.name}" for s in subtasks if s.state == "todo")
+            if self._awaits_go_ahead() and not go_ahead:
+                lines = "\n".join(
+                    f"- #{s.index + 1} {s.name}" for s in subtasks if s.state == "todo"
+                )
                 return self._say(self.t["confirm"].format(lines=lines))
             return self._call("update_subtask_state", subtask_idx=todo.index, state="in_progress")
         return self._finish_plan(subtasks)
@@ -697,6 +304,8 @@ class _Turn:
             return self._say(self._summary() + note)
         if not self.request:
             return self._say(self.t["greeting"])
+        if self._asks_to_edit_a_closed_plan():
+            return self._say(self.t["no_plan_to_edit"])
         words = self.request.split()
         if (self.language == "en" and len(words) < 3) or len(self.request.strip()) < 3:
             return self._say(self.t["greeting"])
@@ -712,17 +321,46 @@ class _Turn:
             subtasks=[{k: v for k, v in s.items() if k != "outcome"} for s in steps],
         )
 
-    def _requested_subtask(self) -> str:
-        pattern = _ADD_REQUEST_ZH if self.language == "zh" else _ADD_REQUEST
-        found = pattern.match(self.request)
-        return _shorten(found.group(1).strip(" .。"), 200) if found else ""
+    def _asks_to_edit_a_closed_plan(self) -> bool:
+        """The person asks to change a plan that is closed (they wrote as it finished)."""
+        if not any(name in ("create_plan", "finish_plan") for name, _ in self._calls()):
+            return False  # no plan yet: "add …" may well be a request to plan something
+        found = demo_requests.read_edits([self.request], language=self.language, names=[])
+        return bool(found.edits)
 
-    def _outcome(self, subtask: _Subtask) -> str:
-        """The outcome the template planned for this name, or a generic concrete one."""
-        _, steps = plan_for(self._original_request(), language=self.language)
+    def _edited_names(self, action: str) -> set[str]:
+        """Names the demo gave subtasks with its own edits (`add` or `revise`) that took."""
+        results = {
+            str(m.get("tool_call_id", "")): text_of(m)
+            for m in self.conversation
+            if m.get("role") == "tool"
+        }
+        names: set[str] = set()
+        for message in self.conversation:
+            for call in message.get("tool_calls") or []:
+                if (call.get("function") or {}).get("name") != demo_edits.EDIT_TOOL:
+                    continue
+                _, arguments = tool_calls_in([{"tool_calls": [call]}])[0]
+                result = results.get(str(call.get("id", "")), "Error:")
+                if arguments.get("action") == action and not result.startswith("Error:"):
+                    names.add(str((arguments.get("subtask") or {}).get("name", "")))
+        return names
+
+    def _outcome(self, subtask: Subtask) -> str:
+        """The outcome the template planned for this subtask (found by name, or by its
+        description when the demo renamed it), one for a subtask the person asked to add, or
+        a generic concrete one."""
+        request = self._original_request()
+        _, steps = plan_for(request, language=self.language)
+        description = self.hint.detail[0] if self.hint.detail else ""
+        renamed = subtask.name in self._edited_names("revise")
         for step in steps:
-            if step["name"] == subtask.name:
+            if step["name"] == subtask.name or (renamed and step["description"] == description):
                 return step["outcome"]
+        if subtask.name in self._edited_names("add"):
+            if self.language == "en" and TRIP_WORDS.search(request):
+                return demo_itinerary.added_trip_outcome(subtask.name, days=days_of(request))
+            return self.t["added_outcome"].format(name=subtask.name)
         expected = self.hint.detail[1] if len(self.hint.detail) > 1 else ""
         if expected:
             expected = (" - " if self.language == "en" else "，") + expected.rstrip(".。")
@@ -734,92 +372,48 @@ class _Turn:
         latest_user = ""
         for message in self.conversation:
             if message.get("role") == "user":
-                latest_user = _text(message)
-            if any(name == "create_plan" for name, _ in _tool_calls_in([message])):
+                latest_user = text_of(message)
+            if any(name == "create_plan" for name, _ in tool_calls_in([message])):
                 request = latest_user or request
         return request
 
-    def _finish_plan(self, subtasks: list[_Subtask]) -> ProviderReply:
+    def _finish_plan(self, subtasks: list[Subtask]) -> ProviderReply:
         done = sum(1 for s in subtasks if s.state == "done")
         if not subtasks:
             return self._call("finish_plan", state="abandoned", outcome=self.t["empty_reason"])
         if done == 0:
             return self._call("finish_plan", state="abandoned", outcome=self.t["all_abandoned"])
         outcome = self.t["done_outcome"].format(
-            done=done, total=len(subtasks), name=_shorten(self.hint.plan_name, 80)
+            done=done, total=len(subtasks), name=shorten(self.hint.plan_name, 80)
         )
         return self._call("finish_plan", state="done", outcome=outcome)
 
     def _calls(self) -> list[tuple[str, dict[str, Any]]]:
-        return _tool_calls_in(self.conversation)
-
-    def _finished_subtasks(self) -> list[tuple[str, str]]:
-        """(name, outcome) of each subtask finished since the latest plan was made; the name
-        comes from the tool's result (people may have renamed it on the board)."""
-        results = {
-            str(m.get("tool_call_id", "")): _text(m)
-            for m in self.conversation
-            if m.get("role") == "tool"
-        }
-        finished: list[tuple[str, str]] = []
-        for message in self.conversation:
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                name = function.get("name")
-                if name == "create_plan":
-                    finished = []
-                if name != "finish_subtask":
-                    continue
-                found = _DONE_RESULT.search(results.get(str(call.get("id", "")), ""))
-                if found is None:
-                    continue  # refused: nothing was finished
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except (TypeError, ValueError):
-                    arguments = {}
-                finished.append((found.group("name"), str(arguments.get("subtask_outcome", ""))))
-        return finished
+        return tool_calls_in(self.conversation)
 
     def _itinerary(self, finish_result: str) -> tuple[str, str] | None:
         """(path, markdown) of a trip plan just finished as done, when the session offers its
         files; None otherwise."""
-        plan = _FINISHED_RESULT.search(finish_result)
+        plan = demo_itinerary.FINISHED_RESULT.search(finish_result)
         request = self._original_request()
         if WRITE_FILE not in self.tool_names or plan is None or self.language != "en":
             return None
-        if not _TRIP_WORDS.search(request):
+        if not TRIP_WORDS.search(request):
             return None
-        place = _destination(request)
-        slug = re.sub(r"[^a-z0-9]+", "-", place.lower()).strip("-")
-        slug = "trip" if place == "the destination" or not slug else slug[:60]
-        days: list[str] = []
-        other: list[str] = []
-        for name, outcome in self._finished_subtasks():
-            found = _DAY.findall(outcome)
-            if found:
-                days += [f"- **Day {n}:** {what.strip()}" for n, what in found]
-            else:
-                other.append(f"- **{name}:** {outcome}")
-        lines = [f"# {plan.group('name')}", ""]
-        if days:
-            lines += [f"## {self.t['itinerary_days']}", "", *days, ""]
-        if other:
-            lines += [f"## {self.t['itinerary_arrangements']}", "", *other, ""]
-        lines.append(f"_{self.t['itinerary_footer']}_")
-        return f"{slug}-itinerary.md", "\n".join(lines) + "\n"
+        return demo_itinerary.itinerary_markdown(
+            plan_name=plan.group("name"),
+            request=request,
+            finished=demo_itinerary.finished_subtasks(self.conversation),
+            texts=self.t,
+        )
 
     def _summary(self) -> str:
-        calls = _tool_calls_in(self.conversation)
-        start = max((i for i, (n, _) in enumerate(calls) if n == "create_plan"), default=0)
-        outcomes = [
-            str(args.get("subtask_outcome", ""))
-            for name, args in calls[start:]
-            if name == "finish_subtask"
-        ]
+        calls = tool_calls_in(self.conversation)
         finish = next(
             (args for name, args in reversed(calls) if name == "finish_plan"), {"outcome": ""}
         )
         if finish.get("state") == "abandoned":
             return self.t["abandoned"].format(outcome=finish.get("outcome", ""))
+        outcomes = [o for _, o in demo_itinerary.finished_subtasks(self.conversation)]
         lines = "\n".join(f"- {o}" for o in outcomes) or self.t["nothing"]
         return self.t["summary"].format(outcome=finish.get("outcome", ""), lines=lines)

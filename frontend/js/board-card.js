@@ -85,7 +85,6 @@ export function fillCard(el, subtask, options, hooks) {
     h(
       "div",
       { class: "card-head" },
-      h("span", { class: "card-index", text: cardNumber(subtask.index) }),
       h(
         "h4",
         { class: "card-name" },
@@ -107,6 +106,7 @@ export function fillCard(el, subtask, options, hooks) {
       h(
         "span",
         { class: "card-badges" },
+        h("span", { class: "card-index", text: cardNumber(subtask.index) }),
         h(
           "span",
           { class: `card-state card-state-${subtask.state}`, title: t(`state_${subtask.state}`) },

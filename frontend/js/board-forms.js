@@ -2,6 +2,7 @@
 // live plan when it is submitted (others may have changed it meanwhile) and reports through
 // the callbacks it is given; the board decides when a form is shown and what closing it means.
 
+import { cardNumber } from "./board-card.js";
 import { h, replaceChildren } from "./dom.js";
 import { t } from "./i18n.js";
 
@@ -109,7 +110,7 @@ export function updatePositions(form, plan) {
     plan.subtasks.map((subtask) =>
       h("option", {
         value: String(subtask.id),
-        text: t("position_before", { index: subtask.index, name: subtask.name }),
+        text: t("position_before", { index: subtask.index + 1, name: subtask.name }),
       }),
     ),
   );
@@ -149,7 +150,7 @@ export function cardEditForm({ subtask, current, save, close }) {
   const form = h(
     "form",
     { class: "card-edit edit-form", "aria-label": `${t("edit")}: ${subtask.name}` },
-    h("span", { class: "card-index", text: `#${subtask.index}` }),
+    h("span", { class: "card-index", text: cardNumber(subtask.index) }),
     labelled(t("subtask_name"), name),
     labelled(t("description"), description),
     labelled(t("expected_outcome"), expected),

@@ -2,16 +2,13 @@
 // It renders a snapshot and reports what the person wants through `actions`; it never talks
 // to the server itself. Cards are keyed by subtask id and patched in place, so an open edit
 // form or the keyboard focus survives live updates from the agent or other browsers.
-// Its forms live in board-forms.js, dragging cards in board-drag.js.
+// One card is drawn by board-card.js, the card's detail panel is board-panel.js; the forms
+// live in board-forms.js, dragging cards in board-drag.js.
 
+import { fillCard } from "./board-card.js";
 import { CardDragging } from "./board-drag.js";
-import {
-  addSubtaskForm,
-  cardEditForm,
-  focusAction,
-  planEditForm,
-  updatePositions,
-} from "./board-forms.js";
+import { addSubtaskForm, focusAction, planEditForm, updatePositions } from "./board-forms.js";
+import { CardPanel } from "./board-panel.js";
 import { STATES, isFinished, progress } from "./board-state.js";
 import { h, icon, replaceChildren } from "./dom.js";
 import { formatWhen, t } from "./i18n.js";
@@ -42,6 +39,9 @@ import { markdownElement } from "./markdown.js";
  * @property {BoardActions} [actions]
  * @property {((planId: number) => string) | null} [historyPlanUrl] the plan's review page
  * @property {string} [emptyMessage] text shown when there is no plan
+ * @property {boolean} [urlHash] the address remembers the open card (`#subtask-<id>`)
+ * @property {(() => Promise<import("./board-panel.js").MessageLike[]>) | null} [loadMessages]
+ *   the session's transcript: the panel lists the tool calls made while a card was in progress
  */
 /**
  * @typedef {object} Column
@@ -57,6 +57,8 @@ export function stateLabel(state) {
 }
 
 const FLASH_MS = 2400;
+// Plan texts longer than this are clamped in the header until "Show more".
+const CLAMP_CHARS = 240;
 // How long a card says "seen by the agent" after the agent received a person's edit.
 const SEEN_MS = 15000;
 
@@ -72,7 +74,8 @@ export class BoardView {
    * @param {HTMLElement} root
    * @param {BoardOptions} options
    */
-  constructor(root, { editable = false, actions = {}, historyPlanUrl = null, emptyMessage = "" }) {
+  constructor(root, options) {
+    const { editable = false, actions = {}, historyPlanUrl = null, emptyMessage = "" } = options;
     this.root = root;
     this.editable = editable;
     this.actions = actions;
@@ -80,9 +83,15 @@ export class BoardView {
     /** @type {PlanSnapshot | null} */
     this.plan = null;
     this.cards = new Map(); // subtask id -> {el, sig}
-    this.editing = new Set(); // subtask ids with an open edit form
+    this.editing = new Set(); // the subtask id whose editor the panel shows
+    /** @type {number | null} the card whose "more" menu is open */
+    this.menuId = null;
+    /** @type {number | null} the card the detail panel shows */
+    this.openId = null;
     this.hidden = new Set(); // subtask ids waiting for their delete to be committed
     this.headerEditing = false;
+    this.headExpanded = false;
+    this.hashFollowed = false;
     this.adding = false;
     /** @type {HTMLFormElement | null} the add form while the add panel is open */
     this.addForm = null;
@@ -93,7 +102,12 @@ export class BoardView {
     this.usage = null;
     this.edits = new Map(); // subtask id (or "plan") -> "pending" | "seen": people's edits
     this.seenTimers = new Map();
+    this.panel = new CardPanel(this, {
+      urlHash: Boolean(options.urlHash),
+      loadMessages: options.loadMessages || null,
+    });
     this.build(emptyMessage);
+    this.bindCardClicks();
   }
 
   // --- skeleton ------------------------------------------------------------------------
@@ -132,7 +146,89 @@ export class BoardView {
       this.columnsEl.append(section);
     }
     this.root.classList.add("board");
-    this.root.append(this.empty, this.head, this.addPanel, this.columnsEl);
+    this.main = h("div", { class: "board-main" }, this.empty, this.head, this.addPanel, this.columnsEl);
+    this.root.append(this.main, this.panel.el);
+  }
+
+  /** A click on a card (not on its controls) or its title link opens the detail panel. */
+  bindCardClicks() {
+    this.columnsEl.addEventListener("click", (event) => {
+      const target = /** @type {HTMLElement} */ (event.target);
+      const card = /** @type {HTMLElement | null} */ (target.closest(".card"));
+      if (!card) return;
+      const link = target.closest("a.card-open");
+      if (link && (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey)) return;
+      if (!link && target.closest("button, a, input, textarea, select, [role=menu]")) return;
+      event.preventDefault();
+      this.panel.open(Number(card.dataset.id));
+    });
+    this.columnsEl.addEventListener("keydown", (event) => {
+      const target = /** @type {HTMLElement} */ (event.target);
+      if (event.key === "Enter" && target.classList.contains("card")) {
+        event.preventDefault();
+        this.panel.open(Number(target.dataset.id));
+      }
+    });
+    document.addEventListener("click", (event) => {
+      if (this.menuId === null) return;
+      const target = /** @type {HTMLElement} */ (event.target);
+      if (!target.closest || !target.closest(".card-more")) this.setMenu(null);
+    });
+  }
+
+  /** Open (or, with null, close) a card's "more" menu. @param {number | null} id */
+  setMenu(id) {
+    if (this.menuId === id) return;
+    const previous = this.menuId;
+    this.menuId = id;
+    for (const cardId of [previous, id]) {
+      const card = cardId === null ? null : this.cards.get(cardId);
+      if (!card) continue;
+      const menu = /** @type {HTMLElement | null} */ (card.el.querySelector(".card-menu"));
+      const more = card.el.querySelector('[data-action="more"]');
+      const open = cardId === id;
+      if (menu) menu.hidden = !open;
+      if (more) more.setAttribute("aria-expanded", String(open));
+      card.el.classList.toggle("menu-open", open);
+      card.sig = null;
+      if (open && menu) {
+        const first = /** @type {HTMLElement | null} */ (
+          menu.querySelector("button:not([disabled])")
+        );
+        if (first) first.focus();
+      }
+    }
+  }
+
+  /** The card the panel shows is marked; null: none. @param {number | null} id */
+  markOpen(id) {
+    this.openId = id;
+    this.editing.clear();
+    if (id !== null && this.panel.editing) this.editing.add(id);
+    for (const [cardId, card] of this.cards) {
+      card.el.classList.toggle("is-open", cardId === id);
+      card.el.classList.toggle("is-editing", this.editing.has(cardId));
+      const link = card.el.querySelector("a.card-open");
+      if (link) {
+        if (cardId === id) link.setAttribute("aria-current", "true");
+        else link.removeAttribute("aria-current");
+      }
+    }
+  }
+
+  /**
+   * Focus a card's control `action` (e.g. "edit"), else its title link.
+   * @param {number} id
+   * @param {string} [action]
+   */
+  focusCard(id, action = "") {
+    const card = this.cards.get(id);
+    if (!card) return;
+    const target = /** @type {HTMLElement | null} */ (
+      (action && card.el.querySelector(`[data-action="${action}"]`)) ||
+        card.el.querySelector("a.card-open")
+    );
+    if (target) target.focus();
   }
 
   isEditable() {
@@ -160,11 +256,11 @@ export class BoardView {
       this.adding = false;
       this.headerEditing = false;
       this.addPanel.hidden = true;
+      this.panel.close({ refocus: false, remember: false });
       return;
     }
     const editable = this.isEditable();
     if (!editable) {
-      this.editing.clear();
       this.adding = false;
       this.headerEditing = false;
     }
@@ -189,15 +285,27 @@ export class BoardView {
       syncChildren(column.list, elements);
       column.count.textContent = String(inColumn.length);
       column.placeholder.hidden = inColumn.length > 0;
+      // Empty columns stay narrow: the cards get the room.
+      column.section.classList.toggle("is-empty", inColumn.length === 0);
     }
+    this.columnsEl.dataset.filled = String(
+      STATES.filter((state) => !this.columns[state].section.classList.contains("is-empty")).length,
+    );
     for (const [id, card] of this.cards) {
       if (!seen.has(id)) {
         card.el.remove();
         this.cards.delete(id);
-        this.editing.delete(id);
       }
     }
+    if (this.menuId !== null && !this.cards.has(this.menuId)) this.menuId = null;
+    this.panel.render();
+    this.markOpen(this.panel.openId);
     this.restoreFocus(focus);
+    if (!this.hashFollowed) {
+      // A link to a card opens it once the plan is on the board.
+      this.hashFollowed = true;
+      if (this.panel.urlHash) this.panel.followHash();
+    }
     for (const id of flash) this.flash(id);
     if (flashHead) flashElement(this.head);
   }
@@ -262,8 +370,11 @@ export class BoardView {
         h("h2", { class: "plan-name", text: plan.name }),
         h("span", { class: `pill pill-${plan.state} plan-state`, text: stateLabel(plan.state) }),
       ),
-      plan.description ? markdownElement(plan.description, "plan-desc") : null,
-      fields.childElementCount ? fields : null,
+      this.clampable(
+        plan.description ? markdownElement(plan.description, "plan-desc") : null,
+        fields.childElementCount ? fields : null,
+        plan.description.length + plan.expected_outcome.length + plan.outcome.length,
+      ),
       h(
         "div",
         { class: "plan-progress" },
@@ -299,6 +410,41 @@ export class BoardView {
       notice,
       toolbar,
     );
+  }
+
+  /**
+   * The plan's description and fields, clamped to a few lines when long, with a button that
+   * shows them whole (and back).
+   * @param {HTMLElement | null} description
+   * @param {HTMLElement | null} fields
+   * @param {number} length
+   */
+  clampable(description, fields, length) {
+    if (!description && !fields) return null;
+    const long = length > CLAMP_CHARS;
+    const box = h(
+      "div",
+      { class: "plan-texts", id: "plan-texts" },
+      description,
+      fields,
+    );
+    box.classList.toggle("is-clamped", long && !this.headExpanded);
+    if (!long) return box;
+    const toggle = h("button", {
+      type: "button",
+      class: "btn-link plan-more",
+      dataset: { action: "plan-more" },
+      "aria-expanded": String(this.headExpanded),
+      "aria-controls": "plan-texts",
+      text: t(this.headExpanded ? "show_less" : "show_more"),
+      onclick: () => {
+        this.headExpanded = !this.headExpanded;
+        box.classList.toggle("is-clamped", !this.headExpanded);
+        toggle.setAttribute("aria-expanded", String(this.headExpanded));
+        toggle.textContent = t(this.headExpanded ? "show_less" : "show_more");
+      },
+    });
+    return [box, toggle];
   }
 
   updateHeadStatus() {
@@ -372,104 +518,64 @@ export class BoardView {
   cardFor(subtask, context) {
     let card = this.cards.get(subtask.id);
     if (!card) {
-      const el = h("li", { class: "card", dataset: { id: subtask.id, subtaskId: subtask.id } });
+      const el = h("li", {
+        class: "card",
+        dataset: { id: subtask.id, subtaskId: subtask.id },
+      });
       this.dragging.bindSource(el);
       card = { el, sig: null };
       this.cards.set(subtask.id, card);
     }
-    const editing = this.editing.has(subtask.id);
     card.el.dataset.index = String(subtask.index);
     card.el.dataset.state = subtask.state;
-    // classList (not className) keeps a running highlight or drag style.
+    // classList (not className) keeps a running highlight, drag or presence style.
     for (const state of STATES) card.el.classList.toggle(`card-${state}`, state === subtask.state);
-    card.el.classList.toggle("is-editing", editing);
-    card.el.draggable = context.editable && !editing;
-    if (editing && card.el.querySelector(".card-edit")) {
-      // Keep what the person is typing; only the index badge follows the live plan.
-      const badge = card.el.querySelector(".card-index");
-      if (badge) badge.textContent = `#${subtask.index}`;
-      return card.el;
-    }
-    const sig = JSON.stringify([
-      subtask,
-      context,
-      editing,
-      this.costOf(subtask.id),
-      this.edits.get(subtask.id) || "",
-    ]);
+    card.el.draggable = context.editable;
+    const menuOpen = this.menuId === subtask.id;
+    const spent = this.spentOn(subtask.id);
+    const sig = JSON.stringify([subtask, context, menuOpen, spent, this.edits.get(subtask.id) || ""]);
     if (sig !== card.sig) {
       card.sig = sig;
-      if (editing) this.fillEditForm(card.el, subtask);
-      else this.fillCard(card.el, subtask, context);
+      fillCard(
+        card.el,
+        subtask,
+        { ...context, menuOpen, spent, editMark: this.editMark(subtask.id, { short: true }) },
+        {
+          setState: (live, state) => this.actions.setState(live, state),
+          moveWithinColumn: (live, direction) => this.moveWithinColumn(live, direction),
+          edit: (live) => this.openCardEditor(live.id),
+          remove: (live) => this.actions.remove(live),
+          setMenu: (id) => this.setMenu(id),
+        },
+      );
+      card.el.classList.toggle("menu-open", menuOpen);
     }
     return card.el;
   }
 
-  /** @param {HTMLElement} el @param {SubtaskSnapshot} subtask */
-  fillCard(el, subtask, { editable, first, last }) {
-    const actions = editable ? this.cardActions(subtask, { first, last }) : null;
-    replaceChildren(
-      el,
-      h(
-        "div",
-        { class: "card-head" },
-        h("span", { class: "card-index", text: `#${subtask.index}` }),
-        h("h4", { class: "card-name", text: subtask.name }),
-      ),
-      subtask.description ? markdownElement(subtask.description, "card-desc") : null,
-      subtask.expected_outcome
-        ? h(
-            "div",
-            { class: "card-field card-expected" },
-            h("span", { class: "field-tag", text: t("expected") }),
-            markdownElement(subtask.expected_outcome, "field-text"),
-          )
-        : null,
-      subtask.outcome
-        ? h(
-            "div",
-            { class: "card-field card-outcome" },
-            h("span", { class: "field-tag", text: t("outcome") }),
-            markdownElement(subtask.outcome, "field-text"),
-          )
-        : null,
-      this.cardChips(subtask),
-      actions,
-    );
-  }
-
-  /** The profile that does the subtask, what it cost, and whether the agent saw an edit. */
-  /** @param {SubtaskSnapshot} subtask */
-  cardChips(subtask) {
-    const cost = this.costOf(subtask.id);
-    const chips = [
-      subtask.agent
-        ? h("span", {
-            class: "chip chip-agent",
-            text: `@${subtask.agent}`,
-            title: t("agent_profile_chip", { name: subtask.agent }),
-          })
-        : null,
-      cost ? h("span", { class: "chip chip-cost", text: cost }) : null,
-      this.editMark(subtask.id),
-    ].filter(Boolean);
-    return chips.length ? h("div", { class: "card-chips" }, chips) : null;
-  }
-
-  editMark(key) {
+  /**
+   * Whether the agent saw a person's edit; `short` for a card's badge line.
+   * @param {number | string} key a subtask id, or "plan"
+   * @param {{short?: boolean}} [options]
+   */
+  editMark(key, { short = false } = {}) {
     const mark = this.edits.get(key);
     if (!mark) return null;
+    const text = mark === "pending" ? "edit_pending" : "edit_seen";
     return h("span", {
       class: `chip chip-${mark}`,
       dataset: { edit: mark },
-      text: t(mark === "pending" ? "edit_pending" : "edit_seen"),
+      text: t(short ? `${text}_short` : text),
       title: t(mark === "pending" ? "edit_pending_help" : "edit_seen_help"),
     });
   }
 
-  costOf(subtaskId) {
+  /** What the agent spent on a subtask, or null. @param {number} subtaskId */
+  spentOn(subtaskId) {
     const spent = this.usage && this.usage.subtasks && this.usage.subtasks[String(subtaskId)];
-    return spent ? formatCost(spent.cost_usd, spent.tokens) : "";
+    return spent && (spent.tokens || spent.cost_usd)
+      ? { cost: Number(spent.cost_usd || 0), tokens: Number(spent.tokens || 0) }
+      : null;
   }
 
   // --- what the agent spent and saw ----------------------------------------------------------
@@ -545,42 +651,6 @@ export class BoardView {
     if (this.plan) this.render(this.plan);
   }
 
-  /** @param {SubtaskSnapshot} subtask */
-  cardActions(subtask, { first, last }) {
-    const named = (key) => `${t(key)}: ${subtask.name}`;
-    const stateButtons = [];
-    const setState = (state) => () => this.actions.setState(subtask, state);
-    if (subtask.state === "todo") {
-      stateButtons.push(button("start", "play", named("start"), setState("in_progress")));
-    }
-    if (subtask.state === "todo" || subtask.state === "in_progress") {
-      stateButtons.push(button("finish", "check", named("finish"), setState("done")));
-      stateButtons.push(button("abandon", "abandon", named("abandon"), setState("abandoned")));
-    }
-    if (subtask.state !== "todo") {
-      stateButtons.push(button("to-todo", "undo", named("back_to_todo"), setState("todo")));
-    }
-    return h(
-      "div",
-      { class: "card-actions", role: "toolbar", "aria-label": named("card_actions") },
-      h("div", { class: "action-group" }, stateButtons),
-      h(
-        "div",
-        { class: "action-group" },
-        button("up", "up", named("move_up"), () => this.moveWithinColumn(subtask, -1), {
-          disabled: first,
-        }),
-        button("down", "down", named("move_down"), () => this.moveWithinColumn(subtask, 1), {
-          disabled: last,
-        }),
-        button("edit", "edit", named("edit"), () => this.openCardEditor(subtask.id)),
-        button("delete", "trash", named("delete"), () => this.actions.remove(subtask), {
-          danger: true,
-        }),
-      ),
-    );
-  }
-
   /** Up/down swap places with the neighbour in the same column (that is what people see). */
   /** @param {SubtaskSnapshot} subtask @param {number} direction */
   moveWithinColumn(subtask, direction) {
@@ -595,31 +665,10 @@ export class BoardView {
     this.actions.move(subtask, neighbour.index);
   }
 
+  /** The card's editor, in the detail panel; Escape comes back to the card. */
   openCardEditor(id) {
     if (!this.isEditable()) return;
-    this.editing.add(id);
-    this.render(this.plan);
-    const field = this.cards.get(id)?.el.querySelector("input[name=name]");
-    if (field) field.focus();
-  }
-
-  closeCardEditor(id, { refocus = true } = {}) {
-    this.editing.delete(id);
-    const card = this.cards.get(id);
-    if (card) card.sig = null;
-    this.render(this.plan);
-    if (refocus) focusAction(this.cards.get(id)?.el, "edit");
-  }
-
-  /** @param {HTMLElement} el @param {SubtaskSnapshot} subtask */
-  fillEditForm(el, subtask) {
-    const form = cardEditForm({
-      subtask,
-      current: () => this.plan.subtasks.find((s) => s.id === subtask.id) || subtask,
-      save: (live, changed) => this.actions.edit(live, changed),
-      close: () => this.closeCardEditor(subtask.id),
-    });
-    replaceChildren(el, form);
+    this.panel.open(id, { edit: true, origin: "card" });
   }
 
   // --- pending deletes (undo) -------------------------------------------------------------

@@ -66,9 +66,11 @@ const ICONS = {
   paperclip: "M16.5 7.5l-7 7a2 2 0 0 0 3 3l7.5-7.5a4 4 0 0 0-6-6L6.5 11.5a6 6 0 0 0 8.5 8.5l5-5",
   sparkle: "M12 3l2 6 6 2-6 2-2 6-2-6-6-2 6-2z",
   close: "M6 6l12 12 M18 6L6 18",
+  more: "M4.5 12a1.75 1.75 0 1 0 3.5 0a1.75 1.75 0 1 0-3.5 0z M10.25 12a1.75 1.75 0 1 0 3.5 0a1.75 1.75 0 1 0-3.5 0z M16 12a1.75 1.75 0 1 0 3.5 0a1.75 1.75 0 1 0-3.5 0z",
+  chat: "M4.5 5.5h15v10h-9l-4 3.5v-3.5h-2z",
 };
 
-const FILLED = new Set(["play", "stop", "first", "prev", "next", "last"]);
+const FILLED = new Set(["play", "stop", "first", "prev", "next", "last", "more"]);
 
 export function icon(name) {
   const svg = document.createElementNS(SVG_NS, "svg");

@@ -8,6 +8,7 @@ import { BoardView } from "./board.js";
 import { setUpAnswerers } from "./answerers.js";
 import { setUpSessionTools } from "./session-tools.js";
 import { ChatView } from "./chat.js";
+import { setUpChatCollapse } from "./chat-collapse.js";
 import { composerExtras } from "./composer-extras.js";
 import { FilesView } from "./files.js";
 import { askText } from "./dialog.js";
@@ -43,11 +44,15 @@ class SessionPage {
     this.tabs = initTabs(layout, this.plan ? "board" : "chat");
     this.indicator = document.getElementById("live-indicator");
     this.title = document.getElementById("session-title");
+    setUpChatCollapse(layout, document.querySelector(".session-bar .spacer"));
 
     this.board = new BoardView(document.getElementById("board"), {
       editable: this.editable,
       historyPlanUrl: (id) => `${this.historyUrl}plans/${id}/`,
       emptyMessage: t(this.editable ? "no_plan" : "no_plan_read_only"),
+      // The detail panel: a link to a card opens it; it lists the card's tool calls.
+      urlHash: true,
+      loadMessages: () => messagesBefore(this.session.id, Number.MAX_SAFE_INTEGER),
       actions: {
         setState: (subtask, state) => this.setState(subtask, state),
         move: (subtask, index) => this.move(subtask, index),

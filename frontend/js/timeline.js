@@ -22,6 +22,11 @@ function subtaskName(event, before, after) {
   return event.before?.name || event.after?.name || `#${event.subtask_id}`;
 }
 
+/** A plan position as people count it (from 1); "?" when unknown. */
+function shown(index) {
+  return typeof index === "number" ? index + 1 : "?";
+}
+
 function fieldList(changes) {
   return Object.keys(changes || {})
     .filter((key) => key !== "index")
@@ -50,7 +55,7 @@ export function describeEvent(event, before, after) {
     case "plan_reopened":
       return t("ev_plan_reopened");
     case "subtask_added":
-      return t("ev_subtask_added", { name: name(), index: data.index ?? "?" });
+      return t("ev_subtask_added", { name: name(), index: shown(data.index) });
     case "subtask_updated":
       return t("ev_subtask_updated", { name: name(), fields: fieldList(data) });
     case "subtask_deleted":
@@ -58,8 +63,8 @@ export function describeEvent(event, before, after) {
     case "subtask_moved":
       return t("ev_subtask_moved", {
         name: name(),
-        from: event.before ? event.before.index : "?",
-        to: data.index ?? "?",
+        from: shown(event.before ? event.before.index : null),
+        to: shown(data.index),
       });
     case "subtask_state_changed":
       return t("ev_subtask_state_changed", { name: name(), state: stateLabel(data.state) });

@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any
 
+from tests.browser.seed_cards import seed_cards_plan
 from tests.browser.seed_links import seed_confirmation_link
 from tests.browser.seed_presence import seed_presence
 
@@ -159,6 +160,7 @@ def seed() -> dict[str, Any]:
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
     presence = seed_presence(alice, PASSWORD)
+    cards = seed_cards_plan(alice)
 
     return {
         "password": PASSWORD,
@@ -169,6 +171,7 @@ def seed() -> dict[str, Any]:
         "inbox_sessions": inbox_sessions,
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
+        "cards": cards,
         "board_session": board_session.pk,
         "presence": presence,
         "board_plan": board_plan.pk,

@@ -23,6 +23,13 @@ def answer_dialog(page: Any, text: str) -> None:
     expect(dialog).to_have_count(0)
 
 
+def card_menu_action(page: Any, name: str, action: str) -> Any:
+    """A card action kept in its "more" menu (abandon, move, delete): the menu opened."""
+    target = card(page, name)
+    target.locator('[data-action="more"]').click()
+    return target.locator(f'[role="menu"] [data-action="{action}"]')
+
+
 def highlights(page: Any, subtask_id: int) -> int:
     """How often the board highlighted this card as changed by someone else."""
     return int(page.evaluate("(id) => window.planboard.board.highlighted.get(id) || 0", subtask_id))
@@ -44,13 +51,19 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     form.locator("input[name=name]").fill("Buy a rail pass")
     form.locator("textarea[name=description]").fill("Seven-day pass")
     form.locator("textarea[name=expected_outcome]").fill("Pass in hand")
-    form.locator("select[name=position]").select_option(label="Before #1 · Book a ryokan")
+    form.locator("select[name=position]").select_option(label="Before #2 · Book a ryokan")
     form.locator("button[type=submit]").click()
     expected = ["Book flights", "Buy a rail pass", "Book a ryokan", "Plan the days"]
     for page in (owner, admin):
         expect_names(page, "todo", expected)
-    expect(card(admin, "Buy a rail pass")).to_contain_text("Seven-day pass")
-    expect(card(admin, "Buy a rail pass").locator(".card-index")).to_have_text("#1")
+    # The card shows its number (from 1) and title; the description is in its detail panel.
+    expect(card(admin, "Buy a rail pass").locator(".card-index")).to_have_text("#2")
+    card(admin, "Buy a rail pass").locator("a.card-open").click()
+    expect(admin.locator("#board .card-panel .panel-description .panel-text")).to_have_text(
+        "Seven-day pass"
+    )
+    admin.keyboard.press("Escape")
+    expect(admin.locator("#board .card-panel")).to_be_hidden()
     expect(owner.locator(".progress-text")).to_have_text("0/4 done")
     # The change is highlighted where someone else made it, not where it was made.
     added_id = int(card(admin, "Buy a rail pass").get_attribute("data-id"))
@@ -64,7 +77,8 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     editor.locator("input[name=name]").fill("Book flights to Osaka")
     editor.locator("textarea[name=description]").fill("Kansai airport, morning arrival")
     editor.locator("button[type=submit]").click()
-    expect(card(admin, "Book flights to Osaka")).to_contain_text("Kansai airport")
+    expect(card(admin, "Book flights to Osaka")).to_have_count(1)
+    expect(owner.locator("#board .card-edit")).to_have_count(0)
 
     # Start it: it moves to In progress, in both browsers.
     card(owner, "Book flights to Osaka").locator('[data-action="start"]').click()
@@ -87,12 +101,14 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     for page in (owner, admin):
         expect_names(page, "todo", expected)
 
-    # Reorder by keyboard: focus "move down" and press Enter; focus stays for the next press.
-    down = card(owner, "Plan the days").locator('[data-action="down"]')
+    # Reorder by keyboard: "move down" in the card's menu; focus stays for the next press.
+    down = card_menu_action(owner, "Plan the days", "down")
     down.focus()
     owner.keyboard.press("Enter")
     expect_names(admin, "todo", ["Buy a rail pass", "Plan the days", "Book a ryokan"])
     expect(card(owner, "Plan the days").locator('[data-action="down"]')).to_be_focused()
+    owner.keyboard.press("Escape")  # closes the menu, focus back on "more"
+    expect(card(owner, "Plan the days").locator('[data-action="more"]')).to_be_focused()
 
     # Drag to another column: Done asks for the outcome first.
     card(owner, "Book a ryokan").drag_to(column(owner, "done"))
@@ -104,16 +120,16 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     card(owner, "Book flights to Osaka").locator('[data-action="finish"]').click()
     answer_dialog(owner, "Two tickets, arriving 9:40")
     expect_names(admin, "done", ["Book flights to Osaka", "Book a ryokan"])
-    card(owner, "Buy a rail pass").locator('[data-action="abandon"]').click()
+    card_menu_action(owner, "Buy a rail pass", "abandon").click()
     expect_names(admin, "abandoned", ["Buy a rail pass"])
     expect(admin.locator(".progress-text")).to_have_text("2/4 done")
 
     # Delete with undo: undo keeps it; a delete left alone reaches the other browser.
-    card(owner, "Plan the days").locator('[data-action="delete"]').click()
+    card_menu_action(owner, "Plan the days", "delete").click()
     expect(card(owner, "Plan the days")).to_have_count(0)
     owner.locator(".toast .toast-action").click()
     expect(card(owner, "Plan the days")).to_have_count(1)
-    card(owner, "Plan the days").locator('[data-action="delete"]').click()
+    card_menu_action(owner, "Plan the days", "delete").click()
     expect(card(owner, "Plan the days")).to_have_count(0)
     expect(card(admin, "Plan the days")).to_have_count(0)
     expect(admin.locator(".progress-text")).to_have_text("2/3 done")
@@ -163,7 +179,7 @@ def test_connection_indicator_and_resync(browsing: Any) -> None:
         for name in watcher_names
         if card(watcher, name).locator('[data-action="down"]:not([disabled])').count()
     )
-    card(watcher, movable).locator('[data-action="down"]').click()
+    card_menu_action(watcher, movable, "down").click()
     expect(watcher.locator(".toast-warning")).to_contain_text("The plan changed")
     expect(card(watcher, "Renamed while offline")).to_have_count(1)
 

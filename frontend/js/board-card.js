@@ -1,0 +1,271 @@
+// One compact card of the board: its number (from 1), title (two lines at most), one quiet
+// line of badges (state, agent profile, cost, whether the agent saw a person's edit, the
+// outcome once finished) and, for people who may edit, a small set of actions shown on hover
+// or keyboard focus: start or finish, edit, and "more" (abandon, back to To do, move, delete).
+// The description and expected outcome live in the detail panel (board-panel.js).
+// The card element is the `li.card`; it carries `data-id` and `data-subtask-id` (the subtask's
+// id) for the board, dragging and others marking cards.
+
+import { h, icon, replaceChildren } from "./dom.js";
+import { t } from "./i18n.js";
+
+/** @typedef {import("./types.js").PlanState} PlanState */
+/** @typedef {import("./types.js").SubtaskSnapshot} SubtaskSnapshot */
+
+/**
+ * What a card needs from its board.
+ * @typedef {object} CardHooks
+ * @property {(subtask: SubtaskSnapshot, state: PlanState) => void} setState
+ * @property {(subtask: SubtaskSnapshot, direction: number) => void} moveWithinColumn
+ * @property {(subtask: SubtaskSnapshot) => void} edit
+ * @property {(subtask: SubtaskSnapshot) => void} remove
+ * @property {(id: number | null) => void} setMenu which card's "more" menu is open
+ */
+
+/**
+ * People count from 1; the plan and the agent's tools keep 0-based indices.
+ * @param {number} index
+ */
+export function cardNumber(index) {
+  return `#${index + 1}`;
+}
+
+/** The link that opens a card's detail panel (and the address that remembers it). */
+export function cardHash(id) {
+  return `#subtask-${id}`;
+}
+
+/**
+ * A cost for a card's badge: "$0.02" (two significant digits under a dollar) and a compact
+ * token count ("12.4k"). A small local helper until one shared money format exists.
+ * @param {number} costUsd
+ * @param {number} tokens
+ */
+export function shortCost(costUsd, tokens) {
+  if (!tokens && !costUsd) return "";
+  const cost = Number(costUsd || 0);
+  let dollars;
+  if (cost >= 1) dollars = cost.toFixed(2);
+  else if (cost > 0) dollars = Number(cost.toPrecision(2)).toString();
+  else dollars = "0";
+  return `$${dollars} · ${compactCount(Number(tokens || 0))}`;
+}
+
+/** 950 → "950", 12404 → "12.4k", 2500000 → "2.5M". @param {number} n */
+export function compactCount(n) {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${trimZero((n / 1000).toFixed(n < 10_000 ? 1 : 0))}k`;
+  return `${trimZero((n / 1_000_000).toFixed(1))}M`;
+}
+
+/** @param {string} text */
+function trimZero(text) {
+  return text.endsWith(".0") ? text.slice(0, -2) : text;
+}
+
+/**
+ * Fill `el` (the card's `li`) with the compact card of `subtask`.
+ * @param {HTMLElement} el
+ * @param {SubtaskSnapshot} subtask
+ * @param {object} options
+ * @param {boolean} options.editable
+ * @param {boolean} options.first first in its column
+ * @param {boolean} options.last last in its column
+ * @param {boolean} options.menuOpen show the "more" menu open
+ * @param {{cost: number, tokens: number} | null} options.spent
+ * @param {HTMLElement | null} options.editMark
+ * @param {CardHooks} hooks
+ */
+export function fillCard(el, subtask, options, hooks) {
+  const { editable, spent, editMark } = options;
+  const finished = subtask.state === "done" || subtask.state === "abandoned";
+  const cost = spent ? shortCost(spent.cost, spent.tokens) : "";
+  replaceChildren(
+    el,
+    h(
+      "div",
+      { class: "card-head" },
+      h(
+        "h4",
+        { class: "card-name" },
+        h("a", {
+          class: "card-open",
+          href: cardHash(subtask.id),
+          draggable: "false",
+          title: subtask.name,
+          text: subtask.name,
+        }),
+      ),
+    ),
+    finished && subtask.outcome
+      ? h("p", { class: "card-outcome", title: subtask.outcome, text: subtask.outcome })
+      : null,
+    h(
+      "div",
+      { class: "card-meta" },
+      h(
+        "span",
+        { class: "card-badges" },
+        h("span", { class: "card-index", text: cardNumber(subtask.index) }),
+        h(
+          "span",
+          { class: `card-state card-state-${subtask.state}`, title: t(`state_${subtask.state}`) },
+          h("span", { class: "state-dot", "aria-hidden": "true" }),
+          h("span", { class: "visually-hidden", text: t(`state_${subtask.state}`) }),
+        ),
+        subtask.agent
+          ? h("span", {
+              class: "chip chip-agent",
+              text: `@${subtask.agent}`,
+              title: t("agent_profile_chip", { name: subtask.agent }),
+            })
+          : null,
+        cost
+          ? h("span", {
+              class: "chip chip-cost",
+              text: cost,
+              title: t("card_cost_help", { cost }),
+            })
+          : null,
+        editMark,
+      ),
+      editable ? cardActions(subtask, options, hooks) : null,
+    ),
+  );
+}
+
+/**
+ * @param {SubtaskSnapshot} subtask
+ * @param {{first: boolean, last: boolean, menuOpen: boolean}} options
+ * @param {CardHooks} hooks
+ */
+function cardActions(subtask, { first, last, menuOpen }, hooks) {
+  const named = (key) => `${t(key)}: ${subtask.name}`;
+  const setState = (state) => () => hooks.setState(subtask, state);
+  const primary = [];
+  if (subtask.state === "todo") {
+    primary.push(iconButton("start", "play", named("start"), setState("in_progress")));
+  }
+  if (subtask.state === "in_progress") {
+    primary.push(iconButton("finish", "check", named("finish"), setState("done")));
+  }
+  primary.push(iconButton("edit", "edit", named("edit"), () => hooks.edit(subtask)));
+  /** @type {HTMLElement[]} */
+  const items = [];
+  if (subtask.state === "todo") {
+    items.push(menuItem("finish", "check", t("finish"), setState("done")));
+  }
+  if (subtask.state === "todo" || subtask.state === "in_progress") {
+    items.push(menuItem("abandon", "abandon", t("abandon"), setState("abandoned")));
+  }
+  if (subtask.state !== "todo") {
+    items.push(menuItem("to-todo", "undo", t("back_to_todo"), setState("todo")));
+  }
+  // Moving keeps the menu open, so that a keyboard user can press "move down" again.
+  items.push(
+    menuItem("up", "up", t("move_up"), () => hooks.moveWithinColumn(subtask, -1), {
+      disabled: first,
+      keepOpen: true,
+    }),
+    menuItem("down", "down", t("move_down"), () => hooks.moveWithinColumn(subtask, 1), {
+      disabled: last,
+      keepOpen: true,
+    }),
+    menuItem("delete", "trash", t("delete"), () => hooks.remove(subtask), { danger: true }),
+  );
+  const menuId = `card-menu-${subtask.id}`;
+  const menu = h(
+    "div",
+    { class: "card-menu", id: menuId, role: "menu", "aria-label": named("more_actions") },
+    items,
+  );
+  menu.hidden = !menuOpen;
+  const more = iconButton("more", "more", named("more_actions"), () => {
+    hooks.setMenu(menu.hidden ? subtask.id : null);
+  });
+  more.setAttribute("aria-haspopup", "menu");
+  more.setAttribute("aria-controls", menuId);
+  more.setAttribute("aria-expanded", String(menuOpen));
+  for (const item of items) {
+    item.addEventListener("click", () => {
+      if (!item.dataset.keepOpen) hooks.setMenu(null);
+    });
+  }
+  menu.addEventListener("keydown", (event) => menuKeys(event, menu, more, hooks));
+  return h(
+    "div",
+    { class: "card-actions", role: "toolbar", "aria-label": named("card_actions") },
+    primary,
+    h("span", { class: "card-more" }, more, menu),
+  );
+}
+
+/**
+ * Arrows move between the menu's items; Escape closes it and focuses "more" again.
+ * @param {KeyboardEvent} event
+ * @param {HTMLElement} menu
+ * @param {HTMLElement} more
+ * @param {CardHooks} hooks
+ */
+function menuKeys(event, menu, more, hooks) {
+  const items = /** @type {HTMLButtonElement[]} */ ([
+    ...menu.querySelectorAll("button:not([disabled])"),
+  ]);
+  const at = items.indexOf(/** @type {HTMLButtonElement} */ (document.activeElement));
+  if (event.key === "Escape") {
+    event.preventDefault();
+    event.stopPropagation();
+    hooks.setMenu(null);
+    more.focus();
+  } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    event.preventDefault();
+    const step = event.key === "ArrowDown" ? 1 : -1;
+    const next = items[(at + step + items.length) % items.length];
+    if (next) next.focus();
+  }
+}
+
+/**
+ * @param {string} action
+ * @param {string} iconName
+ * @param {string} label
+ * @param {() => void} onClick
+ */
+function iconButton(action, iconName, label, onClick) {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "btn icon-btn",
+      dataset: { action },
+      "aria-label": label,
+      title: label,
+      onclick: onClick,
+    },
+    icon(iconName),
+  );
+}
+
+/**
+ * @param {string} action
+ * @param {string} iconName
+ * @param {string} label
+ * @param {() => void} onClick
+ * @param {{disabled?: boolean, danger?: boolean, keepOpen?: boolean}} [options]
+ */
+function menuItem(action, iconName, label, onClick, options = {}) {
+  const { disabled = false, danger = false, keepOpen = false } = options;
+  return h(
+    "button",
+    {
+      type: "button",
+      role: "menuitem",
+      class: danger ? "card-menu-item is-danger" : "card-menu-item",
+      dataset: keepOpen ? { action, keepOpen: "1" } : { action },
+      disabled,
+      onclick: onClick,
+    },
+    icon(iconName),
+    h("span", { text: label }),
+  );
+}

@@ -93,6 +93,8 @@ export class CardPanel {
       window.history.replaceState(null, "", cardHash(id));
     }
     this.board.root.classList.add("panel-open");
+    // The card it shows, as on the card itself: presence marks an editor here too.
+    this.el.dataset.subtaskId = String(id);
     this.el.hidden = false;
     this.render({ rebuild: true });
     this.board.markOpen(id);
@@ -114,6 +116,7 @@ export class CardPanel {
     this.openId = null;
     this.editing = false;
     this.el.hidden = true;
+    delete this.el.dataset.subtaskId;
     replaceChildren(this.el);
     this.board.root.classList.remove("panel-open");
     this.board.markOpen(null);

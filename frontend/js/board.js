@@ -160,6 +160,7 @@ export class BoardView {
       this.adding = false;
       this.headerEditing = false;
       this.addPanel.hidden = true;
+      this.root.dispatchEvent(new CustomEvent("board:rendered", { detail: { flash: [] } }));
       return;
     }
     const editable = this.isEditable();
@@ -200,6 +201,8 @@ export class BoardView {
     this.restoreFocus(focus);
     for (const id of flash) this.flash(id);
     if (flashHead) flashElement(this.head);
+    // Other views of the plan (board-list.js, board-keys.js) follow every render.
+    this.root.dispatchEvent(new CustomEvent("board:rendered", { detail: { flash } }));
   }
 
   renderHead(editable) {
@@ -372,7 +375,7 @@ export class BoardView {
   cardFor(subtask, context) {
     let card = this.cards.get(subtask.id);
     if (!card) {
-      const el = h("li", { class: "card", dataset: { id: subtask.id } });
+      const el = h("li", { class: "card", dataset: { id: subtask.id, subtaskId: subtask.id } });
       this.dragging.bindSource(el);
       card = { el, sig: null };
       this.cards.set(subtask.id, card);

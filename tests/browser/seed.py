@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from tests.browser.seed_links import seed_confirmation_link
+from tests.browser.seed_list import seed_long_plans
 
 PASSWORD = "pw-browser-123"
 
@@ -157,6 +158,7 @@ def seed() -> dict[str, Any]:
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
+    long_plans = seed_long_plans(users.create_user("lily", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -167,6 +169,7 @@ def seed() -> dict[str, Any]:
         "inbox_sessions": inbox_sessions,
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
+        "long_plans": long_plans,
         "board_session": board_session.pk,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,

@@ -51,19 +51,11 @@ export class BoardKeys {
     this.board = board;
     this.list = list;
     this.listShown = listShown;
-    /** @type {number | null} the subtask the keyboard was last on */
-    this.focusedId = null;
     /** @type {HTMLDialogElement | null} */
     this.help = null;
     /** @type {Promise<unknown>} the moves asked for, one after the other */
     this.moves = Promise.resolve();
     document.addEventListener("keydown", (event) => this.onKey(event));
-    board.root.addEventListener("focusin", (event) => {
-      const item = /** @type {HTMLElement} */ (event.target).closest(SUBTASK);
-      if (item) this.focusedId = Number(/** @type {HTMLElement} */ (item).dataset.subtaskId);
-    });
-    // A move re-renders the cards: keep the keyboard on the subtask it moved.
-    board.root.addEventListener("board:rendered", () => this.keepFocus());
   }
 
   /** The cards or rows the keyboard walks through, in reading order. */
@@ -195,7 +187,6 @@ export class BoardKeys {
   move(current, direction) {
     if (!this.board.plan || !this.board.isEditable()) return false;
     const id = idOf(current);
-    this.focusedId = id;
     this.moves = this.moves.then(() => this.moveNow(id, direction));
     return true;
   }
@@ -212,14 +203,18 @@ export class BoardKeys {
     const subtask = plan.subtasks.find((s) => s.id === id);
     const other = plan.subtasks.find((s) => s.id === idOf(neighbour));
     if (subtask && other) await this.board.actions.move(subtask, other.index);
+    this.keepFocus(id);
   }
 
-  keepFocus() {
-    if (this.focusedId === null) return;
+  /**
+   * The move re-rendered the cards: if the keyboard lost its place, put it back on `id`.
+   * @param {number} id
+   */
+  keepFocus(id) {
     const active = document.activeElement;
     if (active && active !== document.body && active.isConnected) return;
-    const item = this.items().find((el) => idOf(el) === this.focusedId);
-    if (item) item.focus();
+    const item = this.items().find((el) => idOf(el) === id);
+    if (item) focusItem(item);
   }
 
   // --- help sheet ------------------------------------------------------------------------------

@@ -186,7 +186,7 @@ export class ListView {
             : null,
         ),
         cost ? h("span", { class: "list-cost", text: cost }) : null,
-        this.board.editMark(subtask.id),
+        this.editMark(subtask.id),
       ),
       editable && !editing
         ? h(
@@ -198,6 +198,24 @@ export class ListView {
           )
         : null,
     );
+  }
+
+  /**
+   * Whether the agent saw a person's edit of this subtask: the board's mark, in a word.
+   * @param {number} id
+   */
+  editMark(id) {
+    const mark = this.board.edits.get(id);
+    if (!mark) return null;
+    const pending = mark === "pending";
+    return h("span", {
+      class: `chip chip-${mark} list-seen`,
+      dataset: { edit: mark },
+      text: t(pending ? "list_edit_pending" : "list_edit_seen"),
+      title: `${t(pending ? "edit_pending" : "edit_seen")}. ${t(
+        pending ? "edit_pending_help" : "edit_seen_help",
+      )}`,
+    });
   }
 
   /** @param {HTMLElement} el @param {number} id */

@@ -72,6 +72,8 @@ STRINGS: dict[str, str | Promise] = {
     "rename": _("Rename"),
     "rename_subtask": _("Name of subtask {index}"),
     "name_required": _("Give the subtask a name."),
+    "list_edit_pending": _("not seen"),
+    "list_edit_seen": _("seen"),
     "keys_title": _("Keyboard shortcuts"),
     "keys_next": _("Next card"),
     "keys_previous": _("Previous card"),

@@ -61,6 +61,8 @@ def test_list_view_is_remembered_renames_and_reorders(browsing: Browsing, screen
     expect(rows(page).nth(0).locator(".list-state")).to_have_text("Done")
     expect(rows(page).nth(2).locator(".list-state")).to_have_text("In progress")
     expect(rows(page).nth(1).locator(".chip-agent")).to_have_text("@booker")
+    # The people's edits the agent has not received yet, in a word.
+    expect(rows(page).nth(0).locator('[data-edit="pending"]')).to_have_text("not seen")
     # A name that is markup shows as its characters.
     expect(rows(page).nth(11).locator(".list-title")).to_have_text(NAMES[11])
     assert page.evaluate("window.__xss") is None
@@ -72,6 +74,12 @@ def test_list_view_is_remembered_renames_and_reorders(browsing: Browsing, screen
     expect_rows(page, NAMES)
     expect(page.locator("#board .columns")).to_be_hidden()
     screenshot(page, "list-view-1280")
+
+    # Another browser showing the list follows every change live, through the socket.
+    other = browsing.new_page("lily")
+    other.evaluate("localStorage.setItem('planboard.planView', 'list')")
+    open_session(other, server.url, session_id)
+    expect_rows(other, NAMES)
 
     # Rename in place: a blank name is refused inline, Escape keeps the old name, Enter saves
     # through the REST API and the keyboard comes back to the row.
@@ -95,6 +103,7 @@ def test_list_view_is_remembered_renames_and_reorders(browsing: Browsing, screen
     names = [*NAMES[:3], "Buy a three-day bus pass", *NAMES[4:]]
     expect_rows(page, names)
     expect(rows(page).nth(3)).to_be_focused()
+    expect_rows(other, names)
     saved = page.evaluate("() => window.planboard.plan.subtasks.map((s) => s.name)")
     assert saved == names
 
@@ -126,6 +135,8 @@ def test_list_view_is_remembered_renames_and_reorders(browsing: Browsing, screen
     rows(page).nth(11).drag_to(rows(page).nth(3), target_position={"x": 40, "y": 4})
     names = [*names[:3], names[11], *names[3:11]]
     expect_rows(page, names)
+
+    expect_rows(other, names)
 
     # The board shows the same order, column by column.
     toggle.locator('[data-view="board"]').click()
@@ -174,6 +185,7 @@ def test_keyboard_alone_moves_adds_opens_and_shows_help(
     assert focused_subtask(page) == NAMES[3]
     focus_ring = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
     assert focus_ring == "solid"
+    screenshot(page, "keys-focus-1280")
 
     # Enter asks for the card's details; e opens its editor.
     page.keyboard.press("Enter")

@@ -4,7 +4,7 @@
 // through the board's actions, like the board's own forms: a title is renamed in place, a row
 // is moved with its buttons, by dragging, or from the keyboard (board-keys.js).
 
-import { stateLabel } from "./board.js";
+import { formatCost, stateLabel } from "./board.js";
 import { h, icon, replaceChildren } from "./dom.js";
 import { t } from "./i18n.js";
 
@@ -131,7 +131,7 @@ export class ListView {
       subtask,
       context,
       editing,
-      this.board.costOf(subtask.id),
+      costOf(this.board, subtask.id),
       this.board.edits.get(subtask.id) || "",
     ]);
     if (sig !== row.sig) {
@@ -149,7 +149,7 @@ export class ListView {
    */
   fillRow(el, subtask, { editable, first, last }, editing) {
     const named = (/** @type {string} */ key) => `${t(key)}: ${subtask.name}`;
-    const cost = this.board.costOf(subtask.id);
+    const cost = costOf(this.board, subtask.id);
     const title = editing
       ? this.titleForm(subtask)
       : h("span", {
@@ -421,6 +421,16 @@ export class ListView {
 }
 
 // --- helpers ----------------------------------------------------------------------------------
+
+/**
+ * What the agent spent on a subtask, as the board's usage says ("" when nothing).
+ * @param {BoardView} board
+ * @param {number} id
+ */
+function costOf(board, id) {
+  const spent = board.usage && board.usage.subtasks && board.usage.subtasks[String(id)];
+  return spent ? formatCost(spent.cost_usd, spent.tokens) : "";
+}
 
 /**
  * @param {string} action

@@ -72,8 +72,9 @@ STRINGS: dict[str, str | Promise] = {
     "rename": _("Rename"),
     "rename_subtask": _("Name of subtask {index}"),
     "name_required": _("Give the subtask a name."),
-    "list_edit_pending": _("not seen"),
-    "list_edit_seen": _("seen"),
+    # Whether the agent saw a person's edit, in one word (a list row's badge).
+    "list_edit_pending": pgettext_lazy("the agent's attention, in a list row", "not seen"),
+    "list_edit_seen": pgettext_lazy("the agent's attention, in a list row", "seen"),
     "keys_title": _("Keyboard shortcuts"),
     "keys_next": _("Next card"),
     "keys_previous": _("Previous card"),

@@ -31,7 +31,8 @@ export class ListView {
     this.dragId = null;
     this.list = h("ol", { class: "subtask-list", "aria-label": t("list_label") });
     this.section = h("div", { class: "list-view", hidden: true }, this.list);
-    board.root.append(this.section);
+    // Where the columns are: the board's header and add form stay above the list.
+    board.columnsEl.after(this.section);
     board.root.addEventListener("board:rendered", (event) => {
       const detail = /** @type {CustomEvent} */ (event).detail;
       this.render(detail && Array.isArray(detail.flash) ? detail.flash : []);

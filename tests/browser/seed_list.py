@@ -23,7 +23,8 @@ LONG_PLAN = [
 
 def seed_long_plans(owner: Any) -> dict[str, int]:
     """Two sessions of `owner`'s, each with the twelve-step plan above (the first two steps
-    done, the third in progress): one for the list view, one for the keyboard."""
+    done, the third in progress): one for the list view, one for the keyboard; and a third
+    whose plan has forty steps."""
     from planboard import services
     from planboard.services import Actor
 
@@ -51,4 +52,26 @@ def seed_long_plans(owner: Any) -> dict[str, int]:
             plan_id=plan.pk, actor=me, subtask_id=ids[2], state="in_progress"
         )
         sessions[key] = int(session.pk)
+    # A long plan: forty steps, most of them done.
+    session = services.session_create(owner=owner, title="Kyoto, forty steps")
+    plan, _ = services.plan_create(
+        session_id=session.pk,
+        actor=me,
+        name="Kyoto, every detail",
+        subtasks=[
+            {
+                "name": f"{LONG_PLAN[n % len(LONG_PLAN)][0].split(' <')[0]} ({n // 12 + 1})",
+                "description": "",
+                "expected_outcome": "",
+                "agent": LONG_PLAN[n % len(LONG_PLAN)][1],
+            }
+            for n in range(40)
+        ],
+    )
+    ids = list(plan.subtasks.order_by("position").values_list("pk", flat=True))
+    for subtask_id in ids[:25]:
+        services.subtask_set_state(
+            plan_id=plan.pk, actor=me, subtask_id=subtask_id, state="done", outcome="Done"
+        )
+    sessions["forty"] = int(session.pk)
     return sessions

@@ -247,3 +247,21 @@ def test_keyboard_alone_moves_adds_opens_and_shows_help(
     phone.keyboard.press("?")
     expect(phone.locator("dialog.keys-help")).to_be_visible()
     screenshot(phone, "keys-help-390")
+
+
+def test_forty_subtasks_fit_the_list(browsing: Browsing, screenshot: Any) -> None:
+    server = browsing.server
+    page = browsing.new_page("lily")
+    page.evaluate("localStorage.setItem('planboard.planView', 'list')")
+    open_session(page, server.url, server.data["long_plans"]["forty"])
+    expect(rows(page)).to_have_count(40)
+    expect(rows(page).locator(".list-num")).to_have_text([str(n) for n in range(1, 41)])
+    heights = rows(page).evaluate_all("(rows) => rows.map((r) => r.getBoundingClientRect().height)")
+    assert max(heights) <= 48, heights
+    # k with nothing focused goes to the last row, scrolled into view.
+    page.keyboard.press("k")
+    expect(rows(page).nth(39)).to_be_focused()
+    expect(rows(page).nth(39)).to_be_in_viewport()
+    page.keyboard.press("k")
+    expect(rows(page).nth(38)).to_be_focused()
+    screenshot(page, "list-view-40-1280")

@@ -5,6 +5,7 @@
 // is moved with its buttons, by dragging, or from the keyboard (board-keys.js).
 
 import { formatCost, stateLabel } from "./board.js";
+import { RowDragging } from "./board-list-drag.js";
 import { h, icon, replaceChildren } from "./dom.js";
 import { t } from "./i18n.js";
 
@@ -27,8 +28,6 @@ export class ListView {
     this.current = null;
     /** @type {Promise<unknown>} the moves asked for, one after the other */
     this.moves = Promise.resolve();
-    /** @type {number | null} the row being dragged */
-    this.dragId = null;
     this.list = h("ol", { class: "subtask-list", "aria-label": t("list_label") });
     this.section = h("div", { class: "list-view", hidden: true }, this.list);
     // Where the columns are: the board's header and add form stay above the list.
@@ -41,7 +40,7 @@ export class ListView {
       const row = /** @type {HTMLElement} */ (event.target).closest("[data-subtask-id]");
       if (row) this.setCurrent(Number(/** @type {HTMLElement} */ (row).dataset.subtaskId));
     });
-    this.bindDragging();
+    this.dragging = new RowDragging(this);
   }
 
   /** Show or hide the list (the board's columns hide while it shows). */
@@ -113,7 +112,7 @@ export class ListView {
         dataset: { subtaskId: String(subtask.id) },
         tabindex: -1,
       });
-      this.bindRow(el, subtask.id);
+      this.dragging.bindSource(el, subtask.id);
       row = { el, sig: null };
       this.rows.set(subtask.id, row);
     }
@@ -217,21 +216,6 @@ export class ListView {
         pending ? "edit_pending_help" : "edit_seen_help",
       )}`,
     });
-  }
-
-  /** @param {HTMLElement} el @param {number} id */
-  bindRow(el, id) {
-    el.addEventListener("dragstart", (event) => {
-      if (!this.board.isEditable() || this.editing.has(id)) {
-        event.preventDefault();
-        return;
-      }
-      this.dragId = id;
-      event.dataTransfer.effectAllowed = "move";
-      event.dataTransfer.setData("text/plain", String(id));
-      requestAnimationFrame(() => el.classList.add("dragging"));
-    });
-    el.addEventListener("dragend", () => this.endDrag());
   }
 
   // --- renaming ------------------------------------------------------------------------------
@@ -344,54 +328,6 @@ export class ListView {
     await this.board.actions.move(visible[position], neighbour.index);
   }
 
-  bindDragging() {
-    this.list.addEventListener("dragover", (event) => {
-      if (this.dragId === null) return;
-      event.preventDefault();
-      event.dataTransfer.dropEffect = "move";
-      const before = rowAfterPointer(this.list, event.clientY);
-      const marker = this.dropMarker();
-      if (before) {
-        if (marker.nextSibling !== before) this.list.insertBefore(marker, before);
-      } else if (this.list.lastChild !== marker) {
-        this.list.append(marker);
-      }
-    });
-    this.list.addEventListener("drop", (event) => {
-      if (this.dragId === null) return;
-      event.preventDefault();
-      const id = this.dragId;
-      const before = rowAfterPointer(this.list, event.clientY);
-      this.endDrag();
-      this.dropBefore(id, before ? Number(before.dataset.subtaskId) : null);
-    });
-  }
-
-  dropMarker() {
-    if (!this.marker) this.marker = h("li", { class: "drop-marker", "aria-hidden": "true" });
-    return this.marker;
-  }
-
-  endDrag() {
-    this.dragId = null;
-    if (this.marker) this.marker.remove();
-    for (const row of this.rows.values()) row.el.classList.remove("dragging");
-  }
-
-  /**
-   * A drop before the row `beforeId` (at the end when null) becomes a plan index.
-   * @param {number} id
-   * @param {number | null} beforeId
-   */
-  dropBefore(id, beforeId) {
-    const plan = this.board.plan;
-    const dragged = plan && plan.subtasks.find((s) => s.id === id);
-    if (!dragged || beforeId === id) return;
-    const rest = plan.subtasks.filter((s) => s.id !== id);
-    const index = beforeId === null ? rest.length : rest.findIndex((s) => s.id === beforeId);
-    if (index >= 0 && index !== dragged.index) this.board.actions.move(dragged, index);
-  }
-
   // --- focus ---------------------------------------------------------------------------------
 
   captureFocus() {
@@ -454,20 +390,6 @@ function rowButton(action, iconName, label, onClick, disabled = false) {
     },
     icon(iconName),
   );
-}
-
-/**
- * The first row whose middle lies below the pointer: the drop goes before it.
- * @param {HTMLElement} list
- * @param {number} clientY
- * @returns {HTMLElement | null}
- */
-function rowAfterPointer(list, clientY) {
-  for (const row of list.querySelectorAll(".list-row:not(.dragging)")) {
-    const box = row.getBoundingClientRect();
-    if (clientY < box.top + box.height / 2) return /** @type {HTMLElement} */ (row);
-  }
-  return null;
 }
 
 /** Put `elements` into `parent` in this order, moving only what is out of place. */

@@ -257,6 +257,7 @@ export class BoardView {
       this.headerEditing = false;
       this.addPanel.hidden = true;
       this.panel.close({ refocus: false, remember: false });
+      this.root.dispatchEvent(new CustomEvent("board:rendered", { detail: { flash: [] } }));
       return;
     }
     const editable = this.isEditable();
@@ -308,6 +309,8 @@ export class BoardView {
     }
     for (const id of flash) this.flash(id);
     if (flashHead) flashElement(this.head);
+    // Other views of the plan (board-list.js, board-keys.js) follow every render.
+    this.root.dispatchEvent(new CustomEvent("board:rendered", { detail: { flash } }));
   }
 
   renderHead(editable) {

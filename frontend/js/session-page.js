@@ -5,6 +5,7 @@
 import { ApiError, api, listOf, messagesBefore } from "./api.js";
 import { VersionGap, applyEvent, emptyPlan, isFinished, isPlanSnapshot } from "./board-state.js";
 import { BoardView } from "./board.js";
+import { mountBoardViews } from "./board-views.js";
 import { setUpAnswerers } from "./answerers.js";
 import { setUpSessionTools } from "./session-tools.js";
 import { ChatView } from "./chat.js";
@@ -84,6 +85,7 @@ class SessionPage {
       isOwner: Boolean(this.me && this.session.owner && this.me.id === this.session.owner.id),
     });
     this.chat.setPlan(this.plan);
+    this.views = mountBoardViews(this.board, document.getElementById("board-views"));
     this.board.setUsage(this.session.usage);
     this.board.setUnseen(this.session.unseen_edits);
     this.board.render(this.plan);

@@ -85,6 +85,25 @@ STRINGS: dict[str, str | Promise] = {
     "abandon_plan_title": _("Abandon this plan?"),
     "abandon_plan_text": _("The plan moves to history as abandoned."),
     "abandon_reason": _("Why is it abandoned?"),
+    # The list view and the keyboard (board-list.js, board-keys.js)
+    "list_label": _("Subtasks in plan order"),
+    "rename": _("Rename"),
+    "rename_subtask": _("Name of subtask {index}"),
+    "name_required": _("Give the subtask a name."),
+    # Whether the agent saw a person's edit, in one word (a list row's badge).
+    "list_edit_pending": pgettext_lazy("the agent's attention, in a list row", "not seen"),
+    "list_edit_seen": pgettext_lazy("the agent's attention, in a list row", "seen"),
+    "keys_title": _("Keyboard shortcuts"),
+    "keys_next": _("Next card"),
+    "keys_previous": _("Previous card"),
+    "keys_column": _("Card in the column to the left or right (board)"),
+    "keys_open": _("Open the card (in the list: rename it)"),
+    "keys_edit": _("Edit the card"),
+    "keys_add": _("Add a subtask"),
+    "keys_move_up": _("Move the card up"),
+    "keys_move_down": _("Move the card down"),
+    "keys_help": _("Show these shortcuts"),
+    "keys_close": _("Close a form or this sheet"),
     # Chat and the agent's run
     "conversation": _("Conversation"),
     "chat_empty": _(

@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.browser.seed_cards import seed_cards_plan
 from tests.browser.seed_links import seed_confirmation_link
+from tests.browser.seed_list import seed_long_plans
 from tests.browser.seed_presence import seed_presence
 
 PASSWORD = "pw-browser-123"
@@ -161,6 +162,7 @@ def seed() -> dict[str, Any]:
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
     presence = seed_presence(alice, PASSWORD)
     cards = seed_cards_plan(alice)
+    long_plans = seed_long_plans(users.create_user("lily", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -172,6 +174,7 @@ def seed() -> dict[str, Any]:
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
         "cards": cards,
+        "long_plans": long_plans,
         "board_session": board_session.pk,
         "presence": presence,
         "board_plan": board_plan.pk,

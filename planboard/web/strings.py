@@ -155,6 +155,7 @@ STRINGS: dict[str, str | Promise] = {
     "cost": _("{cost} · {tokens} tokens"),
     "run_usage": _("This run: {usage}"),
     "plan_usage": _("This plan: {usage}"),
+    "name_required": _("A name is needed: it is what the board shows."),
     "notify_saved": _("Notification settings saved."),
     "notify_secret": _(
         "Your webhook's signing secret (shown only now; keep it with the receiver): {secret}"

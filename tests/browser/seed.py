@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any
 
+from tests.browser.seed_edges import seed_edges
 from tests.browser.seed_links import seed_confirmation_link
 
 PASSWORD = "pw-browser-123"
@@ -157,6 +158,7 @@ def seed() -> dict[str, Any]:
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
+    edges = seed_edges(users.create_user("mika", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -167,6 +169,7 @@ def seed() -> dict[str, Any]:
         "inbox_sessions": inbox_sessions,
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
+        "edges": edges,
         "board_session": board_session.pk,
         "board_plan": board_plan.pk,
         "review_session": review_session.pk,

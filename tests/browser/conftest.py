@@ -184,6 +184,8 @@ CSP_REPORTER = (
     "document.addEventListener('securitypolicyviolation', (e) => console.error("
     f"'{CSP_PREFIX} ' + e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile))"
 )
+
+
 def csp_violation(text: str) -> bool:
     return text.startswith(CSP_PREFIX)
 

@@ -77,6 +77,10 @@ def seed_edges(mika: Any) -> dict[str, Any]:
             description="Finished; kept for review.",
             subtasks=[{"name": "Decide"}, {"name": "Book"}],
         )
+        for subtask in past_plan.subtasks.all():
+            services.subtask_set_state(
+                plan_id=past_plan.pk, actor=me, subtask_id=subtask.pk, state="done"
+            )
         if tokens:
             _spend(mika, past.pk, past_plan.pk, [(tokens, cost, None)])
         services.plan_finish(plan_id=past_plan.pk, actor=me, state="done", outcome="Done")

@@ -44,3 +44,18 @@ def test_the_browser_formats_the_same_cases() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_templates_print_money_and_tokens_through_the_filters() -> None:
+    """A `*_usd` or `*tokens` value a template prints goes through `usd` or `tokens`."""
+    import re
+
+    printed = re.compile(r"(?:\{\{|with\s|=)\s*\w+\.[\w.]*(?:_usd|tokens)\b(?!\|(?:usd|tokens))")
+    assert printed.search("{{ plan.cost_usd }}") and printed.search("x=run.tokens ")
+    assert not printed.search("cost=plan.cost_usd|usd tokens=plan.tokens|tokens")
+    found = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for path in sorted((ROOT / "templates").rglob("*.html"))
+        for match in printed.finditer(path.read_text())
+    ]
+    assert found == []

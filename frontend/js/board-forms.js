@@ -26,14 +26,16 @@ export function planEditForm({ plan, current, save, close }) {
   expected.value = plan.expected_outcome;
   const form = h(
     "form",
-    { class: "plan-edit edit-form", "aria-label": t("edit_plan") },
+    { class: "plan-edit edit-form", "aria-label": t("edit_plan"), novalidate: true },
     labelled(t("plan_name"), name),
+    nameError(name),
     labelled(t("description"), description),
     labelled(t("expected_outcome"), expected),
     formButtons(t("save"), close),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    if (!nameGiven(name)) return;
     const changed = changedFields(current(), {
       name: name.value.trim(),
       description: description.value.trim(),
@@ -66,9 +68,10 @@ export function addSubtaskForm({ current, add, close }) {
   const position = h("select", { name: "position" });
   const form = h(
     "form",
-    { class: "add-form edit-form", "aria-label": t("add_subtask") },
+    { class: "add-form edit-form", "aria-label": t("add_subtask"), novalidate: true },
     h("h3", { class: "add-title", text: t("add_subtask") }),
     labelled(t("subtask_name"), name),
+    nameError(name),
     labelled(t("description"), description),
     labelled(t("expected_outcome"), expected),
     labelled(t("position"), position),
@@ -83,7 +86,7 @@ export function addSubtaskForm({ current, add, close }) {
       description: description.value.trim(),
       expected_outcome: expected.value.trim(),
     };
-    if (!fields.name) return name.focus();
+    if (!nameGiven(name)) return;
     const ok = await add(fields, before ? before.index : null);
     if (ok) {
       // Stay open for the next one: adding several steps in a row is common.
@@ -149,9 +152,14 @@ export function cardEditForm({ subtask, current, save, close }) {
   });
   const form = h(
     "form",
-    { class: "card-edit edit-form", "aria-label": `${t("edit")}: ${subtask.name}` },
+    {
+      class: "card-edit edit-form",
+      "aria-label": `${t("edit")}: ${subtask.name}`,
+      novalidate: true,
+    },
     h("span", { class: "card-index", text: cardNumber(subtask.index) }),
     labelled(t("subtask_name"), name),
+    nameError(name),
     labelled(t("description"), description),
     labelled(t("expected_outcome"), expected),
     outcome ? labelled(t("outcome"), outcome) : null,
@@ -160,6 +168,7 @@ export function cardEditForm({ subtask, current, save, close }) {
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    if (!nameGiven(name)) return;
     const live = current();
     const values = {
       name: name.value.trim(),
@@ -180,6 +189,42 @@ export function cardEditForm({ subtask, current, save, close }) {
 export function focusAction(container, action) {
   const target = container && container.querySelector(`[data-action="${action}"]`);
   if (target) target.focus();
+}
+
+let errorIds = 0;
+
+/**
+ * The message under a name field, shown by `nameGiven` (a blank name is refused by the form,
+ * by the field, before any request); typing in the field hides it again.
+ * @param {HTMLInputElement} input
+ */
+function nameError(input) {
+  errorIds += 1;
+  const message = h("p", { class: "field-error", id: `name-error-${errorIds}`, hidden: true });
+  input.setAttribute("aria-describedby", message.id);
+  input.addEventListener("input", () => {
+    if (!input.value.trim()) return;
+    message.hidden = true;
+    input.removeAttribute("aria-invalid");
+  });
+  return message;
+}
+
+/**
+ * Whether the name field holds a name; if not, its message says so and it takes the focus.
+ * @param {HTMLInputElement} input
+ */
+function nameGiven(input) {
+  if (input.value.trim()) return true;
+  const message = document.getElementById(input.getAttribute("aria-describedby") || "");
+  if (message) {
+    message.textContent = t("name_required");
+    message.hidden = false;
+    message.setAttribute("role", "alert");
+  }
+  input.setAttribute("aria-invalid", "true");
+  input.focus();
+  return false;
 }
 
 function labelled(text, control) {

@@ -11,6 +11,7 @@ import { addSubtaskForm, focusAction, planEditForm, updatePositions } from "./bo
 import { CardPanel } from "./board-panel.js";
 import { STATES, isFinished, progress } from "./board-state.js";
 import { h, icon, replaceChildren } from "./dom.js";
+import { formatTokens, formatUsd } from "./format.js";
 import { formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 
@@ -62,11 +63,10 @@ const CLAMP_CHARS = 240;
 // How long a card says "seen by the agent" after the agent received a person's edit.
 const SEEN_MS = 15000;
 
-/** "$0.0123 · 4,567 tokens" for a cost and token count; "" when nothing was spent. */
+/** "$0.012 · 4.6k tokens" for a cost and token count; "" when nothing was spent. */
 export function formatCost(costUsd, tokens) {
   if (!tokens && !costUsd) return "";
-  const dollars = costUsd >= 1 ? costUsd.toFixed(2) : costUsd.toFixed(4);
-  return t("cost", { cost: `$${dollars}`, tokens: Number(tokens || 0).toLocaleString() });
+  return t("cost", { cost: formatUsd(costUsd), tokens: formatTokens(tokens) });
 }
 
 export class BoardView {
@@ -400,7 +400,9 @@ export class BoardView {
         this.usage && this.usage.plan_id === plan.id
           ? h("span", {
               class: "plan-cost",
-              text: formatCost(this.usage.cost_usd, this.usage.tokens),
+              text: t("plan_usage", {
+                usage: formatCost(this.usage.cost_usd, this.usage.tokens),
+              }),
             })
           : null,
         this.editMark("plan"),

@@ -93,7 +93,12 @@ export class ChatView {
       this.confirm = this.buildConfirm();
       this.root.append(this.runBar, this.confirm);
     }
-    this.list = h("ol", { class: "messages", role: "log", "aria-label": t("conversation") });
+    // A list (its items are list items), announced as it grows as a log would be.
+    this.list = h("ol", {
+      class: "messages",
+      "aria-live": "polite",
+      "aria-label": t("conversation"),
+    });
     this.emptyNote = h("li", { class: "msg-empty", text: t("chat_empty") });
     this.list.append(this.emptyNote);
     // While a run works and nothing else shows it (no answer being written, no call running).

@@ -8,6 +8,7 @@ import { api, ApiError } from "./api.js";
 import { askText } from "./dialog.js";
 import { h, replaceChildren } from "./dom.js";
 import { elicitationCard } from "./elicitation-form.js";
+import { formatTokens, formatUsd } from "./format.js";
 import { formatWhen, loadStrings, t } from "./i18n.js";
 import { refreshInbox } from "./inbox-feed.js";
 import { setUpNotifySettings } from "./notify-settings.js";
@@ -149,10 +150,10 @@ class InboxPage {
       return h("p", {
         class: "inbox-what",
         text: t("inbox_budget", {
-          spent: b.spent_usd,
-          limit: b.budget_usd === null ? "—" : b.budget_usd,
-          tokens: b.spent_tokens,
-          token_limit: b.budget_tokens === null ? "—" : b.budget_tokens,
+          spent: formatUsd(b.spent_usd),
+          limit: b.budget_usd === null ? "—" : formatUsd(b.budget_usd),
+          tokens: formatTokens(b.spent_tokens),
+          token_limit: b.budget_tokens === null ? "—" : formatTokens(b.budget_tokens),
         }),
       });
     }

@@ -349,7 +349,10 @@ class SessionPage {
   }
 
   showTitle() {
-    if (this.title) this.title.textContent = this.session.title || t("untitled_session");
+    if (this.title) {
+      this.title.textContent = this.session.title || t("untitled_session");
+      this.title.title = this.title.textContent; // the whole title, when ellipsised
+    }
   }
 
   resync() {

@@ -7,8 +7,15 @@ export interface ImageToken {
   text: string;
 }
 
+/** Raw HTML written in the source: a block of it, or one inline tag. */
+export interface HtmlToken {
+  text: string;
+  block?: boolean;
+}
+
 export interface RendererOverrides {
   image?(token: ImageToken): string;
+  html?(token: HtmlToken): string;
 }
 
 export interface MarkedOptions {

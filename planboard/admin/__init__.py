@@ -11,10 +11,19 @@
 | `inbox`    | decisions (who answered, how) and notifications, read-only                 |
 """
 
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
 # Django's autodiscovery imports this package only: importing each area registers its models.
 from planboard.admin import inbox, plans, profiles, teams, toolsets
 
 # agents/admin.py extends the run admin with the agent's steps (planboard never imports agents).
 from planboard.admin.plans import AgentRunAdmin
+
+# Branded, with "View site" leading back to the app.
+admin.site.site_header = _("Planboard administration")
+admin.site.site_title = _("Planboard administration")
+admin.site.index_title = _("Plans, people and tools")
+admin.site.site_url = "/"
 
 __all__ = ["AgentRunAdmin", "inbox", "plans", "profiles", "teams", "toolsets"]

@@ -202,6 +202,8 @@ STRINGS: dict[str, str | Promise] = {
     "agent_writing": _("writing…"),
     "cost": _("{cost} · {tokens} tokens"),
     "run_usage": _("This run: {usage}"),
+    "plan_usage": _("This plan: {usage}"),
+    "name_required": _("A name is needed: it is what the board shows."),
     "notify_saved": _("Notification settings saved."),
     "notify_secret": _(
         "Your webhook's signing secret (shown only now; keep it with the receiver): {secret}"
@@ -359,7 +361,7 @@ STRINGS: dict[str, str | Promise] = {
     "inbox_kind_question": _("Question"),
     "inbox_kind_elicitation": _("A tool asks"),
     "inbox_confirm_plan": _("The agent drafted “{name}” and waits for your go-ahead."),
-    "inbox_budget": _("Spent ${spent} of ${limit} and {tokens} of {token_limit} tokens."),
+    "inbox_budget": _("Spent {spent} of {limit} and {tokens} of {token_limit} tokens."),
     "inbox_always_allow": _("Always allow"),
     "inbox_raise_budget": _("Raise the limit"),
     "inbox_new_limit": _("New limit in US dollars"),

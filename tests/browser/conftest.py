@@ -184,14 +184,10 @@ CSP_REPORTER = (
     "document.addEventListener('securitypolicyviolation', (e) => console.error("
     f"'{CSP_PREFIX} ' + e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile))"
 )
-# DOMPurify parses hostile markdown into an inert document; Chromium still reports the inline
-# handlers and styles it meets there, before DOMPurify strips them (nothing runs or applies;
-# cure53/DOMPurify#900). Those reports show the policy holding, not a page breaking it.
-SANITIZER_SOURCE = "/static/vendor/purify.es.js"
 
 
 def csp_violation(text: str) -> bool:
-    return text.startswith(CSP_PREFIX) and not text.endswith(SANITIZER_SOURCE)
+    return text.startswith(CSP_PREFIX)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from tests.browser.seed_cards import seed_cards_plan
+from tests.browser.seed_edges import seed_edges
 from tests.browser.seed_links import seed_confirmation_link
 from tests.browser.seed_list import seed_long_plans
 from tests.browser.seed_presence import seed_presence
@@ -163,6 +164,7 @@ def seed() -> dict[str, Any]:
     presence = seed_presence(alice, PASSWORD)
     cards = seed_cards_plan(alice)
     long_plans = seed_long_plans(users.create_user("lily", password=PASSWORD))
+    edges = seed_edges(users.create_user("mika", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -175,6 +177,7 @@ def seed() -> dict[str, Any]:
         "confirmation_link": confirmation_link,
         "cards": cards,
         "long_plans": long_plans,
+        "edges": edges,
         "board_session": board_session.pk,
         "presence": presence,
         "board_plan": board_plan.pk,

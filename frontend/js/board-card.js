@@ -7,6 +7,7 @@
 // id) for the board, dragging and others marking cards.
 
 import { h, icon, replaceChildren } from "./dom.js";
+import { formatTokens, formatUsd } from "./format.js";
 import { t } from "./i18n.js";
 
 /** @typedef {import("./types.js").PlanState} PlanState */
@@ -36,31 +37,13 @@ export function cardHash(id) {
 }
 
 /**
- * A cost for a card's badge: "$0.02" (two significant digits under a dollar) and a compact
- * token count ("12.4k"). A small local helper until one shared money format exists.
+ * A cost for a card's badge: the shared money and token formats ("$0.025 · 12.4k").
  * @param {number} costUsd
  * @param {number} tokens
  */
 export function shortCost(costUsd, tokens) {
   if (!tokens && !costUsd) return "";
-  const cost = Number(costUsd || 0);
-  let dollars;
-  if (cost >= 1) dollars = cost.toFixed(2);
-  else if (cost > 0) dollars = Number(cost.toPrecision(2)).toString();
-  else dollars = "0";
-  return `$${dollars} · ${compactCount(Number(tokens || 0))}`;
-}
-
-/** 950 → "950", 12404 → "12.4k", 2500000 → "2.5M". @param {number} n */
-export function compactCount(n) {
-  if (n < 1000) return String(n);
-  if (n < 1_000_000) return `${trimZero((n / 1000).toFixed(n < 10_000 ? 1 : 0))}k`;
-  return `${trimZero((n / 1_000_000).toFixed(1))}M`;
-}
-
-/** @param {string} text */
-function trimZero(text) {
-  return text.endsWith(".0") ? text.slice(0, -2) : text;
+  return `${formatUsd(costUsd)} · ${formatTokens(tokens)}`;
 }
 
 /**

@@ -69,7 +69,11 @@ def test_costs_say_their_scope_and_agree(browsing: Browsing, screenshot: Any) ->
     expect(page.locator(".run-usage")).to_have_text("This run: $0.0045 · 2.3k tokens")
     # A card: what its own work cost.
     first = card(page, "Book the Shinkansen from Tokyo to Kyoto")
-    expect(first.locator(".chip-cost")).to_have_text("$0.0082 · 4.1k tokens")
+    # A card's badge is compact; its title says what the figure is.
+    expect(first.locator(".chip-cost")).to_have_text("$0.0082 · 4.1k")
+    expect(first.locator(".chip-cost")).to_have_attribute(
+        "title", "Spent on this subtask: $0.0082 · 4.1k tokens"
+    )
 
     # The history list: each finished plan's cost, as the session page would show it.
     for viewport in (DESKTOP, PHONE):

@@ -89,7 +89,6 @@ STRINGS: dict[str, str | Promise] = {
     "list_label": _("Subtasks in plan order"),
     "rename": _("Rename"),
     "rename_subtask": _("Name of subtask {index}"),
-    "name_required": _("Give the subtask a name."),
     # Whether the agent saw a person's edit, in one word (a list row's badge).
     "list_edit_pending": pgettext_lazy("the agent's attention, in a list row", "not seen"),
     "list_edit_seen": pgettext_lazy("the agent's attention, in a list row", "seen"),

@@ -89,7 +89,9 @@ def test_list_view_is_remembered_renames_and_reorders(browsing: Browsing, screen
     expect(field).to_be_focused()
     field.fill("   ")
     field.press("Enter")
-    expect(bus.locator(".list-edit-error")).to_have_text("Give the subtask a name.")
+    expect(bus.locator(".list-edit-error")).to_have_text(
+        "A name is needed: it is what the board shows."
+    )
     expect(field).to_have_attribute("aria-invalid", "true")
     field.fill("Something else")
     field.press("Escape")

@@ -36,6 +36,7 @@ def format_usd(value: object) -> str:
         quantum = Decimal(1).scaleb(amount.adjusted() - 1)
         rounded = amount.quantize(quantum, rounding=ROUND_HALF_UP)
         if rounded < 1:
+            # A quantum made by scaleb is finite: its exponent is an int, not typeshed's "n"/"F".
             decimals = max(2, -quantum.as_tuple().exponent)  # type: ignore[operator]
             return f"${_trim(f'{rounded:.{decimals}f}')}"
     return f"${amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}"

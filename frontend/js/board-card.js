@@ -6,7 +6,7 @@
 // The card element is the `li.card`; it carries `data-id` and `data-subtask-id` (the subtask's
 // id) for the board, dragging and others marking cards.
 
-import { h, icon, replaceChildren } from "./dom.js";
+import { h, icon, iconButton, replaceChildren } from "./dom.js";
 import { formatTokens, formatUsd } from "./format.js";
 import { t } from "./i18n.js";
 
@@ -206,27 +206,6 @@ function menuKeys(event, menu, more, hooks) {
     const next = items[(at + step + items.length) % items.length];
     if (next) next.focus();
   }
-}
-
-/**
- * @param {string} action
- * @param {string} iconName
- * @param {string} label
- * @param {() => void} onClick
- */
-function iconButton(action, iconName, label, onClick) {
-  return h(
-    "button",
-    {
-      type: "button",
-      class: "btn icon-btn",
-      dataset: { action },
-      "aria-label": label,
-      title: label,
-      onclick: onClick,
-    },
-    icon(iconName),
-  );
 }
 
 /**

@@ -6,14 +6,13 @@
 
 import { formatCost, stateLabel } from "./board.js";
 import { RowDragging } from "./board-list-drag.js";
-import { h, icon, replaceChildren } from "./dom.js";
+import { flashElement, h, iconButton, replaceChildren, syncChildren } from "./dom.js";
 import { t } from "./i18n.js";
 
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
 /** @typedef {import("./types.js").SubtaskSnapshot} SubtaskSnapshot */
 /** @typedef {import("./board.js").BoardView} BoardView */
 
-const FLASH_MS = 2400;
 
 export class ListView {
   /** @param {BoardView} board */
@@ -192,9 +191,9 @@ export class ListView {
         ? h(
             "span",
             { class: "list-actions", role: "group", "aria-label": named("card_actions") },
-            rowButton("rename", "edit", named("rename"), () => this.startEdit(subtask.id)),
-            rowButton("up", "up", named("move_up"), () => this.moveBy(subtask.id, -1), first),
-            rowButton("down", "down", named("move_down"), () => this.moveBy(subtask.id, 1), last),
+            iconButton("rename", "edit", named("rename"), () => this.startEdit(subtask.id)),
+            iconButton("up", "up", named("move_up"), () => this.moveBy(subtask.id, -1), first),
+            iconButton("down", "down", named("move_down"), () => this.moveBy(subtask.id, 1), last),
           )
         : null,
     );
@@ -369,44 +368,3 @@ function costOf(board, id) {
   return spent ? formatCost(spent.cost_usd, spent.tokens) : "";
 }
 
-/**
- * @param {string} action
- * @param {string} iconName
- * @param {string} label
- * @param {() => void} onClick
- * @param {boolean} [disabled]
- */
-function rowButton(action, iconName, label, onClick, disabled = false) {
-  return h(
-    "button",
-    {
-      type: "button",
-      class: "btn icon-btn",
-      dataset: { action },
-      "aria-label": label,
-      title: label,
-      disabled,
-      onclick: onClick,
-    },
-    icon(iconName),
-  );
-}
-
-/** Put `elements` into `parent` in this order, moving only what is out of place. */
-function syncChildren(parent, elements) {
-  elements.forEach((element, position) => {
-    if (parent.children[position] !== element) {
-      parent.insertBefore(element, parent.children[position] || null);
-    }
-  });
-  while (parent.children.length > elements.length) parent.lastElementChild.remove();
-}
-
-/** @param {HTMLElement & {flashTimer?: number}} element */
-function flashElement(element) {
-  element.classList.remove("flash");
-  void element.offsetWidth;
-  element.classList.add("flash");
-  clearTimeout(element.flashTimer);
-  element.flashTimer = window.setTimeout(() => element.classList.remove("flash"), FLASH_MS);
-}

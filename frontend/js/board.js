@@ -10,7 +10,7 @@ import { CardDragging } from "./board-drag.js";
 import { addSubtaskForm, focusAction, planEditForm, updatePositions } from "./board-forms.js";
 import { CardPanel } from "./board-panel.js";
 import { STATES, isFinished, progress } from "./board-state.js";
-import { h, icon, replaceChildren } from "./dom.js";
+import { flashElement, h, icon, replaceChildren, syncChildren } from "./dom.js";
 import { formatTokens, formatUsd } from "./format.js";
 import { formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
@@ -57,7 +57,6 @@ export function stateLabel(state) {
   return t(`state_${state}`);
 }
 
-const FLASH_MS = 2400;
 // Plan texts longer than this are clamped in the header until "Show more".
 const CLAMP_CHARS = 240;
 // How long a card says "seen by the agent" after the agent received a person's edit.
@@ -750,21 +749,3 @@ function button(action, iconName, label, onClick, options = {}) {
   );
 }
 
-/** Put `elements` into `parent` in this order, moving only what is out of place. */
-function syncChildren(parent, elements) {
-  elements.forEach((element, position) => {
-    if (parent.children[position] !== element) {
-      parent.insertBefore(element, parent.children[position] || null);
-    }
-  });
-  while (parent.children.length > elements.length) parent.lastElementChild.remove();
-}
-
-function flashElement(element) {
-  element.classList.remove("flash");
-  // Reading layout restarts the CSS animation when the same card changes twice quickly.
-  void element.offsetWidth;
-  element.classList.add("flash");
-  clearTimeout(element.flashTimer);
-  element.flashTimer = setTimeout(() => element.classList.remove("flash"), FLASH_MS);
-}

@@ -84,3 +84,57 @@ export function icon(name) {
   svg.append(path);
   return svg;
 }
+
+/**
+ * A small button showing only an icon, named for screen readers and on hover by `label`.
+ * @param {string} action its `data-action`
+ * @param {string} iconName
+ * @param {string} label
+ * @param {() => void} onClick
+ * @param {boolean} [disabled]
+ */
+export function iconButton(action, iconName, label, onClick, disabled = false) {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "btn icon-btn",
+      dataset: { action },
+      "aria-label": label,
+      title: label,
+      disabled,
+      onclick: onClick,
+    },
+    icon(iconName),
+  );
+}
+
+/**
+ * Put `elements` into `parent` in this order, moving only what is out of place (an element
+ * that stays keeps its focus and its running transitions).
+ * @param {Element} parent
+ * @param {Element[]} elements
+ */
+export function syncChildren(parent, elements) {
+  elements.forEach((element, position) => {
+    if (parent.children[position] !== element) {
+      parent.insertBefore(element, parent.children[position] || null);
+    }
+  });
+  while (parent.children.length > elements.length) parent.lastElementChild?.remove();
+}
+
+const FLASH_MS = 2400;
+
+/**
+ * Briefly highlight what just changed (the `flash` class's animation).
+ * @param {HTMLElement & {flashTimer?: number}} element
+ */
+export function flashElement(element) {
+  element.classList.remove("flash");
+  // Reading layout restarts the CSS animation when the same element changes twice quickly.
+  void element.offsetWidth;
+  element.classList.add("flash");
+  clearTimeout(element.flashTimer);
+  element.flashTimer = window.setTimeout(() => element.classList.remove("flash"), FLASH_MS);
+}

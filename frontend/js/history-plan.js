@@ -7,7 +7,7 @@ import { allPlanEvents, messagesBefore } from "./api.js";
 import { replay } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { ChatView } from "./chat.js";
-import { h, icon, replaceChildren } from "./dom.js";
+import { h, icon, iconButton, replaceChildren } from "./dom.js";
 import { formatTime, formatWhen, loadStrings, t } from "./i18n.js";
 import { initTabs } from "./tabs.js";
 import { actorLabel, describeEvent, eventDetail, seenDetail } from "./timeline.js";
@@ -92,19 +92,7 @@ class PlanReview {
   }
 
   buildControls(container) {
-    const control = (action, iconName, label, onClick) =>
-      h(
-        "button",
-        {
-          type: "button",
-          class: "btn icon-btn",
-          dataset: { action },
-          "aria-label": label,
-          title: label,
-          onclick: onClick,
-        },
-        icon(iconName),
-      );
+    const control = iconButton;
     this.firstButton = control("first", "first", t("replay_first"), () => this.goTo(0));
     this.prevButton = control("prev", "prev", t("replay_prev"), () => this.goTo(this.step - 1));
     this.playButton = control("play", "play", t("replay_play"), () => this.togglePlay());

@@ -47,13 +47,8 @@ export class CardDragging {
       event.preventDefault();
       event.dataTransfer.dropEffect = "move";
       section.classList.add("drop-target");
-      const before = cardAfterPointer(list, event.clientY);
-      const marker = this.dropMarker();
-      if (before) {
-        if (marker.nextSibling !== before) list.insertBefore(marker, before);
-      } else if (list.lastChild !== marker) {
-        list.append(marker);
-      }
+      const before = itemAfterPointer(list, ".card", event.clientY);
+      placeMarker(list, this.dropMarker(), before);
     });
     section.addEventListener("dragleave", (event) => {
       if (!section.contains(/** @type {Node | null} */ (event.relatedTarget))) {
@@ -65,7 +60,7 @@ export class CardDragging {
       if (this.dragId === null) return;
       event.preventDefault();
       const id = this.dragId;
-      const before = cardAfterPointer(list, event.clientY);
+      const before = itemAfterPointer(list, ".card", event.clientY);
       this.end();
       this.dropAt(id, state, before ? Number(before.dataset.id) : null);
     });
@@ -116,15 +111,32 @@ export class CardDragging {
 }
 
 /**
- * The first card whose middle lies below the pointer: the drop goes before it.
+ * The first of `list`'s items (`selector`, the one dragged left out) whose middle lies below
+ * the pointer: the drop goes before it; null: at the end.
  * @param {HTMLElement} list
+ * @param {string} selector
  * @param {number} clientY
  * @returns {HTMLElement | null}
  */
-function cardAfterPointer(list, clientY) {
-  for (const card of list.querySelectorAll(".card:not(.dragging)")) {
-    const box = card.getBoundingClientRect();
-    if (clientY < box.top + box.height / 2) return /** @type {HTMLElement} */ (card);
+export function itemAfterPointer(list, selector, clientY) {
+  for (const item of list.querySelectorAll(`${selector}:not(.dragging)`)) {
+    const box = item.getBoundingClientRect();
+    if (clientY < box.top + box.height / 2) return /** @type {HTMLElement} */ (item);
   }
   return null;
+}
+
+/**
+ * Show the drop marker before `before` (at the end of `list` when null), moving it only when
+ * it is not there already.
+ * @param {HTMLElement} list
+ * @param {HTMLElement} marker
+ * @param {HTMLElement | null} before
+ */
+export function placeMarker(list, marker, before) {
+  if (before) {
+    if (marker.nextSibling !== before) list.insertBefore(marker, before);
+  } else if (list.lastChild !== marker) {
+    list.append(marker);
+  }
 }

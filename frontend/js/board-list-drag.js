@@ -2,6 +2,7 @@
 // drop becomes a plan position, written through the board's `move` action. Keyboard users
 // have the rows' buttons and the keys instead.
 
+import { itemAfterPointer, placeMarker } from "./board-drag.js";
 import { h } from "./dom.js";
 
 /** @typedef {import("./board-list.js").ListView} ListView */
@@ -19,19 +20,14 @@ export class RowDragging {
       if (this.dragId === null) return;
       event.preventDefault();
       event.dataTransfer.dropEffect = "move";
-      const before = rowAfterPointer(list, event.clientY);
-      const marker = this.dropMarker();
-      if (before) {
-        if (marker.nextSibling !== before) list.insertBefore(marker, before);
-      } else if (list.lastChild !== marker) {
-        list.append(marker);
-      }
+      const before = itemAfterPointer(list, ".list-row", event.clientY);
+      placeMarker(list, this.dropMarker(), before);
     });
     list.addEventListener("drop", (event) => {
       if (this.dragId === null) return;
       event.preventDefault();
       const id = this.dragId;
-      const before = rowAfterPointer(list, event.clientY);
+      const before = itemAfterPointer(list, ".list-row", event.clientY);
       this.end();
       this.dropBefore(id, before ? Number(before.dataset.subtaskId) : null);
     });
@@ -82,18 +78,4 @@ export class RowDragging {
     const index = beforeId === null ? rest.length : rest.findIndex((s) => s.id === beforeId);
     if (index >= 0 && index !== dragged.index) actions.move(dragged, index);
   }
-}
-
-/**
- * The first row whose middle lies below the pointer: the drop goes before it.
- * @param {HTMLElement} list
- * @param {number} clientY
- * @returns {HTMLElement | null}
- */
-function rowAfterPointer(list, clientY) {
-  for (const row of list.querySelectorAll(".list-row:not(.dragging)")) {
-    const box = row.getBoundingClientRect();
-    if (clientY < box.top + box.height / 2) return /** @type {HTMLElement} */ (row);
-  }
-  return null;
 }

@@ -1,16 +1,19 @@
 // Markdown for text the agent writes (answers, plan and subtask descriptions, outcomes):
 // parsed by marked, then sanitised by DOMPurify before it touches the page. The agent's
-// text comes from a model that reads web pages and tool output, so it is untrusted. What
-// survives is an allow-list of what markdown itself makes: paragraphs, headings, lists,
-// code, quotes, emphasis, tables (with `align`), rules, line breaks, links (`href`, `title`)
-// and task-list checkboxes (disabled). Nothing the source writes can choose a class, id,
-// style, name, data- or aria- attribute: those would let it borrow the app's own CSS (a
-// fake toast or Approve button over the page) or take over ids the app's scripts look up.
-// Images become links to them: a picture would load from wherever the text says (a
-// tracker) and could show anything (a picture of a button). Links are judged by the
-// origin the browser resolves them to, never by how they start: on-site links stay as
-// written; others (http(s) and mailto only) open in a new tab with no opener, referrer or
-// endorsement. People's own messages are never rendered as markdown.
+// text comes from a model that reads web pages and tool output, so it is untrusted.
+// HTML written in the source is shown as the characters it is, as chat apps do: a
+// `<details>` or `<br>` a model writes reads as what it typed, and no tag of its choosing
+// reaches the page. What survives is an allow-list of what markdown itself makes:
+// paragraphs, headings, lists, code, quotes, emphasis, tables (with `align`), rules, line
+// breaks, links (`href`, `title`) and task-list checkboxes (disabled). DOMPurify stays as
+// the second gate: nothing can choose a class, id, style, name, data- or aria- attribute,
+// which would let it borrow the app's own CSS (a fake toast or Approve button over the
+// page) or take over ids the app's scripts look up. Images become links to them: a picture
+// would load from wherever the text says (a tracker) and could show anything (a picture of
+// a button). Links are judged by the origin the browser resolves them to, never by how
+// they start: on-site links stay as written; others (http(s) and mailto only) open in a
+// new tab with no opener, referrer or endorsement. People's own messages are never
+// rendered as markdown.
 
 import { Marked } from "../vendor/marked.esm.js";
 import DOMPurify from "../vendor/purify.es.js";
@@ -54,19 +57,6 @@ const SANITIZE = {
   RETURN_DOM_FRAGMENT: /** @type {true} */ (true),
 };
 
-// Chromium reports every inline style and event handler it meets while DOMPurify parses,
-// though it parses into an inert document where nothing applies or runs (cure53/DOMPurify#900):
-// a console full of policy errors. So the source's raw tags lose their `style` and `on…`
-// attributes before that parse; DOMPurify would drop them anyway, and a tag this misses still
-// only makes a report.
-const TAG = /<[a-z][^>]*>/gi;
-const INLINE_ATTRIBUTE = /\s(?:style|on[a-z]+)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*)/gi;
-
-/** @param {string} html */
-function withoutInlineAttributes(html) {
-  return html.replace(TAG, (tag) => tag.replace(INLINE_ATTRIBUTE, ""));
-}
-
 const parser = new Marked({
   gfm: true,
   breaks: true,
@@ -80,7 +70,7 @@ const parser = new Marked({
     },
     /** @param {HtmlToken} token raw HTML in the source (a block, or one inline tag) */
     html({ text }) {
-      return withoutInlineAttributes(text);
+      return escapeHtml(text);
     },
   },
 });

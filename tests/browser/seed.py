@@ -330,7 +330,7 @@ def seed_inbox(ivy: Any) -> dict[str, int]:
 
 # Agent text that tries to pass for the app itself: the app's own classes (a toast with an
 # Approve button, a link whose ::after covers what it sits in), full-screen styles, ids the
-# app's scripts look up, `name`s that clobber, data-/aria- attributes and a `/\\host` link.
+# app's scripts look up, `name`s that clobber, data-/aria- attributes and a `//host` link.
 DRESSED_UP_ANSWER = """Your booking is ready.
 
 <div class="toasts" id="board" style="position:fixed;inset:0;z-index:9999;background:#1f2636">\
@@ -342,7 +342,7 @@ href="https://evil.example/cover">Open the plan</a></p>
 
 <span class="live-dot" id="live-indicator" data-status="offline" hidden>offline</span>
 
-[See the plan](/sessions/), or <a href="/\\evil.example/continue">continue the trip</a>.
+[See the plan](/sessions/), or [continue the trip](//evil.example/continue).
 """
 
 # Plan text and a tool result carrying the same kind of markup.

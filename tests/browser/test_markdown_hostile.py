@@ -1,7 +1,7 @@
-"""Agent and tool text cannot dress up the page (issue 21, finding 4): what is rendered keeps
-no class, id, style, name, data- or aria- attribute from its source, stays inside its own box,
-and its links either stay on this site or open elsewhere with `rel`, judged by the origin the
-browser resolves (so `/\\host` and `//host` count as elsewhere)."""
+"""Agent and tool text cannot dress up the page: HTML in it is shown as the characters it is,
+what markdown renders keeps no class, id, style, name, data- or aria- attribute, stays inside
+its own box, and its links either stay on this site or open elsewhere with `rel`, judged by the
+origin the browser resolves (so `/\\host` and `//host` count as elsewhere)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,10 @@ def test_a_dressed_up_answer_stays_text_in_its_bubble(browsing: Browsing, screen
     assert page.evaluate(OVERLAY_PROBE) == []
     expect(page.locator(".toasts")).to_have_count(0)
 
+    # The fake toast and its Approve link read as the HTML the model wrote, not as the app.
+    expect(answer).to_contain_text('<a class="btn btn-primary" id="files"')
     links = {link["text"]: link for link in page.evaluate(LINKS)}
+    assert set(links) == {"See the plan", "continue the trip"}
     assert links["See the plan"] == {
         "text": "See the plan",
         "href": "/sessions/",
@@ -110,9 +113,8 @@ def test_a_dressed_up_answer_stays_text_in_its_bubble(browsing: Browsing, screen
         "rel": None,
     }
     assert links["continue the trip"]["resolved"] == "http://evil.example/continue"
-    for text in ("continue the trip", "Approve again", "Open the plan"):
-        assert links[text]["target"] == "_blank", links[text]
-        assert links[text]["rel"] == EXTERNAL_REL, links[text]
+    assert links["continue the trip"]["target"] == "_blank"
+    assert links["continue the trip"]["rel"] == EXTERNAL_REL
 
     # The composer is where it was and takes clicks and text.
     composer = page.locator(".composer textarea")
@@ -132,6 +134,7 @@ RENDER_EACH = """async (texts) => {
     host.append(element);
     return {
       html: element.innerHTML,
+      text: element.textContent,
       elements: [...element.querySelectorAll("*")].map((el) => ({
         tag: el.tagName, attributes: [...el.attributes].map((a) => [a.name, a.value]) })),
       links: [...element.querySelectorAll("a")].map((a) => ({
@@ -171,13 +174,12 @@ def test_only_the_markup_markdown_makes_survives(browsing: Browsing) -> None:
                 assert name in ALLOWED_ATTRIBUTES.get(element["tag"], set()), (text, name, value)
                 if name == "align":
                     assert value in ("left", "center", "right"), (text, value)
-    # Text of dropped elements stays readable; an input survives only as a disabled checkbox.
-    assert "cover" in results[0]["html"] and "Approve" in results[1]["html"]
-    assert [e for e in results[7]["elements"] if e["tag"] == "INPUT"] == []
-    [box] = [e for e in results[8]["elements"] if e["tag"] == "INPUT"]
-    assert sorted(map(tuple, box["attributes"])) == [("disabled", ""), ("type", "checkbox")]
-    for link in results[3]["links"]:
-        assert link == {"href": "https://example.com/", "target": "_blank", "rel": EXTERNAL_REL}
+    # HTML in the source makes no element of its own: it reads as the characters written.
+    for text, result in zip(ATTRIBUTE_PAYLOADS[:-1], results, strict=False):
+        assert {e["tag"] for e in result["elements"]} <= {"P", "BR"}, (text, result["elements"])
+        assert result["text"].replace("\n", "") == text, (text, result["text"])
+    # A fenced block's info string picks a language at most, never an attribute.
+    assert [e["tag"] for e in results[-1]["elements"]] == ["PRE", "CODE"]
 
     # What markdown itself makes still renders.
     [rendered] = page.evaluate(
@@ -212,27 +214,36 @@ def test_only_the_markup_markdown_makes_survives(browsing: Browsing) -> None:
 
 # (markdown, where the link resolves to ("" = dropped; "/…" = this site), whether external)
 LINK_CASES = [
-    ('<a href="/\\evil.example/x">a</a>', "http://evil.example/x", True),
-    ('<a href="\\\\evil.example/x">a</a>', "http://evil.example/x", True),
+    # marked percent-encodes a backslash, so these stay on this site as odd paths.
+    ("[a](/\\evil.example/x)", "/%5Cevil.example/x", False),
+    (r"[a](\\\\evil.example/x)", "/%5C%5Cevil.example/x", False),
     ("[a](//evil.example/x)", "http://evil.example/x", True),
-    ('<a href="/&#9;/evil.example/x">a</a>', "http://evil.example/x", True),
-    ('<a href="/\n/evil.example/x">a</a>', "http://evil.example/x", True),
-    ('<a href="https:evil.example">a</a>', "https://evil.example/", True),
-    ('<a href="{origin}@evil.example/x">a</a>', "http://evil.example/x", True),
+    ("[a](<//evil.example/x>)", "http://evil.example/x", True),
+    ("[a](https:evil.example)", "https://evil.example/", True),
+    ("[a]({origin}@evil.example/x)", "http://evil.example/x", True),
+    ("<https://example.com/auto>", "https://example.com/auto", True),
     ("[a](https://example.com/map)", "https://example.com/map", True),
     ("[a](mailto:someone@example.com)", "mailto:someone@example.com", True),
     ("[a](/sessions/)", "/sessions/", False),
     ("[a](#chat)", "/#chat", False),
     ("[a]({origin}/history/)", "/history/", False),
     ("[a](javascript:window.__xss=1)", "", False),
-    ('<a href="JaVaScRiPt:window.__xss=1">a</a>', "", False),
-    ('<a href="java&#9;script:window.__xss=1">a</a>', "", False),
-    ('<a href="&#106;avascript:window.__xss=1">a</a>', "", False),
-    ('<a href=" javascript:window.__xss=1">a</a>', "", False),
-    ('<a href="data:text/html,<script>window.__xss=1</script>">a</a>', "", False),
-    ('<a href="vbscript:x">a</a>', "", False),
-    ('<a href="ftp://evil.example/">a</a>', "", False),
-    ('<a href="http://[bad">a</a>', "", False),
+    ("[a](JaVaScRiPt:window.__xss=1)", "", False),
+    ("[a](java&#9;script:window.__xss=1)", "", False),
+    ("[a](&#106;avascript:window.__xss=1)", "", False),
+    ("[a](<data:text/html,<script>window.__xss=1</script>>)", "", False),
+    ("[a](vbscript:x)", "", False),
+    ("[a](ftp://evil.example/)", "", False),
+    ("[a](http://[bad)", "", False),
+]
+
+# Links written as HTML: none becomes a link, whatever its `href` tries.
+RAW_LINKS = [
+    '<a href="/\\evil.example/x">a</a>',
+    '<a href="/&#9;/evil.example/x">a</a>',
+    '<a href="JaVaScRiPt:window.__xss=1">a</a>',
+    '<a href="data:text/html,<script>window.__xss=1</script>">a</a>',
+    '<a href="https://example.com/" onclick="window.__xss=1">a</a>',
 ]
 
 RESOLVE = """async (texts) => {
@@ -264,3 +275,19 @@ def test_links_stay_on_site_or_open_elsewhere_by_resolved_origin(browsing: Brows
             assert (link["target"], link["rel"]) == (None, None), (text, link)
     page.locator("body").click()  # nothing ran on the way
     assert page.evaluate("window.__xss || null") is None
+
+
+RAW_TEXT = """async (texts) => {
+  const { markdownElement } = await import("/static/js/markdown.js");
+  return texts.map((text) => {
+    const element = markdownElement(text);
+    return { anchors: element.querySelectorAll("a").length, text: element.textContent };
+  });
+}"""
+
+
+def test_links_written_as_html_show_as_text(browsing: Browsing) -> None:
+    page = browsing.new_page("alice")
+    results = page.evaluate(RAW_TEXT, RAW_LINKS)
+    for text, result in zip(RAW_LINKS, results, strict=True):
+        assert result == {"anchors": 0, "text": text + "\n"}, text

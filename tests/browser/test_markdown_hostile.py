@@ -1,4 +1,4 @@
-"""Agent and tool text cannot dress up the page (issue 21, finding 4): what is rendered keeps
+"""Agent and tool text cannot dress up the page: what is rendered keeps
 no class, id, style, name, data- or aria- attribute from its source, stays inside its own box,
 and its links either stay on this site or open elsewhere with `rel`, judged by the origin the
 browser resolves (so `/\\host` and `//host` count as elsewhere)."""

@@ -1,4 +1,4 @@
-"""Resources a person attached to a message (issue 24): read by the run from their servers,
+"""Resources a person attached to a message: read by the run from their servers,
 before its next model call, and stored in the transcript as data from that server.
 
 A person's message carries references only (`Message.attachments`: toolset and URI, checked

@@ -1,4 +1,4 @@
-"""A server's question to a person during a run's tool call (MCP elicitation, issue 24).
+"""A server's question to a person during a run's tool call (MCP elicitation).
 
 `asker` makes the `Elicitor` a call hands to its live session (`agents.mcp_sessions`): when
 the server sends `elicitation/create`, the question is recorded (`services.elicitation_open`:

@@ -1,4 +1,4 @@
-"""The pure rules of MCP elicitation (issue 24): which `requestedSchema` a server may send, and
+"""The pure rules of MCP elicitation: which `requestedSchema` a server may send, and
 whether what a person answers fits it.
 
 The MCP specification restricts a form's schema to a flat object whose properties are

@@ -650,7 +650,7 @@ class ToolCall(models.Model):
 
 class Elicitation(models.Model):
     """A question an MCP server asked a person in the middle of a tool call
-    (`elicitation/create`, issue 24): a form built from the server's `requested_schema`, or a
+    (`elicitation/create`): a form built from the server's `requested_schema`, or a
     URL the person is asked to open. The call waits (without holding anything of the
     database) until someone who may answer the session accepts, declines or cancels it, or
     until `expires_at` (then the server is told `decline`).
@@ -777,7 +777,7 @@ class Channel(models.TextChoices):
 
 
 class Decision(models.Model):
-    """The record of who answered something a run waited for, when, and how (issue 25)."""
+    """The record of who answered something a run waited for, when, and how."""
 
     class Kind(models.TextChoices):
         APPROVAL = "approval", "Tool approval"

@@ -45,7 +45,7 @@ def local_root_uri(session_id: int) -> str | None:
     """The session's workspace folder as a `file://` URI, when the default storage keeps files
     on this machine's file system (Django's `FileSystemStorage`: the folder is made if
     missing); None for storage elsewhere (S3 and the like). What an MCP server that asks for
-    roots is given (issue 24)."""
+    roots is given."""
     from django.core.files.storage import default_storage
 
     try:

@@ -1,4 +1,4 @@
-"""The run runtime: many agent runs per worker process, as asyncio tasks (issue 23).
+"""The run runtime: many agent runs per worker process, as asyncio tasks.
 
 `host.RunHost` is the one event loop of a worker process (a thread); `driver` is the agent
 loop written against it; `lanes` is where the synchronous work of a run (the database, the

@@ -12,14 +12,14 @@ Periodic work, one statement each for all the host's runs:
 - the cancel check (every half second) reads which runs were asked to stop and ends their
   wait on the model at once;
 Runs whose host died are re-dispatched by the sweep every worker process runs beside its host
-(`agents.sweeper`, issue 28).
+(`agents.sweeper`).
 
 On worker shutdown (`stop`) the host takes no new runs, tells every run to hand off at its
 next safe point — a wait on the model ends at once, a database unit or a tool call is let
 finish (bounded by the tool timeout) — then each run's lease is released and the run is
 dispatched again, for another worker to take up from its stored state.
 
-The memory limit (`agents.runtime.memory_limit`, issue 28): every unit of a run's work is
+The memory limit (`agents.runtime.memory_limit`): every unit of a run's work is
 measured; past `PLANBOARD_WORKER_MEMORY_LIMIT_MB` the run that grew the process the most
 fails, and a pool process hands its other runs off (as on shutdown) and then recycles: it
 sends itself SIGTERM, so Celery's pool replaces it with a fresh process. A host that must not

@@ -1,4 +1,4 @@
-"""The worker's own memory limit (issue 28): one run must not take its host's other runs down.
+"""The worker's own memory limit: one run must not take its host's other runs down.
 
 A worker process drives many runs on one event loop (`agents.runtime.host`). One of them can
 make the process grow without bound — a session with a thousand tools, a tool that answers

@@ -40,7 +40,7 @@ NUMBER_MAX = 2**31 - 1
 IGNORED_INPUT_KEYS = frozenset({"csrfmiddlewaretoken"})
 
 
-# --- strict JSON fields -------------------------------------------------------------------
+# --- strict JSON fields ---------------------------------------------------------------------------
 
 
 class StrictCharField(serializers.CharField):
@@ -111,7 +111,7 @@ def _require_one(attrs: dict[str, Any], fields: tuple[str, ...]) -> None:
         raise serializers.ValidationError(f"Give at least one of: {', '.join(fields)}.")
 
 
-# --- sessions and messages ------------------------------------------------------------------
+# --- sessions and messages ------------------------------------------------------------------------
 
 
 def profile_name_field() -> StrictCharField:
@@ -217,7 +217,7 @@ class MessagesQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, default=200, min_value=1, max_value=1000)
 
 
-# --- plans and subtasks ------------------------------------------------------------------
+# --- plans and subtasks ---------------------------------------------------------------------------
 
 
 class PlanUpdateSerializer(InputSerializer):
@@ -300,7 +300,7 @@ class EventsQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, default=500, min_value=1, max_value=1000)
 
 
-# --- response shapes (documentation) -------------------------------------------------------
+# --- response shapes (documentation) --------------------------------------------------------------
 
 
 class UserRefSerializer(serializers.Serializer):
@@ -872,7 +872,7 @@ class ToolCallDecidedSerializer(serializers.Serializer):
     run = RunSerializer(allow_null=True)
 
 
-# --- what a session's toolsets offer besides tools: resources and prompts (issue 24) -----------
+# --- what a session's toolsets offer besides tools: resources and prompts -------------------------
 
 
 class SessionResourceSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""Reads of elicitations: the questions MCP servers ask people during tool calls (issue 24)."""
+"""Reads of elicitations: the questions MCP servers ask people during tool calls."""
 
 from __future__ import annotations
 

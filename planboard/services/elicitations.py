@@ -1,4 +1,4 @@
-"""Elicitations (issue 24): a question an MCP server asks a person in the middle of a tool
+"""Elicitations: a question an MCP server asks a person in the middle of a tool
 call. The worker running the call records it (`elicitation_open`) and then polls it in short
 units of its own, with no transaction or lock held while a person thinks; a person answers it
 (`elicitation_answer`), or the worker closes it when nobody did in time or the run stopped

@@ -228,7 +228,7 @@ def message_record_agent(
     return message
 
 
-# --- resources attached to a message (issue 24) -------------------------------------------
+# --- resources attached to a message --------------------------------------------------------------
 
 ATTACHMENTS_MAX = 5
 URI_MAX = 2000

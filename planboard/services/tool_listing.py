@@ -208,7 +208,7 @@ def apply_listing(toolset: Toolset, tool: ToolsetTool, clean: dict[str, Any]) ->
         tool.policy = stricter(tool.policy, ToolsetTool.Policy.ASK)
 
 
-# --- resources, resource templates and prompts (issue 24) -------------------------------------
+# --- resources, resource templates and prompts ----------------------------------------------------
 #
 # What a server lists besides tools is shown to people (attach a resource, pick a prompt) and,
 # for resources, named to the agent through `RESOURCE_TOOL`. It is kept bounded like a tool

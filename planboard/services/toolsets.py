@@ -488,7 +488,7 @@ def toolset_discover(*, toolset_id: int, changed: Iterable[str] | None = None) -
         return None
 
 
-# --- a server's prompts, for the composer (issue 24) ----------------------------------------
+# --- a server's prompts, for the composer ---------------------------------------------------------
 
 PROMPT_ARGUMENT_MAX = 2000
 
@@ -532,7 +532,7 @@ def toolset_prompt_get(
     return str(getter(called, name, clean))
 
 
-# --- a person's own credentials ------------------------------------------------------------
+# --- a person's own credentials -------------------------------------------------------------------
 
 
 def toolset_credential_set(

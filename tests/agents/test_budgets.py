@@ -1,4 +1,4 @@
-"""Spending limits that hold (issue 21): each model call is checked before it is made and its
+"""Spending limits that hold: each model call is checked before it is made and its
 answer capped by what is left; a person's budget per profile and period holds across all
 their sessions; a dollar limit on a model nobody can price stops the run instead of being
 ignored. Hosted calls go to an OpenAI-compatible server on loopback, whose recorded requests

@@ -1,4 +1,4 @@
-"""Elicitation end to end (issue 24): a server asks a person during a run's tool call; the
+"""Elicitation end to end: a server asks a person during a run's tool call; the
 question appears on the session (API) and in the inbox, a person answers through REST, and
 the tool result the model gets carries the answer. Unanswered in time: the server gets
 `decline`; a run cancel: `cancel`; the tool timeout does not cut a person short.

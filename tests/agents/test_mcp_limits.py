@@ -1,4 +1,4 @@
-"""How much an MCP server can make a worker read (issue 21, byte caps): a result larger than
+"""How much an MCP server can make a worker read (byte caps): a result larger than
 `PLANBOARD_MCP_MESSAGE_MAX_BYTES` is given up while it arrives, over stdio and over HTTP (SSE
 and plain JSON answers), so the worker's memory stays bounded; what the model gets is cut
 with a note; binary content is described, never decoded; a listing stops once the server is

@@ -1,4 +1,4 @@
-"""Resources, prompts and roots of MCP servers (issue 24), against the reference "everything"
+"""Resources, prompts and roots of MCP servers, against the reference "everything"
 server: a refresh lists its resources, templates and prompts (bounded); a session lists what
 its toolsets offer to those who may see it."""
 

@@ -1,4 +1,4 @@
-"""The worker's own memory limit (issue 28): which run is charged with the process's growth,
+"""The worker's own memory limit: which run is charged with the process's growth,
 which run fails past the limit, which are handed off, and when the process recycles — with a
 fake RSS sampler; and a run told to fail stops with the message at its next safe point.
 

@@ -1,4 +1,4 @@
-"""Which API key a model request carries (issue 21, item 3): the settings' key goes only where
+"""Which API key a model request carries: the settings' key goes only where
 the settings' model goes, and a profile's own key comes only from a variable whose name the
 allow-list accepts — checked when the profile is saved and again when it is used.
 

@@ -150,7 +150,7 @@ def _session_with_history(user: Any, model: Any, exchanges: int) -> ChatSession:
 # Per model call with one read-only plan tool, 15 (16 before the statement counting the step
 # read the usage totals for clients, 17 before the session's statement counted
 # the session's messages, 18 before it brought the run, 20 before it brought the plan's
-# subtasks; 57 before issue 14). The step's context: the run with its session, the current
+# subtasks; 57 in the first loop). The step's context: the run with its session, the current
 # plan's row and subtasks, whether a tool call waits for a person, and how many messages the
 # session has (the answer and results this worker stored are known already, so when that is
 # all of them nothing more is read); the external tools, each with whether someone always

@@ -1,6 +1,6 @@
 """An index in a tool call means the subtask the model was shown there, not whatever sits at
 that position when the call runs: a person may move, insert or delete cards between the hint
-and the call (issue 9 §1)."""
+and the call."""
 
 from __future__ import annotations
 

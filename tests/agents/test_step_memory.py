@@ -1,4 +1,4 @@
-"""What an agent step reads of the tools it offers grows linearly with them (issue 27.1): a
+"""What an agent step reads of the tools it offers grows linearly with them: a
 step never reads a toolset's cached listing (which lists every tool of the toolset, so one copy
 per offered tool made a step quadratic) nor its secrets and start-up configuration."""
 

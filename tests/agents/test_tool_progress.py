@@ -1,4 +1,4 @@
-"""A long tool call's progress reaches the people watching the session (issue 24): the pinned
+"""A long tool call's progress reaches the people watching the session: the pinned
 reference "everything" server's `trigger-long-running-operation` reports each step while it
 runs, and the session's group hears `tool.progress` events for that call, in order, the last
 step always, before the call's result; a chatty server is thinned out."""

@@ -1,4 +1,4 @@
-"""OAuth 2.1 for remote MCP servers (issue 24): a person presses "Connect", signs in at the
+"""OAuth 2.1 for remote MCP servers: a person presses "Connect", signs in at the
 server's provider and comes back; calls act with their tokens, refreshed silently when they
 expire; a revoked sign-in gives the model (and the person reading the transcript) a clear
 "reconnect" result, never a crash. Against a real OAuth-protected MCP server built with the

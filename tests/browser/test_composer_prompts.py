@@ -1,4 +1,4 @@
-"""The message box offers the session's MCP prompts and resources (issue 24): a prompt's
+"""The message box offers the session's MCP prompts and resources: a prompt's
 arguments are asked, its text (from the reference "everything" server) lands in the box for
 the person to edit and send; a resource is attached to the next message."""
 

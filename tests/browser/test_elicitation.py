@@ -1,4 +1,4 @@
-"""A tool's question to a person (MCP elicitation, issue 24): the inbox lists it with a link to
+"""A tool's question to a person (MCP elicitation): the inbox lists it with a link to
 its session; the session page renders the form from the server's schema (the server's words
 as text only); a wrong value is refused with the reason; accept sends the values."""
 

@@ -1,4 +1,4 @@
-"""The inbox (issue 25): two of one person's sessions wait on her, a tool call to approve and
+"""The inbox: two of one person's sessions wait on her, a tool call to approve and
 a plan to confirm; the inbox lists both with a live count in the header, and answering from
 the inbox resumes the runs while the count drops without a reload."""
 

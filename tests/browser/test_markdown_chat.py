@@ -1,5 +1,4 @@
-"""Markdown from the agent, sanitised in Chromium, and answers that appear as they are written
-(issue 13)."""
+"""Markdown from the agent, sanitised in Chromium, and answers that appear as they are written."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Agent and tool text cannot dress up the page: HTML in it is shown as the characters it is,
 what markdown renders keeps no class, id, style, name, data- or aria- attribute, stays inside
 its own box, and its links either stay on this site or open elsewhere with `rel`, judged by the
-origin the browser resolves (so `/\\host` and `//host` count as elsewhere)."""
+origin the browser resolves (`//host` counts as elsewhere; a backslash stays a path here)."""
 
 from __future__ import annotations
 

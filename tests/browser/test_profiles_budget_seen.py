@@ -1,5 +1,5 @@
 """The board shows who does each subtask, what it cost, whether the agent saw a person's edit,
-and a run paused at its spending limit; the composer switches plan mode (issues 12 and 13)."""
+and a run paused at its spending limit; the composer switches plan mode."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The session's "Tools" dialog: the owner picks the toolsets the agent may use and sees which
 ones act as them; a toolset connected through OAuth offers Connect (back to the session), one
-keyed per person takes the person's own key (issue 24)."""
+keyed per person takes the person's own key."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A risky external tool call waits for a person: the owner approves it in the chat and sees
-its result; a lead sees the same call read-only (issue 11)."""
+its result; a lead sees the same call read-only."""
 
 from __future__ import annotations
 

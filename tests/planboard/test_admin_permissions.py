@@ -1,4 +1,4 @@
-"""The admin obeys the same permissions as the REST API (issue 21).
+"""The admin obeys the same permissions as the REST API.
 
 Without `run_stdio_toolset` the toolset admin offers no way to make or change a program: the
 add form has no stdio kind and no command, args or env, a stdio toolset's are read-only, and a

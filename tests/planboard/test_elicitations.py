@@ -1,4 +1,4 @@
-"""Elicitations (issue 24): the schema rules, the services (open, answer, close), who may see
+"""Elicitations: the schema rules, the services (open, answer, close), who may see
 and answer them, the inbox item, and the REST endpoints."""
 
 from __future__ import annotations

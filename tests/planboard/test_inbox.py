@@ -1,4 +1,4 @@
-"""The inbox (issue 25): everything waiting on a person across the sessions they may answer,
+"""The inbox: everything waiting on a person across the sessions they may answer,
 "not now", bulk approval of identical requests, the people an owner names to answer, and the
 record of who decided, when and through which channel."""
 

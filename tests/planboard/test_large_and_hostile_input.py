@@ -1,4 +1,4 @@
-"""Issue 9 §6: hostile or very large input gets a JSON answer, long histories make small
+"""Hostile or very large input gets a JSON answer, long histories make small
 pages, and a lead only learns the names of teams they share."""
 
 from __future__ import annotations

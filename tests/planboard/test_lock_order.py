@@ -1,6 +1,6 @@
 """One lock order everywhere (session, plans by id, subtasks, runs): every plan-changing
 operation of people and of the agent, mixed at random in concurrent threads on PostgreSQL,
-never deadlocks, and each plan's event log still replays to its snapshot (issue 9 §4)."""
+never deadlocks, and each plan's event log still replays to its snapshot."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 21: nobody reaches more than their permissions grant. Staff powers come from Django's
+"""Nobody reaches more than their permissions grant. Staff powers come from Django's
 model permissions, as in the admin; `is_staff` alone grants a member's rights and nothing more.
 
 Every REST write is listed with the model permissions staff need to make it on someone else's

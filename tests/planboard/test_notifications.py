@@ -1,4 +1,4 @@
-"""Notifications of waiting items (issue 25): per-person settings, email through Django's
+"""Notifications of waiting items: per-person settings, email through Django's
 backend (locmem here), webhooks signed with HMAC-SHA256 and checked by a local HTTP server,
 the durable outbox (claimed before sending, retried, never sent twice at once, skipped when
 answered within the delay), and the signed action links they carry."""

@@ -1,4 +1,4 @@
-"""Open websockets forget people who lost access (issue 9 §2, §3 and the socket parts of §6).
+"""Open websockets forget people who lost access.
 
 Whatever takes access away — team membership, deactivation, token deletion, logout, deletion
 of the target — closes the affected sockets at once (4403; 4404 when the target is gone), and

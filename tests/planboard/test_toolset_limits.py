@@ -1,4 +1,4 @@
-"""What a refresh takes from a server is bounded (issue 21): how many tools, how large one
+"""What a refresh takes from a server is bounded: how many tools, how large one
 tool's schema, how large all of them together. A server over a toolset limit is refused with
 a clear message and nothing changes; a tool over the per-tool limit is left out and named."""
 

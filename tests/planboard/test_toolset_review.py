@@ -1,4 +1,4 @@
-"""Rug pulls (issue 21.5): a server changing what it says about a tool can make Planboard more
+"""Rug pulls: a server changing what it says about a tool can make Planboard more
 careful, never less. A refresh never lowers a policy; a tool whose description, schema or
 read-only claim changed since a person set its policy is flagged `needs_review` and asks
 until someone looks again; a read-only claim nobody reviewed never makes a call repeatable."""

@@ -2,7 +2,7 @@
 plain production worker command:
 
 - a whole worker host SIGKILLed (its process group: the parent and every pool process) with
-  a hundred runs in flight (issue 23) → every run finishes on the other host within lease +
+  a hundred runs in flight → every run finishes on the other host within lease +
   90 s (the sweep of expired leases, not the broker's one-hour visibility timeout), no step
   doubled, the MCP tool's effect happens once per run, each plan step applied once, and each
   plan's event log has every version (`assert_session_invariants`);
@@ -39,7 +39,7 @@ from tests.support.processes import (
 )
 
 LEASE = 60.0  # the default PLANBOARD_RUN_LEASE_SECONDS
-RUNS = 100  # in flight when a host is killed (issue 23)
+RUNS = 100  # in flight when a host is killed
 NOTE_TOOL = "remote__write_note"
 
 

@@ -1,4 +1,4 @@
-"""Fault test for the worker's own memory limit (issue 28): a run that balloons its worker
+"""Fault test for the worker's own memory limit: a run that balloons its worker
 process past `PLANBOARD_WORKER_MEMORY_LIMIT_MB` fails with an error naming the limit and the
 setting, while another run in flight in the same process is handed off and finishes; the
 pool process recycles (Celery's pool starts a fresh one) and the worker host lives on.

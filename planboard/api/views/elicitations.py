@@ -1,4 +1,4 @@
-"""Questions MCP servers ask people during tool calls (elicitation, issue 24): a session's
+"""Questions MCP servers ask people during tool calls (elicitation): a session's
 list, and the answer (accept with the form's values, decline, cancel)."""
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from planboard.exceptions import PlanError
 from planboard.models import ChatSession, Plan, PlanEvent, PlanFork, SubTask
 from planboard.services import Actor
 from tests.support.permissions import grant
+from tests.support.web import XSS, client_for, page_data
 
 
 def _source_rows(plan: Plan) -> tuple[Any, ...]:
@@ -267,3 +268,33 @@ def test_deleting_the_source_keeps_the_fork(plan: Plan, actor: Actor) -> None:
         "Kyoto trip",
     )
     assert selectors.fork_account(session_id=session.pk, plan_id=forked.pk) is not None
+
+
+# --- the history pages ------------------------------------------------------------------------
+
+
+def test_the_history_pages_say_where_a_plan_came_from_and_where_it_went(
+    plan: Plan, actor: Actor, lead: Any
+) -> None:
+    session, forked = services.session_fork(plan_id=plan.pk, by=actor.user, version=1)
+    services.session_update(session_id=session.pk, title=XSS)
+    leads, _ = services.session_fork(plan_id=plan.pk, by=lead, version=1)
+
+    source_page = client_for(actor.user).get(f"/history/plans/{plan.pk}/")
+    assert source_page.status_code == 200
+    assert "csrftoken" in source_page.cookies  # the button posts to the REST API
+    assert page_data(source_page)["fork_url"] == f"/api/plans/{plan.pk}/fork/"
+    html = source_page.content.decode()
+    assert 'id="fork-here"' in html
+    assert f'href="/sessions/{session.pk}/"' in html
+    assert XSS not in html and "&lt;script&gt;" in html
+    # The lead's continuation is not alice's to see.
+    assert f'href="/sessions/{leads.pk}/"' not in html
+
+    forked_page = client_for(actor.user).get(f"/history/plans/{forked.pk}/")
+    html = forked_page.content.decode()
+    assert "Continued from" in html and f'href="/history/plans/{plan.pk}/"' in html
+    events = page_data(forked_page)["events"]
+    assert [e["action"] for e in events] == ["plan_forked"]
+    # The source's page is unchanged by being continued: same version, same history.
+    assert page_data(source_page)["plan"]["version"] == 1

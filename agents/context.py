@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from agents import external_tools, hints, llm, markers, tools
+from agents.fork_hint import render_fork_account
 from agents.memory import RunMemory
 from agents.plan_view import ShownPlan
 from agents.profiles import Acting, acting_profile, in_progress_subtask, profiles_to_choose
@@ -166,6 +167,7 @@ def build_request(
     )
     if session.plan_mode:
         changes = _changes_since_last_step(memory=memory, snapshot=snapshot)
+        earlier_work = _earlier_work(memory=memory, snapshot=snapshot, language=language)
         nudge = _should_nudge(memory=memory, snapshot=snapshot)
         choices = memory.profile_choices(profiles_to_choose)
         hint = hints.build_hint(
@@ -180,6 +182,7 @@ def build_request(
             profiles=choices,
             approval_tools=[o.name for o in external if o.asks],
             waiting_calls=external_tools.waiting_calls(session_id=session.pk, pending=pending),
+            earlier_work=earlier_work,
         )
     external_schemas = external_tools.schemas(external)
     offered = [*tools.TOOL_SCHEMAS, *external_schemas] if session.plan_mode else external_schemas
@@ -395,6 +398,17 @@ def _changes_since_last_step(
         for e in events
         if not (e["actor"]["kind"] == "agent" and e["actor"]["run_id"] in own_runs)
     ][-MAX_CHANGES:]
+
+
+def _earlier_work(*, memory: RunMemory, snapshot: PlanSnapshot | None, language: str) -> str:
+    """A forked session's account of the work before it, for the agent's first look at the
+    plan only: once a model call of the session has completed, the agent has seen it."""
+    if snapshot is None or memory.previous_shown() is not None:
+        return ""
+    account = selectors.fork_account(session_id=memory.session_id, plan_id=snapshot["id"])
+    if account is None:
+        return ""
+    return render_fork_account(account, snapshot=snapshot, language=language)
 
 
 def _should_nudge(*, memory: RunMemory, snapshot: PlanSnapshot | None) -> bool:

@@ -128,6 +128,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "plan_finished": "{who} finished the plan as {state}.",
         "plan_abandoned": "{who} abandoned the plan.",
         "plan_reopened": "{who} reopened the plan; it is {state} again.",
+        "plan_forked": "{who} continued the plan in a new session from its version {version}.",
         "subtask_added": "{who} added {subtask}.",
         "subtask_updated": "{who} edited {subtask}: {fields} changed.",
         "subtask_deleted": (
@@ -241,6 +242,7 @@ _TEXTS: dict[str, dict[str, str]] = {
         "plan_finished": "{who} 结束了计划，状态为 {state}。",
         "plan_abandoned": "{who} 放弃了计划。",
         "plan_reopened": "{who} 重新打开了计划，当前状态为 {state}。",
+        "plan_forked": "{who} 在新会话中从第 {version} 版接着执行这个计划。",
         "subtask_added": "{who} 添加了{subtask}。",
         "subtask_updated": "{who} 修改了{subtask}的{fields}。",
         "subtask_deleted": "{who} 删除了子任务“{name}”（原位置 {index}），后面的子任务依次前移。",
@@ -360,7 +362,7 @@ def _who(actor: EventActor | None, t: Mapping[str, str]) -> str:
     return t["actor_system"]
 
 
-def _known_names(changes: Sequence[PlanEventData]) -> dict[int, str]:
+def _known_names(changes: Sequence[Mapping[str, Any]]) -> dict[int, str]:
     """Names of subtasks that the events mention, for subtasks no longer in the plan."""
     names: dict[int, str] = {}
     for event in changes:
@@ -379,8 +381,24 @@ def _fields(side: Any, t: Mapping[str, str]) -> str:
     return t["field_join"].join(t.get(f"field_{k}", k) for k in keys)
 
 
+def _subtask_label(
+    subtask_id: Any,
+    *,
+    current: Mapping[int, SubtaskSnapshot],
+    names: Mapping[int, str],
+    t: Mapping[str, str],
+) -> str:
+    """The subtask a change is about: by its index now, or by name once it has gone."""
+    if subtask_id is not None and subtask_id in current:
+        item = current[subtask_id]
+        return t["subtask_here"].format(index=item["index"], name=_one_line(item["name"]))
+    if subtask_id is not None and subtask_id in names:
+        return t["subtask_gone"].format(name=_one_line(names[subtask_id]))
+    return t["subtask_unknown"]
+
+
 def _change_line(
-    event: PlanEventData,
+    event: Mapping[str, Any],
     *,
     current: Mapping[int, SubtaskSnapshot],
     names: Mapping[int, str],
@@ -393,14 +411,7 @@ def _change_line(
     after = event.get("after")
     after = after if isinstance(after, dict) else {}
     who = _who(event.get("actor"), t)
-    subtask_id = event.get("subtask_id")
-    if subtask_id is not None and subtask_id in current:
-        item = current[subtask_id]
-        subtask = t["subtask_here"].format(index=item["index"], name=_one_line(item["name"]))
-    elif subtask_id is not None and subtask_id in names:
-        subtask = t["subtask_gone"].format(name=_one_line(names[subtask_id]))
-    else:
-        subtask = t["subtask_unknown"]
+    subtask = _subtask_label(event.get("subtask_id"), current=current, names=names, t=t)
 
     if action == "plan_created":
         return t["plan_created"].format(who=who, name=_one_line(after.get("name", "")))
@@ -412,6 +423,10 @@ def _change_line(
         return t["plan_abandoned"].format(who=who)
     if action == "plan_reopened":
         return t["plan_reopened"].format(who=who, state=after.get("state", ""))
+    if action == "plan_forked":
+        source = after.get("source")
+        version = source.get("version", "?") if isinstance(source, dict) else "?"
+        return t["plan_forked"].format(who=who, version=version)
     if action == "subtask_added":
         return t["subtask_added"].format(who=who, subtask=subtask)
     if action == "subtask_updated":
@@ -437,6 +452,19 @@ def _change_line(
     return t["unknown_action"].format(who=who, action=action)
 
 
+def change_lines(
+    changes: Sequence[Mapping[str, Any]],
+    *,
+    snapshot: PlanSnapshot | None,
+    language: str = "en",
+) -> list[str]:
+    """One "- who did what" line per change, naming subtasks by their index in `snapshot`."""
+    t = _texts(language)
+    current = {s["id"]: s for s in snapshot["subtasks"]} if snapshot else {}
+    names = _known_names(changes)
+    return ["- " + _change_line(event, current=current, names=names, t=t) for event in changes]
+
+
 def render_changes(
     changes: Sequence[PlanEventData],
     *,
@@ -447,11 +475,8 @@ def render_changes(
     if not changes:
         return ""
     t = _texts(language)
-    current = {s["id"]: s for s in snapshot["subtasks"]} if snapshot else {}
-    names = _known_names(changes)
     shown = changes[:MAX_CHANGE_LINES]
-    lines = [t["changes_title"]]
-    lines.extend("- " + _change_line(event, current=current, names=names, t=t) for event in shown)
+    lines = [t["changes_title"], *change_lines(shown, snapshot=snapshot, language=language)]
     if len(changes) > len(shown):
         lines.append(t["changes_more"].format(count=len(changes) - len(shown)))
     return "\n".join(lines)
@@ -547,8 +572,12 @@ def build_hint(
     profiles: Sequence[Mapping[str, str]] = (),
     approval_tools: Sequence[str] = (),
     waiting_calls: Sequence[str] = (),
+    earlier_work: str = "",
 ) -> str:
     """The whole hint for the next LLM call, wrapped in `<system-hint>` tags.
+
+    `earlier_work`: what happened to a forked plan before its session began
+    (`agents.fork_hint`), shown where the changes since the last step are.
 
     `acting` names the agent profile answering this step, `missing_profile` one the subtask in
     progress names but that is unavailable, and `profiles` those the agent may assign.
@@ -558,7 +587,11 @@ def build_hint(
     """
     t = _texts(language)
     parts: list[str] = []
-    changes_text = render_changes(changes, snapshot=snapshot, language=language)
+    changes_text = "\n\n".join(
+        text
+        for text in (earlier_work, render_changes(changes, snapshot=snapshot, language=language))
+        if text
+    )
 
     def limit_rule(count: int | None) -> list[str]:
         if max_subtasks is None:

@@ -416,6 +416,39 @@ class PlanEvent(models.Model):
         return f"{self.plan_id} v{self.version} {self.action}"
 
 
+class PlanFork(models.Model):
+    """A session that continues a plan from its history ("continue from here"): the new
+    session and its plan, where they came from, and what the new session's agent is told of
+    the work done before. The source side reads its forks through `source_plan` (the source
+    plan itself never changes)."""
+
+    session = models.OneToOneField(ChatSession, on_delete=models.CASCADE, related_name="fork")
+    plan = models.OneToOneField(Plan, on_delete=models.CASCADE, related_name="forked_from")
+    source_plan = models.ForeignKey(
+        Plan, null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
+    source_session = models.ForeignKey(
+        ChatSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
+    source_version = models.PositiveIntegerField()
+    # Kept as text: the names stay readable after the source is deleted.
+    source_name = models.CharField(max_length=NAME_MAX, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The source's changes up to `source_version` as the hint lists changes (subtask ids
+    # mapped to the new plan's), the newest `FORK_ACCOUNT_EVENTS` of them:
+    # {"events": [...], "earlier": <how many older ones are left out>}.
+    account = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} from plan {self.source_plan_id} v{self.source_version}"
+
+
 # --- external tools (MCP servers) -------------------------------------------------------------
 
 # A toolset's name prefixes its tools' names for the model (`<toolset>__<tool>`): it never

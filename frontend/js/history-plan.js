@@ -3,13 +3,14 @@
 // A long history is embedded as its newest changes, replayed from the board before them
 // (`events_base`); the rest is fetched from the REST API on request.
 
-import { allPlanEvents, messagesBefore } from "./api.js";
+import { allPlanEvents, api, messagesBefore } from "./api.js";
 import { replay } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { ChatView } from "./chat.js";
 import { h, icon, iconButton, replaceChildren } from "./dom.js";
 import { formatTime, formatWhen, loadStrings, t } from "./i18n.js";
 import { initTabs } from "./tabs.js";
+import { toastError } from "./toast.js";
 import { actorLabel, describeEvent, eventDetail, seenDetail } from "./timeline.js";
 
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
@@ -41,6 +42,11 @@ class PlanReview {
     }
 
     this.caption = document.getElementById("replay-caption");
+    this.forkUrl = page.fork_url || null;
+    this.forkButton = /** @type {HTMLButtonElement | null} */ (
+      document.getElementById("fork-here")
+    );
+    if (this.forkButton) this.forkButton.addEventListener("click", () => this.continueHere());
     this.buildControls(document.getElementById("replay-controls"));
     this.list = document.getElementById("timeline");
     this.buildTimeline();
@@ -231,6 +237,7 @@ class PlanReview {
       step === this.lastStep
         ? t("replay_final")
         : t("replay_after", { version: snapshot.version, total: this.lastStep });
+    this.showForkButton(step === 0 ? null : snapshot.version);
     this.firstButton.disabled = this.prevButton.disabled = step === 0;
     this.nextButton.disabled = this.lastButton.disabled = step === this.lastStep;
     for (const item of /** @type {HTMLCollectionOf<HTMLElement>} */ (this.list.children)) {
@@ -242,6 +249,33 @@ class PlanReview {
       if (current) itemButton.setAttribute("aria-current", "step");
       else itemButton.removeAttribute("aria-current");
       if (current) scrollWithin(this.list, item);
+    }
+  }
+
+  /**
+   * "Continue from here": offered at every version of the replay (not before the plan
+   * existed, nor over a broken history).
+   * @param {number | null} version
+   */
+  showForkButton(version) {
+    if (!this.forkButton) return;
+    this.forkVersion = version;
+    this.forkButton.hidden = !this.forkUrl || version === null || this.broken;
+    if (version !== null) this.forkButton.title = t("fork_here_title", { version });
+  }
+
+  async continueHere() {
+    if (this.forkVersion === null || this.forkVersion === undefined) return;
+    this.stop();
+    this.forkButton.disabled = true;
+    try {
+      const made = await api("POST", this.forkUrl, { version: this.forkVersion });
+      window.location.assign(made.url);
+    } catch (error) {
+      console.error(error);
+      const reason = error instanceof Error ? error.message : String(error);
+      toastError(t("fork_failed", { error: reason }));
+      this.forkButton.disabled = false;
     }
   }
 

@@ -54,6 +54,11 @@ export function describeEvent(event, before, after) {
       return t("ev_plan_abandoned");
     case "plan_reopened":
       return t("ev_plan_reopened");
+    case "plan_forked": {
+      const source = data.source || {};
+      const version = source.version ?? "?";
+      return t("ev_plan_forked", { name: source.name || after.name, version });
+    }
     case "subtask_added":
       return t("ev_subtask_added", { name: name(), index: shown(data.index) });
     case "subtask_updated":

@@ -145,6 +145,7 @@ urlpatterns = [
         name="api-subtask",
     ),
     path("plans/<api_id:plan_id>/events/", plans.PlanEventsView.as_view(), name="api-plan-events"),
+    path("plans/<api_id:plan_id>/fork/", plans.PlanForkView.as_view(), name="api-plan-fork"),
     # Signed-in people only (SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"]): the schema answers
     # 401 to anyone else, the docs pages send a browser to the login page first.
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -10,6 +10,7 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 | `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
 | `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
 | `workspace` | a session's files (`session_files`) and one file's bytes                |
+| `forks`    | a fork's origin and continuations, the account its agent is told (`fork_account`) |
 | `inbox`    | what waits on a person (`inbox_items`), who decided what (`decisions`)    |
 
 The plan tool call's hottest reads (session with plan, plan, subtasks) run `planboard.sql`'s
@@ -48,6 +49,14 @@ from planboard.selectors.elicitations import (
     pending_elicitations,
     serialize_elicitation,
     session_elicitations,
+)
+from planboard.selectors.forks import (
+    ForkAccount,
+    fork_account,
+    fork_origin,
+    plan_continuations,
+    subtask_in_history,
+    version_finishing_subtask,
 )
 from planboard.selectors.inbox import (
     InboxItem,
@@ -131,6 +140,7 @@ __all__ = [
     "RUN_STDIO_TOOLSET",
     "STATE_FILTER_ALL",
     "STATE_FILTER_FINISHED",
+    "ForkAccount",
     "InboxItem",
     "SessionWithPlan",
     "accepting_answerers",
@@ -149,6 +159,8 @@ __all__ = [
     "elicitation_row",
     "elicitation_wait_state",
     "filter_history",
+    "fork_account",
+    "fork_origin",
     "historical_plans",
     "inbox_item",
     "inbox_items",
@@ -164,6 +176,7 @@ __all__ = [
     "pending_elicitations",
     "pending_tool_calls",
     "permission",
+    "plan_continuations",
     "plan_events_since",
     "plan_events_window",
     "plan_row",
@@ -206,6 +219,7 @@ __all__ = [
     "sessions_visible_to",
     "staff_may",
     "staff_may_view",
+    "subtask_in_history",
     "team_choices",
     "tool_always_allowed",
     "tool_call_key",
@@ -219,6 +233,7 @@ __all__ = [
     "toolsets_visible_to",
     "transcript_since",
     "users_with_waiting_runs",
+    "version_finishing_subtask",
     "workspace_file",
     "workspace_file_bytes",
     "workspace_file_open",

@@ -85,12 +85,16 @@ def plan_events_since(
     return [serialize_event(e) for e in (events[:limit] if limit is not None else events)]
 
 
-def plan_events_window(*, plan_id: int, last: int) -> tuple[list[PlanEventData], int]:
-    """The newest `last` events, oldest first, and how many earlier ones were left out."""
+def plan_events_window(
+    *, plan_id: int, last: int, through: int | None = None
+) -> tuple[list[PlanEventData], int]:
+    """The newest `last` events (up to version `through`, if given), oldest first, and how
+    many earlier ones were left out."""
+    rows = PlanEvent.objects.filter(plan_id=plan_id)
+    if through is not None:
+        rows = rows.filter(version__lte=through)
     newest = list(
-        PlanEvent.objects.filter(plan_id=plan_id)
-        .select_related("plan", "actor_user", "actor_run")
-        .order_by("-version")[:last]
+        rows.select_related("plan", "actor_user", "actor_run").order_by("-version")[:last]
     )
     events = [serialize_event(e) for e in reversed(newest)]
     earlier = events[0]["version"] - 1 if events else 0

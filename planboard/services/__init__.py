@@ -12,6 +12,7 @@ nothing.
 | `_core`     | `Actor`, input cleaning, row locks in the one lock order, `_record`, |
 |             | `plan_changes_recorded` (the versions a block's changes committed)   |
 | `sessions`  | `session_create`, `session_update`                                  |
+| `forks`     | `session_fork`: continue a plan from a version of its history       |
 | `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_change`,    |
 |             | `plan_recover`                                                      |
 | `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
@@ -51,6 +52,7 @@ from planboard.services.elicitations import (
     elicitation_close,
     elicitation_open,
 )
+from planboard.services.forks import session_fork
 from planboard.services.inbox import (
     answerer_consent_set,
     inbox_snooze,
@@ -192,6 +194,7 @@ __all__ = [
     "run_renew_leases",
     "run_start",
     "session_create",
+    "session_fork",
     "session_set_answerers",
     "session_set_toolsets",
     "session_update",

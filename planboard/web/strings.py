@@ -197,6 +197,11 @@ STRINGS: dict[str, str | Promise] = {
     "replay_start": _("Before the plan existed"),
     "replay_window_start": _("The board after {count} earlier changes"),
     "replay_load_all": _("Show the {count} earlier changes"),
+    "fork_here_title": _(
+        "Start a new session of yours whose plan is this board (version {version}); this plan "
+        "stays as it is"
+    ),
+    "fork_failed": _("Could not continue from here: {error}"),
     "load_earlier_messages": _("Load earlier messages"),
     "agent_writing": _("writing…"),
     "cost": _("{cost} · {tokens} tokens"),
@@ -344,6 +349,7 @@ STRINGS: dict[str, str | Promise] = {
     "ev_plan_finished": _("finished the plan as {state}"),
     "ev_plan_abandoned": _("abandoned the plan"),
     "ev_plan_reopened": _("reopened the plan"),
+    "ev_plan_forked": _("continued “{name}” from its version {version} in this session"),
     "ev_subtask_added": _("added “{name}” at #{index}"),
     "ev_subtask_updated": _("edited “{name}”: {fields}"),
     "ev_subtask_deleted": _("deleted “{name}”"),

@@ -180,10 +180,14 @@ def history_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@ensure_csrf_cookie  # "Continue from here" posts to the REST API
 def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
-    """One plan for review: the final board, its session's transcript, and its timeline."""
+    """One plan for review: the final board, its session's transcript, its timeline, where it
+    came from and where it was continued; anyone who reads it may continue it from a version
+    of its history (a new session of their own)."""
+    me = signed_in(request)
     plan: Plan = get_object_or_404(
-        selectors.plans_visible_to(signed_in(request)).select_related("owner", "session"),
+        selectors.plans_visible_to(me).select_related("owner", "session"),
         pk=plan_id,
     )
     snapshot = selectors.plan_snapshot(plan_id=plan.pk)
@@ -218,8 +222,9 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
         "messages": messages,
         "earlier_messages": earlier_messages,
         "session_id": plan.session_id if session_url else None,
-        "me": _me(signed_in(request)),
+        "me": _me(me),
         "can_edit": False,
+        "fork_url": reverse("api-plan-fork", args=[plan.pk]),
     }
     return render(
         request,
@@ -228,6 +233,8 @@ def history_plan(request: HttpRequest, plan_id: int) -> HttpResponse:
             "plan": plan,
             "page": page,
             "session_url": session_url,
+            "origin": selectors.fork_origin(plan_id=plan.pk, user=me),
+            "continuations": selectors.plan_continuations(plan_id=plan.pk, user=me),
             "strings": js_strings(),
             "nav": "history",
         },

@@ -25,6 +25,7 @@ PLAN_MODELS = {
     "Plan",
     "SubTask",
     "PlanEvent",
+    "PlanFork",
     "Message",
     "AgentRun",
     "AgentProfile",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
+from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
@@ -15,6 +16,7 @@ from rest_framework.response import Response
 from planboard import selectors, services
 from planboard.api import serializers as s
 from planboard.api.filters import ID_MAX, SEARCH_HELP, PlanFilter
+from planboard.api.fork_serializers import ForkRequestSerializer, ForkResultSerializer
 from planboard.api.permissions import editable_plan, visible_plan
 from planboard.api.views.base import (
     ERRORS,
@@ -231,3 +233,36 @@ class PlanEventsView(ApiView):
             plan_id=plan_id, version=query["since"], limit=limit + 1
         )
         return Response({"results": events[:limit], "has_more": len(events) > limit})
+
+
+class PlanForkView(ApiView):
+    @extend_schema(
+        tags=["plans"],
+        parameters=[PLAN_ID],
+        request=ForkRequestSerializer,
+        responses={201: ForkResultSerializer, **ERRORS},
+        summary="Continue from here: a new session of yours whose plan is this plan as it "
+        "stood at `version` (or when `subtask_id` was finished).",
+        description="Whoever may read the plan's history may fork it. The source plan and "
+        "session do not change; the new plan's history starts with a `plan_forked` event.",
+    )
+    def post(self, request: Request, plan_id: int) -> Response:
+        me = signed_in(request)
+        visible_plan(me, plan_id)
+        data = parse(ForkRequestSerializer, request.data)
+        session, plan = services.session_fork(
+            plan_id=plan_id,
+            by=me,
+            version=data.get("version"),
+            subtask_id=data.get("subtask_id"),
+            title=data.get("title") or None,
+        )
+        return Response(
+            {
+                "session_id": session.pk,
+                "url": reverse("web:session", args=[session.pk]),
+                "version": plan.forked_from.source_version,
+                "plan": selectors.plan_snapshot(plan_id=plan.pk),
+            },
+            status=201,
+        )

@@ -34,6 +34,7 @@ PLAN_MODELS = {
     "NotificationSettings",
     "Notification",
     "ActionLink",
+    "PlanTemplate",
 }
 QUERYSET_WRITES = {
     "create",

@@ -26,7 +26,10 @@ function renumber() {
   list.forEach((row, index) => {
     /** @type {HTMLInputElement | null} */
     const order = row.querySelector("input[name$=-ORDER]");
-    if (order) order.value = String(index + 1);
+    /** @type {HTMLInputElement | null} */
+    const name = row.querySelector("input[name$=-name]");
+    // A row left blank keeps no position, so the form still sees it as unused and skips it.
+    if (order) order.value = name && name.value.trim() ? String(index + 1) : "";
     const number = row.querySelector(".template-row-number");
     if (number) number.textContent = `#${index + 1}`;
     /** @type {NodeListOf<HTMLButtonElement>} */

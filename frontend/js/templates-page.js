@@ -69,8 +69,16 @@ if (rows && blank && total) {
     add.hidden = false;
     add.addEventListener("click", () => {
       const index = Number(total.value);
-      const html = blank.innerHTML.replace(/__prefix__/g, String(index));
-      rows.insertAdjacentHTML("beforeend", html);
+      // A copy of the blank row (nodes, never an HTML string), its fields numbered like
+      // Django's formset numbers them.
+      const copy = /** @type {DocumentFragment} */ (blank.content.cloneNode(true));
+      for (const element of copy.querySelectorAll("[name], [id], [for]")) {
+        for (const attribute of ["name", "id", "for"]) {
+          const value = element.getAttribute(attribute);
+          if (value) element.setAttribute(attribute, value.replace(/__prefix__/g, String(index)));
+        }
+      }
+      rows.append(copy);
       total.value = String(index + 1);
       const empty = document.querySelector(".template-no-rows");
       if (empty) empty.remove();

@@ -987,3 +987,43 @@ class ActionLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} {self.item_key} for {self.user_id}"
+
+
+class PlanTemplate(models.Model):
+    """A plan's text and subtasks kept to start new sessions from: never states, outcomes or
+    history. Owned by a person; shared with one of the owner's teams when `team` is set.
+
+    `subtasks` is a JSON list of `shapes.TemplateSubtask` (`planboard/plan_templates.py`
+    cleans it): a template is saved, edited and copied whole, so its subtasks need no rows,
+    ids or locks of their own (docs/design/templates.md).
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="plan_templates"
+    )
+    team = models.ForeignKey(
+        Team,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="plan_templates",
+        help_text="Shared with this team's members; empty: only the owner (and staff) see it.",
+    )
+    name = models.CharField(max_length=NAME_MAX)
+    description = models.TextField(blank=True, default="")
+    expected_outcome = models.TextField(blank=True, default="")
+    subtasks = models.JSONField(default=list, blank=True)
+    # The plan it was saved from, for reference only: the template never follows it.
+    source_plan = models.ForeignKey(
+        Plan, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        verbose_name = "plan template"
+        indexes = [models.Index(fields=["owner", "name"]), models.Index(fields=["team", "name"])]
+
+    def __str__(self) -> str:
+        return self.name

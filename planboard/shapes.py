@@ -113,3 +113,39 @@ class RunSnapshot(TypedDict):
     # 1-based place among the owner's runs waiting for admission (the per-user cap on runs
     # in flight); None when the run does not wait.
     queue_position: int | None
+
+
+class TemplateSubtask(TypedDict):
+    """One subtask of a plan template: its text and profile, no state or outcome.
+
+    Dependencies join these keys as `blocked_by` (the 0-based positions, in the template's
+    list, of the subtasks it waits for); `planboard.plan_templates` is where they are read
+    from a plan and turned back into a new plan's ids.
+    """
+
+    name: str
+    description: str
+    expected_outcome: str
+    # The agent profile named for it; "" = the session's own.
+    agent: str
+
+
+class TeamRef(TypedDict):
+    id: int
+    name: str
+
+
+class TemplateSnapshot(TypedDict):
+    """A plan template as REST answers and the pages show it."""
+
+    id: int
+    owner: OwnerRef
+    # The team it is shared with; None = only its owner (and staff allowed to view templates).
+    team: TeamRef | None
+    name: str
+    description: str
+    expected_outcome: str
+    subtasks: list[TemplateSubtask]
+    source_plan_id: int | None
+    created_at: str | None
+    updated_at: str | None

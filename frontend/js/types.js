@@ -159,3 +159,33 @@
  */
 
 export {};
+
+/**
+ * One subtask of a plan template: text and profile, never a state or outcome.
+ * @typedef {object} TemplateSubtask
+ * @property {string} name
+ * @property {string} description
+ * @property {string} expected_outcome
+ * @property {string} agent the agent profile named for it; "" = the session's
+ */
+
+/**
+ * @typedef {object} TeamRef
+ * @property {number} id
+ * @property {string} name
+ */
+
+/**
+ * A plan template (GET /api/templates/{id}/).
+ * @typedef {object} TemplateSnapshot
+ * @property {number} id
+ * @property {OwnerRef} owner
+ * @property {TeamRef | null} team the team it is shared with; null = its owner only
+ * @property {string} name
+ * @property {string} description
+ * @property {string} expected_outcome
+ * @property {TemplateSubtask[]} subtasks
+ * @property {number | null} source_plan_id
+ * @property {string | null} created_at
+ * @property {string | null} updated_at
+ */

@@ -21,6 +21,7 @@ from planboard.api.views import (
     plans,
     profiles,
     sessions,
+    templates,
     toolsets,
 )
 
@@ -132,6 +133,17 @@ urlpatterns = [
     ),
     path("profiles/", profiles.ProfileListView.as_view(), name="api-profiles"),
     path("profiles/<api_id:profile_id>/", profiles.ProfileDetailView.as_view(), name="api-profile"),
+    path("templates/", templates.TemplateListView.as_view(), name="api-templates"),
+    path(
+        "templates/<api_id:template_id>/",
+        templates.TemplateDetailView.as_view(),
+        name="api-template",
+    ),
+    path(
+        "templates/<api_id:template_id>/start/",
+        templates.TemplateStartView.as_view(),
+        name="api-template-start",
+    ),
     path("plans/", plans.PlanListView.as_view(), name="api-plans"),
     path("plans/<api_id:plan_id>/", plans.PlanDetailView.as_view(), name="api-plan"),
     path(

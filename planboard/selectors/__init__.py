@@ -12,6 +12,7 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 | `workspace` | a session's files (`session_files`) and one file's bytes                |
 | `forks`    | a fork's origin and continuations, the account its agent is told (`fork_account`) |
 | `inbox`    | what waits on a person (`inbox_items`), who decided what (`decisions`)    |
+| `templates` | plan templates a person sees (`templates_for_list`), `template_snapshot` |
 
 The plan tool call's hottest reads (session with plan, plan, subtasks) run `planboard.sql`'s
 statements; everything else is the ORM.
@@ -25,6 +26,7 @@ from planboard.selectors.access import (
     can_answer_session,
     can_change_plan,
     can_change_subtasks,
+    can_change_template,
     can_decide_tool_calls,
     can_edit_board,
     is_answerer,
@@ -41,6 +43,7 @@ from planboard.selectors.access import (
     staff_may,
     staff_may_view,
     team_choices,
+    templates_visible_to,
 )
 from planboard.selectors.elicitations import (
     elicitation_key,
@@ -109,6 +112,13 @@ from planboard.selectors.sessions import (
     sessions_for_list,
     transcript_since,
 )
+from planboard.selectors.templates import (
+    template_permissions,
+    template_share_teams,
+    template_snapshot,
+    template_visible,
+    templates_for_list,
+)
 from planboard.selectors.toolsets import (
     pending_tool_calls,
     session_catalog,
@@ -152,6 +162,7 @@ __all__ = [
     "can_answer_session",
     "can_change_plan",
     "can_change_subtasks",
+    "can_change_template",
     "can_decide_tool_calls",
     "can_edit_board",
     "decisions",
@@ -221,6 +232,12 @@ __all__ = [
     "staff_may_view",
     "subtask_in_history",
     "team_choices",
+    "template_permissions",
+    "template_share_teams",
+    "template_snapshot",
+    "template_visible",
+    "templates_for_list",
+    "templates_visible_to",
     "tool_always_allowed",
     "tool_call_key",
     "tool_sessions_wanted",

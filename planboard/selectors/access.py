@@ -28,6 +28,7 @@ from planboard.models import (
     ChatSession,
     NotificationSettings,
     Plan,
+    PlanTemplate,
     SubTask,
     Team,
     TeamMembership,
@@ -183,6 +184,27 @@ def can_answer_session(user: Person, owner_id: int | None, *, session_id: int) -
     it. An answerer does no more than that (`services.message_post` refuses them a new run
     or a message into a running one; "always allow" is the owner's)."""
     return can_act_in_session(user, owner_id) or is_answerer(user, session_id)
+
+
+# --- plan templates ----------------------------------------------------------------------------
+
+
+def templates_visible_to(user: Person) -> QuerySet[PlanTemplate]:
+    """Owners see their templates, members of a team those shared with it, staff with the
+    template's view (or change) permission every one. Sharing is explicit: a lead does not see
+    a member's unshared templates."""
+    if not isinstance(user, User) or not user.is_authenticated or not user.is_active:
+        return PlanTemplate.objects.none()
+    if staff_may_view(user, PlanTemplate):
+        return PlanTemplate.objects.all()
+    teams = TeamMembership.objects.filter(user=user).values("team_id")
+    return PlanTemplate.objects.filter(Q(owner=user) | Q(team_id__in=teams))
+
+
+def can_change_template(user: Person, owner_id: int | None, action: Action = "change") -> bool:
+    """Editing (`change`) or deleting (`delete`) a template: its owner, or staff with that
+    permission of plan templates. Team members only read and start from it."""
+    return _owns(user, owner_id) or staff_may(user, permission(action, PlanTemplate))
 
 
 # --- consent to be named an answerer -----------------------------------------------------------

@@ -31,6 +31,7 @@ nothing.
 | `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, answerers and consent to be named |
 | `notifications` | notification settings, the outbox (claim/finish)                   |
 | `action_links`  | signed action links: made with a notification, used, expired      |
+| `templates` | `template_create(_from_plan)/update/delete`, `session_start_from_template` |
 | `secret_rotation` | `notification_settings_rotate_secrets` (`manage.py rotate_secrets`) |
 """
 
@@ -106,6 +107,15 @@ from planboard.services.subtasks import (
     subtask_set_state,
     subtask_update,
 )
+from planboard.services.templates import (
+    TEMPLATE_FIELDS,
+    StartedFromTemplate,
+    session_start_from_template,
+    template_create,
+    template_create_from_plan,
+    template_delete,
+    template_update,
+)
 from planboard.services.tokens import (
     token_expire_if_stale,
     token_is_expired,
@@ -149,10 +159,12 @@ __all__ = [
     "PLAN_TEXT_FIELDS",
     "PROFILE_FIELDS",
     "SUBTASK_TEXT_FIELDS",
+    "TEMPLATE_FIELDS",
     "TOOLSET_FIELDS",
     "Actor",
     "Claimed",
     "RunStopFlags",
+    "StartedFromTemplate",
     "TextChanges",
     "action_link_find",
     "action_link_preview",
@@ -197,6 +209,7 @@ __all__ = [
     "session_fork",
     "session_set_answerers",
     "session_set_toolsets",
+    "session_start_from_template",
     "session_update",
     "subtask_add",
     "subtask_change",
@@ -205,6 +218,10 @@ __all__ = [
     "subtask_move",
     "subtask_set_state",
     "subtask_update",
+    "template_create",
+    "template_create_from_plan",
+    "template_delete",
+    "template_update",
     "token_expire_if_stale",
     "token_is_expired",
     "token_issue",

@@ -393,6 +393,11 @@ STRINGS: dict[str, str | Promise] = {
     "channel_webhook": _("by a webhook link"),
     "channel_expiry": _("the link expired"),
     "channel_admin": _("in the admin"),
+    # Plan templates ("Save as template")
+    "template_saved": _("Saved as the template “{name}”."),
+    "template_open": _("Open"),
+    "template_not_saved": _("Not saved as a template: {reason}"),
+    "template_no_plan": _("There is no plan to save yet."),
 }
 
 

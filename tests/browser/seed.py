@@ -15,6 +15,7 @@ from tests.browser.seed_edges import seed_edges
 from tests.browser.seed_links import seed_confirmation_link
 from tests.browser.seed_list import seed_long_plans
 from tests.browser.seed_presence import seed_presence
+from tests.browser.seed_templates import seed_templates
 
 PASSWORD = "pw-browser-123"
 
@@ -165,6 +166,9 @@ def seed() -> dict[str, Any]:
     cards = seed_cards_plan(alice)
     long_plans = seed_long_plans(users.create_user("lily", password=PASSWORD))
     edges = seed_edges(users.create_user("mika", password=PASSWORD))
+    templates = seed_templates(
+        users.create_user("tara", password=PASSWORD), users.create_user("tomo", password=PASSWORD)
+    )
 
     return {
         "password": PASSWORD,
@@ -178,6 +182,7 @@ def seed() -> dict[str, Any]:
         "cards": cards,
         "long_plans": long_plans,
         "edges": edges,
+        "templates": templates,
         "board_session": board_session.pk,
         "presence": presence,
         "board_plan": board_plan.pk,

@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from planboard import shapes
 from planboard.api import serializers as s
+from planboard.api import template_serializers as ts
 
 PAIRS: list[tuple[type[serializers.Serializer], Any]] = [
     (s.UserRefSerializer, shapes.OwnerRef),
@@ -23,6 +24,8 @@ PAIRS: list[tuple[type[serializers.Serializer], Any]] = [
     (s.ActorSerializer, shapes.EventActor),
     (s.EventSeenSerializer, shapes.EventSeen),
     (s.PlanEventSerializer, shapes.PlanEventData),
+    (ts.TemplateSubtaskSerializer, shapes.TemplateSubtask),
+    (ts.TeamRefSerializer, shapes.TeamRef),
 ]
 
 

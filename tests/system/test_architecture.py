@@ -35,6 +35,7 @@ PLAN_MODELS = {
     "NotificationSettings",
     "Notification",
     "ActionLink",
+    "PlanTemplate",
 }
 QUERYSET_WRITES = {
     "create",

@@ -1,0 +1,150 @@
+"""Input and response shapes of `/api/templates/` (the schema documents them; the services
+check every rule). A template subtask is text and a profile only: sending a state, an outcome
+or an id is refused as an unknown field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from planboard.api.serializers import (
+    NUMBER_MAX,
+    InputSerializer,
+    PlanSnapshotSerializer,
+    SessionSnapshotSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictIntegerField,
+    UserRefSerializer,
+    _require_one,
+    name_field,
+    profile_name_field,
+    text_field,
+)
+from planboard.models import NAME_MAX, SUBTASKS_HARD_LIMIT, ChatSession
+
+
+class TemplateSubtaskInputSerializer(InputSerializer):
+    name = name_field(required=True)
+    description = text_field()
+    expected_outcome = text_field()
+    agent = profile_name_field()
+
+
+def _subtasks_field() -> serializers.ListField:
+    return serializers.ListField(
+        child=TemplateSubtaskInputSerializer(),
+        max_length=SUBTASKS_HARD_LIMIT,
+        required=False,
+        help_text="The whole list, in order; replaces the template's subtasks.",
+    )
+
+
+def _team_field() -> StrictIntegerField:
+    return StrictIntegerField(
+        min_value=1,
+        max_value=NUMBER_MAX,
+        required=False,
+        allow_null=True,
+        help_text="Share with this team (one its owner belongs to); null: share with nobody.",
+    )
+
+
+class TemplateCreateSerializer(InputSerializer):
+    plan_id = StrictIntegerField(
+        min_value=1,
+        max_value=NUMBER_MAX,
+        required=False,
+        help_text="Save this plan (one you can read) as the template; the text fields and "
+        "subtasks then come from the plan, and `name`, if given, replaces its name.",
+    )
+    name = name_field(required=False)
+    description = text_field()
+    expected_outcome = text_field()
+    subtasks = _subtasks_field()
+    team_id = _team_field()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "plan_id" in attrs:
+            extra = sorted({"description", "expected_outcome", "subtasks"} & set(attrs))
+            if extra:
+                raise serializers.ValidationError(
+                    f"With plan_id the plan gives {', '.join(extra)}; send only name and team_id."
+                )
+        elif "name" not in attrs:
+            raise serializers.ValidationError(
+                "Give a plan_id to save, or a name for a new template."
+            )
+        return attrs
+
+
+class TemplateUpdateSerializer(InputSerializer):
+    name = name_field(required=False)
+    description = text_field()
+    expected_outcome = text_field()
+    subtasks = _subtasks_field()
+    team_id = _team_field()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        _require_one(attrs, tuple(self.fields))
+        return attrs
+
+
+class TemplateStartSerializer(InputSerializer):
+    title = StrictCharField(
+        max_length=NAME_MAX,
+        required=False,
+        allow_blank=True,
+        help_text="The new session's title; empty: the template's name.",
+    )
+    need_user_confirm = StrictBooleanField(required=False, default=True)
+    language = StrictChoiceField(
+        choices=ChatSession.Language.choices, required=False, default=ChatSession.Language.AUTO
+    )
+    drop_unavailable_profiles = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Subtasks naming a profile you cannot use now do the session's profile "
+        "instead (listed in `dropped_profiles`); without it such a template is refused (400, "
+        "code `unavailable_profile`).",
+    )
+
+
+class TeamRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class TemplateSubtaskSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    expected_outcome = serializers.CharField()
+    agent = serializers.CharField(help_text="The agent profile's name; empty: the session's.")
+
+
+class TemplateSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    owner = UserRefSerializer()
+    team = TeamRefSerializer(allow_null=True)
+    name = serializers.CharField()
+    description = serializers.CharField()
+    expected_outcome = serializers.CharField()
+    subtasks = TemplateSubtaskSerializer(many=True)
+    source_plan_id = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+    can_change = serializers.BooleanField(help_text="Whether you may edit it.")
+    can_delete = serializers.BooleanField(help_text="Whether you may delete it.")
+
+
+class DroppedProfileSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The subtask's 0-based position.")
+    profile = serializers.CharField()
+
+
+class TemplateStartedSerializer(serializers.Serializer):
+    session = SessionSnapshotSerializer()
+    plan = PlanSnapshotSerializer()
+    dropped_profiles = DroppedProfileSerializer(many=True)

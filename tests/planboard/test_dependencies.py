@@ -4,6 +4,7 @@ subtask, replayed from the history."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -293,3 +294,70 @@ def test_history_replays_to_the_snapshot(plan: Plan, actor: Actor) -> None:
     for event in events:
         replayed = apply_event(replayed, event)
     assert replayed == selectors.plan_snapshot(plan_id=plan.pk)
+
+
+class TestRest:
+    """PATCH and POST carry `blocked_by` (ids) to the same services; refusals are 400s."""
+
+    @pytest.fixture
+    def api(self, user: Any) -> Any:
+        from rest_framework.test import APIClient
+
+        client = APIClient()
+        client.force_authenticate(user)
+        return client
+
+    def test_patch_sets_and_clears_blockers(self, api: Any, plan: Plan) -> None:
+        a, b, c = ids(plan)
+        url = f"/api/plans/{plan.pk}/subtasks/{c}/"
+        response = api.patch(url, {"blocked_by": [b, a]}, format="json")
+        assert response.status_code == 200, response.json()
+        assert response.json()["plan"]["subtasks"][2]["blocked_by"] == [a, b]
+        response = api.patch(url, {"blocked_by": []}, format="json")
+        assert response.json()["plan"]["subtasks"][2]["blocked_by"] == []
+
+    @pytest.mark.parametrize(
+        ("body", "fragment"),
+        [
+            ({"blocked_by": ["1"]}, "whole number"),
+            ({"blocked_by": 3}, "list"),
+            ({"blocked_by": [0]}, "greater than or equal to 1"),
+        ],
+    )
+    def test_patch_refuses_bad_shapes(self, api: Any, plan: Plan, body: Any, fragment: str) -> None:
+        response = api.patch(f"/api/plans/{plan.pk}/subtasks/{ids(plan)[2]}/", body, format="json")
+        assert response.status_code == 400
+        assert fragment in json.dumps(response.json())
+        assert blocked(plan) == [[], [], []]
+
+    def test_cycles_and_self_references_are_400_and_change_nothing(
+        self, api: Any, plan: Plan, actor: Actor
+    ) -> None:
+        a, b, _ = ids(plan)
+        wait(plan, actor, 1, [0])
+        version = Plan.objects.get(pk=plan.pk).version
+        response = api.patch(
+            f"/api/plans/{plan.pk}/subtasks/{a}/", {"blocked_by": [b]}, format="json"
+        )
+        assert response.status_code == 400
+        assert response.json()["code"] == "blocked_by_cycle"
+        response = api.patch(
+            f"/api/plans/{plan.pk}/subtasks/{a}/", {"blocked_by": [a]}, format="json"
+        )
+        assert response.json()["code"] == "blocked_by_self"
+        assert Plan.objects.get(pk=plan.pk).version == version
+
+    def test_post_adds_a_waiting_subtask(self, api: Any, plan: Plan) -> None:
+        a = ids(plan)[0]
+        response = api.post(
+            f"/api/plans/{plan.pk}/subtasks/", {"name": "Pack", "blocked_by": [a]}, format="json"
+        )
+        assert response.status_code == 201, response.json()
+        assert response.json()["plan"]["subtasks"][3]["blocked_by"] == [a]
+
+    def test_schema_documents_the_field(self, api: Any) -> None:
+        schema = api.get("/api/schema/", {"format": "json"}).json()
+        components = schema["components"]["schemas"]
+        assert components["SubtaskSnapshot"]["properties"]["blocked_by"]["type"] == "array"
+        assert "blocked_by" in components["PatchedSubtaskUpdate"]["properties"]
+        assert "blocked_by" in components["SubtaskCreate"]["properties"]

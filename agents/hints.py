@@ -143,7 +143,15 @@ _TEXTS: dict[str, dict[str, str]] = {
         "field_description": "description",
         "field_expected_outcome": "expected outcome",
         "field_outcome": "outcome",
+        "field_blocked_by": "what it waits for",
         "field_join": ", ",
+        # dependencies
+        "blocked_title": (
+            "Blocked subtasks: each one can start only after every subtask it waits for is done "
+            "or abandoned, so do not start it before then:"
+        ),
+        "blocked_line": "- {subtask} waits for {blockers}",
+        "blocked_join": ", ",
         # external tools
         "approval_tools": (
             "These tools run only after a person approves each call, and the run pauses until "
@@ -255,7 +263,13 @@ _TEXTS: dict[str, dict[str, str]] = {
         "field_description": "描述",
         "field_expected_outcome": "预期结果",
         "field_outcome": "实际结果",
+        "field_blocked_by": "依赖",
         "field_join": "、",
+        "blocked_title": (
+            "被阻塞的子任务：只有在它所依赖的子任务全部完成或放弃之后才能开始，在此之前不要开始它："
+        ),
+        "blocked_line": "- {subtask} 依赖 {blockers}",
+        "blocked_join": "、",
         "approval_tools": (
             "以下工具的每次调用都要经过人工批准才会执行，在对方做出决定之前运行会暂停：{names}。"
             "被拒绝的调用会返回 'Error: the person denied this call' 以及对方的说明；"
@@ -490,6 +504,46 @@ def _first_in_state(subtasks: Sequence[SubtaskSnapshot], state: str) -> SubtaskS
     return next(s for s in subtasks if s["state"] == state)
 
 
+def _open_blockers(
+    subtask: SubtaskSnapshot, by_id: Mapping[int, SubtaskSnapshot]
+) -> list[SubtaskSnapshot]:
+    """What `subtask` waits for that is neither done nor abandoned (board order)."""
+    found = [by_id[pk] for pk in subtask.get("blocked_by") or () if pk in by_id]
+    return sorted((s for s in found if s["state"] not in _FINISHED), key=lambda s: s["index"])
+
+
+def _first_ready(subtasks: Sequence[SubtaskSnapshot]) -> SubtaskSnapshot:
+    """The first `todo` subtask the agent may start: with dependencies, the first whose
+    blockers are all finished (the lists hold no circle, so one exists when a todo does and
+    none is in progress); without, simply the first todo."""
+    by_id = {s["id"]: s for s in subtasks}
+    ready = (s for s in subtasks if s["state"] == "todo" and not _open_blockers(s, by_id))
+    return next(ready, None) or _first_in_state(subtasks, "todo")
+
+
+def render_blocked(snapshot: PlanSnapshot, *, language: str = "en") -> str:
+    """One line per unfinished subtask that waits for an unfinished one, or "" (a plan without
+    dependencies shows nothing: its hint stays as it was)."""
+    t = _texts(language)
+    subtasks = snapshot.get("subtasks") or []
+    by_id = {s["id"]: s for s in subtasks}
+    lines = []
+    for subtask in subtasks:
+        if subtask["state"] in _FINISHED:
+            continue
+        waiting = _open_blockers(subtask, by_id)
+        if waiting:
+            names = t["blocked_join"].join(_subtask_here(s, t) for s in waiting)
+            lines.append(
+                t["blocked_line"].format(subtask=_subtask_here(subtask, t), blockers=names)
+            )
+    return "\n".join([t["blocked_title"], *lines]) if lines else ""
+
+
+def _subtask_here(subtask: SubtaskSnapshot, t: Mapping[str, str]) -> str:
+    return t["subtask_here"].format(index=subtask["index"], name=_one_line(subtask["name"]))
+
+
 def _plan_parts(
     t: Mapping[str, str],
     snapshot: PlanSnapshot,
@@ -507,6 +561,9 @@ def _plan_parts(
     for subtask in subtasks:
         counts[subtask["state"]] = counts.get(subtask["state"], 0) + 1
     plan_text = render_plan_markdown(snapshot, language=language)
+    blocked_text = render_blocked(snapshot, language=language)
+    if blocked_text:  # what is blocked belongs with the plan it describes
+        plan_text += "\n\n" + blocked_text
 
     if total == 0:  # case 5, empty plan
         parts += [t["empty_plan"], plan_text]
@@ -538,7 +595,7 @@ def _plan_parts(
         parts += limit_rule(total)
         parts.append(t["rules"])
     elif counts["done"]:  # case 4
-        upcoming = _first_in_state(subtasks, "todo")
+        upcoming = _first_ready(subtasks)
         parts += [t["between"].format(done=counts["done"], total=total), plan_text]
         if changes_text:
             parts.append(changes_text)
@@ -547,7 +604,7 @@ def _plan_parts(
         )
         parts.append(t["rules"])
     else:  # case 2: only todo (and perhaps abandoned) subtasks
-        upcoming = _first_in_state(subtasks, "todo")
+        upcoming = _first_ready(subtasks)
         parts += [t["not_started"], plan_text]
         if changes_text:
             parts.append(changes_text)

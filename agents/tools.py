@@ -43,6 +43,26 @@ _SUBTASK_FIELDS: dict[str, Any] = {
         "profiles the hint lists); leave it out to keep the session's default.",
     },
 }
+_NEW_SUBTASK_FIELDS: dict[str, Any] = {
+    **_SUBTASK_FIELDS,
+    "blocked_by": {
+        "type": "array",
+        "items": {"type": "integer"},
+        "description": "Optional: the 0-based positions, in this same subtasks list, of the "
+        "subtasks that must be done or abandoned before this one can start. Leave it out when "
+        "the subtask only has to follow the ones before it.",
+    },
+}
+_REVISED_SUBTASK_FIELDS: dict[str, Any] = {
+    **_SUBTASK_FIELDS,
+    "blocked_by": {
+        "type": "array",
+        "items": {"type": "integer"},
+        "description": "Optional: the 0-based positions (as the latest plan you were shown "
+        "lists them) of the subtasks that must be done or abandoned before this one can "
+        "start; for 'revise' it replaces what the subtask waited for, and [] clears it.",
+    },
+}
 _SUBTASK_IDX: dict[str, Any] = {
     "type": "integer",
     "description": "0-based position of the subtask as the latest plan you were shown lists "
@@ -90,7 +110,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                 "description": "The ordered subtasks; each one starts as todo.",
                 "items": {
                     "type": "object",
-                    "properties": _SUBTASK_FIELDS,
+                    "properties": _NEW_SUBTASK_FIELDS,
                     "required": ["name", "description", "expected_outcome"],
                 },
             },
@@ -125,7 +145,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                 "type": "object",
                 "description": "The new subtask for 'add' (name required), or the fields to "
                 "change for 'revise'. Not used by 'delete'.",
-                "properties": _SUBTASK_FIELDS,
+                "properties": _REVISED_SUBTASK_FIELDS,
             },
         },
         ["subtask_idx", "action"],
@@ -470,12 +490,57 @@ def _subtask_fields(value: dict[str, Any]) -> dict[str, Any]:
     return {key: value[key] for key in keys if key in value}
 
 
+def _blocker_indices(value: dict[str, Any]) -> list[Any] | None:
+    """A subtask object's `blocked_by` (None: not given). A lone index or digit strings are
+    read as the model meant them; anything else is left for the checks to refuse."""
+    given = value.get("blocked_by")
+    if given is None:
+        return None
+    given = [given] if isinstance(given, int | str) and not isinstance(given, bool) else given
+    if not isinstance(given, list):
+        raise _BadCall(
+            f"'blocked_by' must be a list of subtask positions, not {_type_label(given)}."
+        )
+    return [_lax_int(item) for item in given]
+
+
+def _blocker_ids(call: _Call, snapshot: PlanSnapshot, indices: list[Any]) -> list[int]:
+    """The subtasks the model was shown at `indices`, as ids (each must still exist)."""
+    found = []
+    for index in indices:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise _BadCall(
+                f"'blocked_by' must hold subtask positions (integers), not {index!r:.40}."
+            )
+        if not 0 <= index < len(call.shown.subtasks):
+            raise _BadCall(
+                f"'blocked_by' names position {index}, which is out of range: "
+                f"{_valid_range(len(call.shown.subtasks))}"
+            )
+        found.append(_resolve(call, snapshot, index).now["id"])
+    return found
+
+
+def _waits_for(snapshot: PlanSnapshot, ids: list[int]) -> str:
+    """What a subtask now waits for, named by position as the plan now lists them."""
+    by_id = {s["id"]: s for s in snapshot["subtasks"]}
+    named = [_label(by_id[pk]) for pk in ids if pk in by_id]
+    return ", ".join(named) if named else "nothing"
+
+
+def _new_subtask(item: dict[str, Any]) -> dict[str, Any]:
+    """A subtask object of create_plan: its text fields, and what it waits for when given."""
+    fields = _subtask_fields(item)
+    waits = _blocker_indices(item)
+    return {**fields, "blocked_by": waits} if waits is not None else fields
+
+
 # --- the tools --------------------------------------------------------------------------------
 
 
 def _create_plan(call: _Call) -> str:
     subtasks = call.args["subtasks"]
-    specs = [_subtask_fields(item) if isinstance(item, dict) else item for item in subtasks]
+    specs = [_new_subtask(item) if isinstance(item, dict) else item for item in subtasks]
     plan, replaced = services.plan_create(
         session_id=call.session.pk,
         actor=call.actor,
@@ -540,6 +605,8 @@ def _revise_current_plan(call: _Call) -> str:
         if given is None:
             raise _BadCall("action 'add' needs 'subtask' with at least a name.")
         fields = _subtask_fields(given)
+        waits = _blocker_indices(given)
+        blockers = _blocker_ids(call, snapshot, waits) if waits else None
         position, where = _insert_position(call, snapshot, index)
         added = services.subtask_add(
             plan_id=snapshot["id"],
@@ -550,6 +617,7 @@ def _revise_current_plan(call: _Call) -> str:
             description=fields.get("description", ""),
             expected_outcome=fields.get("expected_outcome", ""),
             agent=fields.get("agent", ""),
+            blocked_by=blockers,
         )
         moved = (
             ""
@@ -572,12 +640,15 @@ def _revise_current_plan(call: _Call) -> str:
         return f"Deleted {target.label}{target.moved}; later subtasks moved up by one:\n{plan_text}"
 
     fields = _subtask_fields(given or {})
-    if not fields:
+    waits = _blocker_indices(given or {})
+    if not fields and waits is None:
         raise _BadCall(
             "action 'revise' needs 'subtask' with at least one of name, description, "
-            "expected_outcome."
+            "expected_outcome, blocked_by."
         )
     _require_unchanged(call, snapshot, target, state=False, text=True)
+    if waits is not None:
+        fields["blocked_by"] = _blocker_ids(call, snapshot, waits)
     changes = services.subtask_update(
         plan_id=snapshot["id"],
         actor=call.actor,
@@ -587,6 +658,7 @@ def _revise_current_plan(call: _Call) -> str:
     )
     if not changes:
         return f"Nothing changed: {target.label} already has these values{target.moved}."
+    waiting = changes.pop("blocked_by", None)
     # The model has now seen the subtask as revised.
     new = {key: value for key, (_, value) in changes.items()}
     now = target.now
@@ -597,9 +669,13 @@ def _revise_current_plan(call: _Call) -> str:
             "description": new.get("description", now["description"]),
             "expected_outcome": new.get("expected_outcome", now["expected_outcome"]),
             "agent": new.get("agent", now["agent"]),
+            "blocked_by": waiting[1] if waiting else now["blocked_by"],
         }
     )
-    return f"Revised {target.label}{target.moved}: {_describe_changes(changes)}."
+    described = [_describe_changes(changes)] if changes else []
+    if waiting is not None:
+        described.append(f"it now waits for {_waits_for(snapshot, waiting[1])}")
+    return f"Revised {target.label}{target.moved}: {'; '.join(described)}."
 
 
 def _update_subtask_state(call: _Call) -> str:

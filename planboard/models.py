@@ -230,6 +230,11 @@ class SubTask(models.Model):
     # What the agent spent on the steps taken while this subtask was in progress.
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     tokens = models.PositiveIntegerField(default=0)
+    # The ids of the subtasks of the same plan this one waits for, in board order. Only the
+    # services write it, under the plan's lock: they refuse self-references, other plans' ids
+    # and cycles, and drop a deleted subtask's id in the same transaction
+    # (docs/design/plans.md says why a list and not a table).
+    blocked_by = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

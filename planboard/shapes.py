@@ -27,6 +27,8 @@ class SubtaskSnapshot(TypedDict):
     state: str
     # The agent profile named for this subtask; None = the session's own.
     agent: str | None
+    # The ids of the subtasks of this plan it waits for (board order); [] when it waits for none.
+    blocked_by: list[int]
     created_at: str | None
     finished_at: str | None
 

@@ -8,6 +8,7 @@ JavaScript applies patches the same way (frontend/js/board-state.js mirrors `app
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -65,9 +66,19 @@ SUBTASK_FIELDS = (
     "outcome",
     "state",
     "agent",
+    "blocked_by",
     "created_at",
     "finished_at",
 )
+
+
+def blocked_ids(value: Any) -> list[int]:
+    """A subtask's `blocked_by` as a list of ids, also from the JSON text a literal statement
+    reads (only the ORM decodes it); most subtasks wait for none, so "[]" is answered at once."""
+    if not value or value == "[]":
+        return []
+    found = json.loads(value) if isinstance(value, str) else value
+    return [int(pk) for pk in found]
 
 
 def serialize_subtask(subtask: SubTask) -> SubtaskSnapshot:
@@ -76,7 +87,9 @@ def serialize_subtask(subtask: SubTask) -> SubtaskSnapshot:
 
 def serialize_subtask_values(values: Sequence[Any]) -> SubtaskSnapshot:
     """A subtask's snapshot entry from its SUBTASK_FIELDS values (the one shape definition)."""
-    pk, position, name, description, expected, outcome, state, agent, created, finished = values
+    pk, position, name, description, expected, outcome, state, agent, blocked, created, finished = (
+        values
+    )
     return {
         "id": pk,
         "index": position,
@@ -86,6 +99,7 @@ def serialize_subtask_values(values: Sequence[Any]) -> SubtaskSnapshot:
         "outcome": outcome,
         "state": state,
         "agent": agent or None,
+        "blocked_by": blocked_ids(blocked),
         "created_at": iso(created),
         "finished_at": iso(finished),
     }

@@ -27,7 +27,7 @@ s.spent_tokens, s.created_at, s.updated_at"""
 PLAN_COLUMNS = """p.id, p.owner_id, p.session_id, p.name, p.description, p.expected_outcome,
 p.state, p.outcome, p.version, p.cost_usd, p.tokens, p.created_at, p.updated_at, p.finished_at"""
 SUBTASK_COLUMNS = """id, plan_id, position, name, description, expected_outcome, outcome, state,
-agent, cost_usd, tokens, created_at, finished_at"""
+agent, cost_usd, tokens, blocked_by, created_at, finished_at"""
 RUN_COLUMNS = """r.id, r.session_id, r.status, r.error, r.model, r.cancel_requested, r.step_count,
 r.prompt_tokens, r.completion_tokens, r.cost_usd, r.created_at, r.started_at, r.finished_at,
 r.lease_owner, r.pause_reason, r.lease_expires_at, r.waits"""
@@ -37,7 +37,8 @@ t.policy, t.needs_review, t.reads_resources"""
 # A snapshot's columns (`snapshots.SUBTASK_FIELDS`), times as text (`snapshots.iso`): instances
 # and parsing the times made a 1000-subtask snapshot take 15-30 ms instead of 3.
 SUBTASK_VALUE_COLUMNS = """t.id, t.position, t.name, t.description, t.expected_outcome,
-    t.outcome, t.state, t.agent, CAST(t.created_at AS TEXT), CAST(t.finished_at AS TEXT)"""
+    t.outcome, t.state, t.agent, t.blocked_by, CAST(t.created_at AS TEXT),
+    CAST(t.finished_at AS TEXT)"""
 SESSION_WIDTH, PLAN_WIDTH, RUN_WIDTH, VALUES_WIDTH = (
     c.count(",") + 1 for c in (SESSION_COLUMNS, PLAN_COLUMNS, RUN_COLUMNS, SUBTASK_VALUE_COLUMNS)
 )
@@ -95,7 +96,8 @@ PLAN_UPDATE = """UPDATE planboard_plan SET name = %s, description = %s, expected
     version = %s, state = %s, outcome = %s, finished_at = %s, session_id = %s, updated_at = %s
 WHERE id = %s"""
 
-# Never a subtask's position (moved with its neighbours' by the ORM) nor its usage counters.
+# Never a subtask's position (moved with its neighbours' by the ORM), its usage counters nor
+# its blockers (the ORM writes them: no tool call's hot path).
 SUBTASK_UPDATE = """UPDATE planboard_subtask SET name = %s, description = %s,
     expected_outcome = %s, outcome = %s, agent = %s, state = %s, finished_at = %s WHERE id = %s"""
 

@@ -1,6 +1,6 @@
 // One compact card of the board: its number (from 1), title (two lines at most), one quiet
-// line of badges (state, agent profile, cost, whether the agent saw a person's edit, the
-// outcome once finished) and, for people who may edit, a small set of actions shown on hover
+// line of badges (state, what it still waits for, agent profile, cost, whether the agent saw a
+// person's edit, the outcome once finished) and, for people who may edit, a small set of actions shown on hover
 // or keyboard focus: start or finish, edit, and "more" (abandon, back to To do, move, delete).
 // The description and expected outcome live in the detail panel (board-panel.js).
 // The card element is the `li.card`; it carries `data-id` and `data-subtask-id` (the subtask's
@@ -57,10 +57,11 @@ export function shortCost(costUsd, tokens) {
  * @param {boolean} options.menuOpen show the "more" menu open
  * @param {{cost: number, tokens: number} | null} options.spent
  * @param {HTMLElement | null} options.editMark
+ * @param {SubtaskSnapshot[]} [options.blockers] what it waits for that is not finished yet
  * @param {CardHooks} hooks
  */
 export function fillCard(el, subtask, options, hooks) {
-  const { editable, spent, editMark } = options;
+  const { editable, spent, editMark, blockers = [] } = options;
   const finished = subtask.state === "done" || subtask.state === "abandoned";
   const cost = spent ? shortCost(spent.cost, spent.tokens) : "";
   replaceChildren(
@@ -96,6 +97,15 @@ export function fillCard(el, subtask, options, hooks) {
           h("span", { class: "state-dot", "aria-hidden": "true" }),
           h("span", { class: "visually-hidden", text: t(`state_${subtask.state}`) }),
         ),
+        blockers.length
+          ? h("span", {
+              class: "chip chip-blocked",
+              text: t("blocked_by_badge", {
+                numbers: blockers.map((s) => cardNumber(s.index)).join(", "),
+              }),
+              title: t("blocked_by_badge_help", { names: blockers.map((s) => s.name).join(", ") }),
+            })
+          : null,
         subtask.agent
           ? h("span", {
               class: "chip chip-agent",

@@ -5,6 +5,7 @@
 // with `urlHash` the address remembers it (`#subtask-<id>`), so a link to a card opens it.
 
 import { allPlanEvents } from "./api.js";
+import { blockersSection } from "./board-blockers.js";
 import { cardHash, cardNumber, shortCost } from "./board-card.js";
 import { cardEditForm, focusAction } from "./board-forms.js";
 import { h, icon, replaceChildren } from "./dom.js";
@@ -244,6 +245,10 @@ export class CardPanel {
           : null,
         this.board.editMark(subtask.id),
       ),
+      blockersSection(subtask, this.board.plan, {
+        editable: this.board.isEditable(),
+        save: (ids) => this.board.actions.edit(this.subtask() || subtask, { blocked_by: ids }),
+      }),
       section("description", subtask.description, "panel-description"),
       section("expected_outcome", subtask.expected_outcome, "panel-expected"),
       section("outcome", subtask.outcome, "panel-outcome"),

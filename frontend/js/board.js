@@ -5,6 +5,7 @@
 // One card is drawn by board-card.js, the card's detail panel is board-panel.js; the forms
 // live in board-forms.js, dragging cards in board-drag.js.
 
+import { openBlockers } from "./board-blockers.js";
 import { fillCard } from "./board-card.js";
 import { CardDragging } from "./board-drag.js";
 import { addSubtaskForm, focusAction, planEditForm, updatePositions } from "./board-forms.js";
@@ -28,7 +29,8 @@ import { markdownElement } from "./markdown.js";
  * @property {(subtask: SubtaskSnapshot, index: number) => Promise<boolean>} [move]
  * @property {(subtask: SubtaskSnapshot, change: {index?: number, state?: PlanState})
  *   => Promise<boolean>} [change]
- * @property {(subtask: SubtaskSnapshot, fields: Record<string, string>) => Promise<boolean>} [edit]
+ * @property {(subtask: SubtaskSnapshot, fields: Record<string, string | number[]>)
+ *   => Promise<boolean>} [edit] text fields, or `blocked_by` (ids)
  * @property {(subtask: SubtaskSnapshot) => Promise<boolean>} [remove]
  * @property {(fields: Record<string, string>, index: number | null) => Promise<boolean>} [add]
  * @property {(fields: Record<string, string>) => Promise<boolean>} [editPlan]
@@ -537,13 +539,21 @@ export class BoardView {
     card.el.draggable = context.editable;
     const menuOpen = this.menuId === subtask.id;
     const spent = this.spentOn(subtask.id);
-    const sig = JSON.stringify([subtask, context, menuOpen, spent, this.edits.get(subtask.id) || ""]);
+    const blockers = openBlockers(subtask, this.plan);
+    const mark = this.edits.get(subtask.id) || "";
+    const sig = JSON.stringify([subtask, context, menuOpen, spent, mark, blockers]);
     if (sig !== card.sig) {
       card.sig = sig;
       fillCard(
         card.el,
         subtask,
-        { ...context, menuOpen, spent, editMark: this.editMark(subtask.id, { short: true }) },
+        {
+          ...context,
+          menuOpen,
+          spent,
+          blockers,
+          editMark: this.editMark(subtask.id, { short: true }),
+        },
         {
           setState: (live, state) => this.actions.setState(live, state),
           moveWithinColumn: (live, direction) => this.moveWithinColumn(live, direction),

@@ -27,6 +27,16 @@ function shown(index) {
   return typeof index === "number" ? index + 1 : "?";
 }
 
+/**
+ * Subtask ids as people number the cards (from 1) in `plan`, or "nothing".
+ * @param {number[] | undefined} ids
+ * @param {PlanSnapshot} plan
+ */
+function numbers(ids, plan) {
+  const found = (plan ? plan.subtasks : []).filter((s) => (ids || []).includes(s.id));
+  return found.length ? found.map((s) => `#${s.index + 1}`).join(", ") : t("blocked_by_none");
+}
+
 function fieldList(changes) {
   return Object.keys(changes || {})
     .filter((key) => key !== "index")
@@ -62,6 +72,9 @@ export function describeEvent(event, before, after) {
     case "subtask_added":
       return t("ev_subtask_added", { name: name(), index: shown(data.index) });
     case "subtask_updated":
+      if (fieldList(data) === t("field_blocked_by")) {
+        return t("ev_subtask_blockers", { name: name(), blockers: numbers(data.blocked_by, after) });
+      }
       return t("ev_subtask_updated", { name: name(), fields: fieldList(data) });
     case "subtask_deleted":
       return t("ev_subtask_deleted", { name: name() });

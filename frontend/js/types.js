@@ -22,6 +22,7 @@
  * @property {string} outcome
  * @property {PlanState} state
  * @property {string | null} agent the agent profile named for it; null = the session's
+ * @property {number[]} blocked_by ids of the subtasks of this plan it waits for; [] = none
  * @property {string | null} created_at
  * @property {string | null} finished_at
  */

@@ -6,6 +6,7 @@ Plans are never deleted here (history stays readable forever); abandon them inst
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -32,11 +33,41 @@ from planboard.services import Actor
 from planboard.users import signed_in
 
 
+class BlockersField(forms.CharField):
+    """What a subtask waits for, as subtask ids separated by commas ("12, 15")."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return ", ".join(str(pk) for pk in value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> list[int]:  # type: ignore[override]  # a list, not text
+        text = str(super().to_python(value) or "").strip().strip("[]")
+        try:
+            return [int(part) for part in re.split(r"[\s,]+", text) if part]
+        except ValueError:
+            raise forms.ValidationError(
+                "List subtask ids separated by commas, e.g. 12, 15."
+            ) from None
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            return list(initial or []) != self.to_python(data)
+        except forms.ValidationError:
+            return True
+
+
 class SubTaskInline(admin.TabularInline):
     """Edits subtasks; `save_formset` turns each row change into a service call."""
 
     model = SubTask
-    fields = ("position", "name", "description", "expected_outcome", "outcome", "state")
+    fields = (
+        "position",
+        "name",
+        "description",
+        "expected_outcome",
+        "outcome",
+        "state",
+        "blocked_by",
+    )
     ordering = ("position",)
     extra = 1
     # Compact text areas keep the inline readable.
@@ -46,6 +77,12 @@ class SubTaskInline(admin.TabularInline):
         formset = super().get_formset(request, obj, **kwargs)
         # New rows get their position from the service (appended).
         formset.form.base_fields["position"].required = False
+        formset.form.base_fields["blocked_by"] = BlockersField(
+            required=False,
+            label="Blocked by",
+            help_text="Ids of the subtasks of this plan it waits for, e.g. 12, 15.",
+            widget=forms.TextInput(attrs={"size": 10}),
+        )
         return formset
 
 
@@ -197,6 +234,7 @@ def _save_subtask_row(plan_id: int, actor: Actor, row: Any) -> None:
             description=data.get("description", ""),
             expected_outcome=data.get("expected_outcome", ""),
             index=data.get("position"),
+            blocked_by=data.get("blocked_by") or None,
         )
         if data.get("state", "todo") != "todo":
             services.subtask_set_state(
@@ -208,15 +246,16 @@ def _save_subtask_row(plan_id: int, actor: Actor, row: Any) -> None:
             )
         return
     position = data.get("position") if "position" in row.changed_data else None
+    texts = {
+        f: data[f]
+        for f in row.changed_data
+        if f in ("name", "description", "expected_outcome", "outcome", "blocked_by")
+    }
     services.subtask_change(
         plan_id=plan_id,
         actor=actor,
         subtask_id=row.instance.pk,
-        texts={
-            f: data[f]
-            for f in row.changed_data
-            if f in ("name", "description", "expected_outcome", "outcome")
-        },
+        texts=texts,
         state=data["state"] if "state" in row.changed_data else None,
         outcome=data.get("outcome", ""),
         index=position,

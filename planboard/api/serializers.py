@@ -242,6 +242,15 @@ class PlanUpdateSerializer(InputSerializer):
         return attrs
 
 
+def blocked_by_field(help_text: str) -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictIntegerField(min_value=1, max_value=2**63 - 1),
+        required=False,
+        max_length=SUBTASKS_HARD_LIMIT,
+        help_text=help_text,
+    )
+
+
 class SubtaskCreateSerializer(InputSerializer):
     name = name_field(required=True)
     description = text_field()
@@ -254,6 +263,9 @@ class SubtaskCreateSerializer(InputSerializer):
         help_text="0-based position to insert before; appended when left out.",
     )
     agent = StrictCharField(max_length=50, required=False, allow_blank=True)
+    blocked_by = blocked_by_field(
+        "Ids of subtasks of this plan that must be done or abandoned before this one starts."
+    )
     expected_version = version_field()
 
 
@@ -268,6 +280,10 @@ class SubtaskUpdateSerializer(InputSerializer):
         allow_blank=True,
         help_text="The agent profile that does this subtask; empty for the session's.",
     )
+    blocked_by = blocked_by_field(
+        "Ids of subtasks of this plan that must be done or abandoned before this one starts "
+        "(replaces the list; [] for none). Cycles and the subtask itself are refused."
+    )
     state = StrictChoiceField(choices=State.choices, required=False)
     index = StrictIntegerField(
         required=False,
@@ -280,7 +296,16 @@ class SubtaskUpdateSerializer(InputSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _require_one(
             attrs,
-            ("name", "description", "expected_outcome", "outcome", "agent", "state", "index"),
+            (
+                "name",
+                "description",
+                "expected_outcome",
+                "outcome",
+                "agent",
+                "blocked_by",
+                "state",
+                "index",
+            ),
         )
         return attrs
 
@@ -318,6 +343,10 @@ class SubtaskSnapshotSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=State.choices)
     agent = serializers.CharField(
         allow_null=True, help_text="The agent profile that does this subtask (null: default)."
+    )
+    blocked_by = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Ids of the subtasks of this plan it waits for, in board order ([]: none).",
     )
     created_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

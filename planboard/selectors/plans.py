@@ -35,8 +35,8 @@ from planboard.snapshots import (
     snapshot_before,
 )
 
-# The snapshot's times, read as the database's text.
-SUBTASK_TIMES = frozenset({"created_at", "finished_at"})
+# The snapshot's times and blockers, read as the database's text (as `planboard.sql` reads them).
+SUBTASK_AS_TEXT = frozenset({"created_at", "finished_at", "blocked_by"})
 
 # History filter values beyond the plan states: every finished plan, or every plan.
 STATE_FILTER_FINISHED = "finished"
@@ -68,7 +68,7 @@ def plan_snapshot_of(plan: Plan) -> PlanSnapshot:
 def _subtask_values(plan_id: int) -> list[tuple[Any, ...]]:
     """The plan's subtasks in board order as a snapshot shows them (`SUBTASK_FIELDS`), times
     as the database's text: parsing them cost most of a large snapshot (`snapshots.iso`)."""
-    columns = [Cast(f, TextField()) if f in SUBTASK_TIMES else f for f in SUBTASK_FIELDS]
+    columns = [Cast(f, TextField()) if f in SUBTASK_AS_TEXT else f for f in SUBTASK_FIELDS]
     subtasks = SubTask.objects.filter(plan_id=plan_id).order_by("position")
     return list(subtasks.values_list(*columns))
 

@@ -103,7 +103,8 @@ def _clean_state(value: Any, *, allowed: Iterable[str] = State.values) -> str:
     return str(value)
 
 
-TextChanges = dict[str, tuple[str, str]]
+# {field: (old, new)}; text fields hold strings, `blocked_by` lists of ids.
+TextChanges = dict[str, tuple[Any, Any]]
 
 
 def _given(**fields: Any) -> dict[str, Any]:

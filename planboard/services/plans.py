@@ -11,6 +11,7 @@ from django.utils import timezone
 from planboard import broadcast
 from planboard.exceptions import PlanError
 from planboard.models import Plan, PlanEvent, State, SubTask
+from planboard.services._blockers import clean_blocker_indices
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -37,7 +38,7 @@ from planboard.snapshots import serialize_seen
 # --- plans ------------------------------------------------------------------------------
 
 
-def _clean_subtask_specs(specs: Any, *, limit: int) -> list[dict[str, str]]:
+def _clean_subtask_specs(specs: Any, *, limit: int) -> list[dict[str, Any]]:
     if not isinstance(specs, list):
         raise PlanError(
             "'subtasks' must be a list of objects with name, description and expected_outcome."
@@ -46,7 +47,7 @@ def _clean_subtask_specs(specs: Any, *, limit: int) -> list[dict[str, str]]:
         raise PlanError(
             f"The plan has {len(specs)} subtasks but at most {limit} are allowed; merge some steps."
         )
-    cleaned = []
+    cleaned: list[dict[str, Any]] = []
     for index, spec in enumerate(specs):
         if not isinstance(spec, dict):
             raise PlanError(f"Subtask {index} must be an object, not {type(spec).__name__}.")
@@ -65,6 +66,17 @@ def _clean_subtask_specs(specs: Any, *, limit: int) -> list[dict[str, str]]:
     return cleaned
 
 
+def _blockers_as_ids(created: list[SubTask], waits: list[list[int]]) -> None:
+    """Store what each new subtask waits for: the indices of the call become the new ids."""
+    changed = []
+    for subtask, indices in zip(created, waits, strict=True):
+        if indices:
+            subtask.blocked_by = [created[i].pk for i in indices]
+            changed.append(subtask)
+    if changed:  # most plans have none: no statement then
+        SubTask.objects.bulk_update(changed, ["blocked_by"])
+
+
 def plan_create(
     *,
     session_id: int,
@@ -75,6 +87,8 @@ def plan_create(
     subtasks: Any = (),
 ) -> tuple[Plan, Plan | None]:
     """Create the session's new current plan; an unfinished previous one is abandoned.
+    A subtask's optional `blocked_by` lists the 0-based indices, in `subtasks`, of those it
+    waits for (stored as their ids).
 
     Returns the new plan and the plan it replaced (None if there was none to abandon).
     """
@@ -83,10 +97,9 @@ def plan_create(
         clean_name = _clean_name(name)
         clean_description = _clean_text(description, field="description")
         clean_expected = _clean_text(expected_outcome, field="expected_outcome")
-        specs = _clean_subtask_specs(
-            list(subtasks) if isinstance(subtasks, tuple) else subtasks,
-            limit=_subtask_limit(session),
-        )
+        given = list(subtasks) if isinstance(subtasks, tuple) else subtasks
+        specs = _clean_subtask_specs(given, limit=_subtask_limit(session))
+        waits = clean_blocker_indices(given)  # a list of objects by now
 
         replaced = None
         if session.current_plan_id is not None:
@@ -114,6 +127,7 @@ def plan_create(
         created = SubTask.objects.bulk_create(
             [SubTask(plan=plan, position=i, **spec) for i, spec in enumerate(specs)]
         )
+        _blockers_as_ids(created, waits)
         _record(
             plan,
             actor=actor,

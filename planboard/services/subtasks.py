@@ -19,6 +19,12 @@ from planboard.models import (
     State,
     SubTask,
 )
+from planboard.services._blockers import (
+    blockers_without,
+    check_order,
+    clean_blocker_ids,
+    next_to_start,
+)
 from planboard.services._core import (
     Actor,
     TextChanges,
@@ -51,10 +57,12 @@ def subtask_add(
     expected_outcome: str = "",
     index: int | None = None,
     agent: str = "",
+    blocked_by: list[int] | None = None,
     expected_version: int | None = None,
 ) -> SubTask:
-    """Insert a `todo` subtask before position `index` (append when None). The new subtask's
-    `plan` is the plan row as this change left it."""
+    """Insert a `todo` subtask before position `index` (append when None), waiting for the
+    subtasks `blocked_by` names (ids). The new subtask's `plan` is the plan row as this change
+    left it."""
     with transaction.atomic():
         plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
         count = len(subtasks)
@@ -82,11 +90,13 @@ def subtask_add(
             "expected_outcome": _clean_text(expected_outcome, field="expected_outcome"),
             "agent": _clean_agent(agent),
         }
+        # Nothing waits for a subtask that does not exist yet: no circle can form.
+        blockers = clean_blocker_ids(blocked_by, subtasks=subtasks, target_id=0)
         if index < count:  # appended, it moves no one (the positions were read under the lock)
             SubTask.objects.filter(plan=plan, position__gte=index).update(
                 position=F("position") + 1
             )
-        subtask = SubTask(plan=plan, position=index, **fields)
+        subtask = SubTask(plan=plan, position=index, blocked_by=blockers, **fields)
         subtask.save(force_insert=True)
         subtasks.insert(index, subtask)
         for position, item in enumerate(subtasks):
@@ -97,7 +107,7 @@ def subtask_add(
             action="subtask_added",
             subtasks=subtasks,
             subtask_id=subtask.pk,
-            after={"index": index, **fields},
+            after={"index": index, **fields, **({"blocked_by": blockers} if blockers else {})},
             upsert=[subtask],
             order_changed=True,
         )
@@ -114,10 +124,12 @@ def subtask_update(
     expected_outcome: str | None = None,
     outcome: str | None = None,
     agent: str | None = None,
+    blocked_by: list[int] | None = None,
     expected_version: int | None = None,
 ) -> TextChanges:
-    """Edit a subtask's text or its profile (`agent`, "" for the session's); its id, position
-    and state stay. Returns the changed fields."""
+    """Edit a subtask's text, its profile (`agent`, "" for the session's) or what it waits for
+    (`blocked_by`: ids, [] for nothing); its id, position and state stay. Returns the changed
+    fields."""
     given = _given(
         name=name,
         description=description,
@@ -125,9 +137,10 @@ def subtask_update(
         outcome=outcome,
         agent=agent,
     )
-    if not given:
+    if not given and blocked_by is None:
         raise PlanError(
-            "Give at least one of name, description, expected_outcome, outcome or agent."
+            "Give at least one of name, description, expected_outcome, outcome, agent or "
+            "blocked_by."
         )
     with transaction.atomic():
         plan, subtasks = _lock_open_plan_and_subtasks(plan_id, expected_version=expected_version)
@@ -135,6 +148,13 @@ def subtask_update(
         changes = _apply_text_changes(subtask, given)
         if changes:
             sql.subtask_update(subtask)
+        if blocked_by is not None:
+            blockers = clean_blocker_ids(blocked_by, subtasks=subtasks, target_id=subtask.pk)
+            if blockers != list(subtask.blocked_by or ()):
+                changes["blocked_by"] = (list(subtask.blocked_by or ()), blockers)
+                subtask.blocked_by = blockers
+                SubTask.objects.filter(pk=subtask.pk).update(blocked_by=blockers)
+        if changes:
             before, after = _before_after(changes, index=subtask.position)
             _record(
                 plan,
@@ -164,6 +184,10 @@ def subtask_delete(
         gone = serialize_subtask(subtask)
         remaining = [s for s in subtasks if s.pk != subtask_id]
         subtask.delete()
+        # It leaves the lists of those that waited for it, in the same change.
+        unblocked = blockers_without(remaining, subtask_id)
+        if unblocked:
+            SubTask.objects.bulk_update(unblocked, ["blocked_by"])
         if gone["index"] < len(remaining):  # the last one leaves no gap to close
             SubTask.objects.filter(plan=plan, position__gt=gone["index"]).update(
                 position=F("position") - 1
@@ -177,6 +201,7 @@ def subtask_delete(
             subtasks=remaining,
             subtask_id=subtask_id,
             before=gone,
+            upsert=unblocked,
             remove=[subtask_id],
             order_changed=True,
         )
@@ -224,16 +249,6 @@ def subtask_move(
     return subtask
 
 
-def _check_earlier_finished(subtasks: Sequence[SubTask], target: SubTask, *, doing: str) -> None:
-    for earlier in subtasks[: target.position]:
-        if earlier.state not in FINISHED_STATES:
-            raise PlanError(
-                f"Cannot {doing} {_describe(target)}: {_describe(earlier)} is still "
-                f"{earlier.state}. Finish or abandon it first.",
-                code="order",
-            )
-
-
 def _check_none_in_progress(subtasks: Sequence[SubTask], target: SubTask) -> None:
     for other in subtasks:
         if other.pk != target.pk and other.state == State.IN_PROGRESS:
@@ -270,8 +285,9 @@ def subtask_set_state(
     """Put a subtask in any state, keeping the plan's invariants.
 
     At most one subtask is ever in progress. `in_order` (the agent's rule) also requires every
-    earlier subtask to be finished before one starts. `done` without an outcome records who
-    marked it.
+    earlier subtask to be finished before one starts, or, once the plan has dependencies, every
+    subtask it waits for; people may start any. `done` without an outcome records who marked
+    it.
     """
     clean_state = _clean_state(state)
     clean_outcome = _clean_text(outcome, field="outcome")
@@ -284,7 +300,7 @@ def subtask_set_state(
             )
         if clean_state == State.IN_PROGRESS:
             if in_order:
-                _check_earlier_finished(subtasks, subtask, doing="start")
+                check_order(subtasks, subtask, doing="start")
             _check_none_in_progress(subtasks, subtask)
         if clean_state == State.DONE and not clean_outcome:
             clean_outcome = f"Marked done by {actor.label}."
@@ -310,7 +326,8 @@ class FinishedSubtask(NamedTuple):
 
 
 def subtask_finish(*, plan_id: int, actor: Actor, subtask_id: int, outcome: str) -> FinishedSubtask:
-    """Mark a subtask done with its outcome, then start the next `todo` one.
+    """Mark a subtask done with its outcome, then start the next `todo` one (with
+    dependencies: the first in board order whose blockers are all finished).
 
     Returns the finished subtask, the one started next, and the plan's subtasks as they are
     now (so the caller needs no second read to describe the result).
@@ -325,14 +342,12 @@ def subtask_finish(*, plan_id: int, actor: Actor, subtask_id: int, outcome: str)
                 "it cannot be finished again.",
                 code="already_finished",
             )
-        _check_earlier_finished(subtasks, subtask, doing="finish")
+        check_order(subtasks, subtask, doing="finish")
         before = {"index": subtask.position, "state": subtask.state, "outcome": subtask.outcome}
         _apply_state(subtask, State.DONE, clean_outcome)
         started = None
         if not any(s.state == State.IN_PROGRESS for s in subtasks):
-            started = next(
-                (s for s in subtasks[subtask.position + 1 :] if s.state == State.TODO), None
-            )
+            started = next_to_start(subtasks, subtask)
             if started is not None:
                 _apply_state(started, State.IN_PROGRESS, "")
         _record(

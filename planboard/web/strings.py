@@ -261,6 +261,16 @@ STRINGS: dict[str, str | Promise] = {
     "agent_profile": _("Agent profile"),
     "agent_profile_default": _("the session's default"),
     "agent_profile_chip": _("Done by the agent profile {name}"),
+    "blocked_by": _("Waits for"),
+    "blocked_by_none": _("nothing"),
+    "blocked_by_badge": _("blocked by {numbers}"),
+    "blocked_by_badge_help": _("Waits for {names} to be done or abandoned"),
+    "blocked_by_help": _(
+        "The agent starts this card only after the ones checked here are done or abandoned; "
+        "you can still start it yourself."
+    ),
+    "blocked_by_circle": _("This card already waits for it: choosing it would make a circle."),
+    "ev_subtask_blockers": _("set “{name}” to wait for {blockers}"),
     "edit_pending": _("not seen by the agent yet"),
     "edit_pending_help": _("The agent gets this change in the hint of its next step."),
     "edit_seen": _("seen by the agent"),
@@ -343,6 +353,7 @@ STRINGS: dict[str, str | Promise] = {
     "field_description": _("description"),
     "field_expected_outcome": _("expected outcome"),
     "field_outcome": _("outcome"),
+    "field_blocked_by": _("what it waits for"),
     "field_subtasks": _("subtasks"),
     "ev_plan_created": _("created the plan “{name}” with {count} subtasks"),
     "ev_plan_updated": _("edited the plan: {fields}"),

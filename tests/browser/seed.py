@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any
 
+from tests.browser.seed_blockers import seed_blockers_plan
 from tests.browser.seed_cards import seed_cards_plan
 from tests.browser.seed_edges import seed_edges
 from tests.browser.seed_links import seed_confirmation_link
@@ -164,6 +165,7 @@ def seed() -> dict[str, Any]:
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
     presence = seed_presence(alice, PASSWORD)
     cards = seed_cards_plan(alice)
+    blockers = seed_blockers_plan(alice)
     long_plans = seed_long_plans(users.create_user("lily", password=PASSWORD))
     edges = seed_edges(users.create_user("mika", password=PASSWORD))
     templates = seed_templates(
@@ -180,6 +182,7 @@ def seed() -> dict[str, Any]:
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
         "cards": cards,
+        "blockers": blockers,
         "long_plans": long_plans,
         "edges": edges,
         "templates": templates,

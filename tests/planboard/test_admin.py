@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ def change_form_data(plan: Plan, **overrides: Any) -> dict[str, Any]:
             key = "id" if field == "id" else ("index" if field == "position" else field)
             data[f"subtasks-{i}-{field}"] = subtask[key]
         data[f"subtasks-{i}-state"] = subtask["state"]
+        data[f"subtasks-{i}-blocked_by"] = ", ".join(map(str, subtask["blocked_by"]))
         data[f"subtasks-{i}-plan"] = plan.pk
     data.update(overrides)
     return data
@@ -152,3 +154,27 @@ def test_session_admin_uses_services(admin_client: Client, user: Any) -> None:
     assert response.status_code == 302, response.content[:3000]
     session = user.chat_sessions.get()
     assert (session.title, session.max_subtasks, session.language) == ("Made by admin", 4, "zh")
+
+
+def test_inline_sets_and_clears_blockers_through_services(admin_client: Client, plan: Plan) -> None:
+    url = reverse("admin:planboard_plan_change", args=[plan.pk])
+    first, second, _ = (s["id"] for s in selectors.plan_snapshot(plan_id=plan.pk)["subtasks"])
+    data = change_form_data(plan, **{"subtasks-2-blocked_by": json.dumps([second, first])})
+    assert admin_client.post(url, data).status_code == 302
+    blocked = [s["blocked_by"] for s in selectors.plan_snapshot(plan_id=plan.pk)["subtasks"]]
+    assert blocked == [[], [], [first, second]]
+    assert PlanEvent.objects.filter(plan=plan).latest("version").action == "subtask_updated"
+    # A circle is refused with the service's message, and nothing changes.
+    version = Plan.objects.get(pk=plan.pk).version
+    data = change_form_data(plan, **{"subtasks-0-blocked_by": json.dumps([_third(plan)])})
+    response = admin_client.post(url, data, follow=True)
+    assert "would make a circle" in response.content.decode()
+    assert Plan.objects.get(pk=plan.pk).version == version
+    data = change_form_data(plan, **{"subtasks-2-blocked_by": ""})
+    assert admin_client.post(url, data).status_code == 302
+    blocked = [s["blocked_by"] for s in selectors.plan_snapshot(plan_id=plan.pk)["subtasks"]]
+    assert blocked == [[], [], []]
+
+
+def _third(plan: Plan) -> int:
+    return selectors.plan_snapshot(plan_id=plan.pk)["subtasks"][2]["id"]

@@ -5,7 +5,7 @@
 // with `urlHash` the address remembers it (`#subtask-<id>`), so a link to a card opens it.
 
 import { allPlanEvents } from "./api.js";
-import { cardHash, cardNumber, shortCost } from "./board-card.js";
+import { cardHash, cardNumber, shortCost, stateLabel } from "./board-card.js";
 import { cardEditForm, focusAction } from "./board-forms.js";
 import { h, icon, replaceChildren } from "./dom.js";
 import { formatWhen, t } from "./i18n.js";
@@ -177,7 +177,7 @@ export class CardPanel {
       subtask
         ? h("span", {
             class: `pill pill-${subtask.state} panel-state`,
-            text: t(`state_${subtask.state}`),
+            text: stateLabel(subtask.state),
           })
         : null,
       h("span", { class: "spacer" }),
@@ -211,7 +211,7 @@ export class CardPanel {
 
   /** @param {SubtaskSnapshot} subtask */
   details(subtask) {
-    const spent = this.board.spentOn(subtask.id);
+    const spent = this.board.marks.spentOn(subtask.id);
     const section = (key, text, className) =>
       text
         ? h(
@@ -242,7 +242,7 @@ export class CardPanel {
               text: t("card_cost_help", { cost: shortCost(spent.cost, spent.tokens) }),
             })
           : null,
-        this.board.editMark(subtask.id),
+        this.board.marks.editMark(subtask.id),
       ),
       section("description", subtask.description, "panel-description"),
       section("expected_outcome", subtask.expected_outcome, "panel-expected"),

@@ -2,7 +2,7 @@
 // with a Stop button, the "Start this plan?" prompt, and the message box.
 
 import { h, icon, replaceChildren } from "./dom.js";
-import { formatCost } from "./board.js";
+import { formatCost } from "./cost.js";
 import { formatTime, formatWhen, t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
 import { elicitationCard } from "./elicitation-form.js";

@@ -86,8 +86,8 @@ class SessionPage {
     });
     this.chat.setPlan(this.plan);
     this.views = mountBoardViews(this.board, document.getElementById("board-views"));
-    this.board.setUsage(this.session.usage);
-    this.board.setUnseen(this.session.unseen_edits);
+    this.board.marks.setUsage(this.session.usage);
+    this.board.marks.setUnseen(this.session.unseen_edits);
     this.board.render(this.plan);
     if (this.editable) this.loadProfiles();
     this.files = new FilesView(document.getElementById("files"));
@@ -171,10 +171,10 @@ class SessionPage {
         this.tabs.notify("chat");
         break;
       case "plan.usage":
-        this.board.addUsage(message);
+        this.board.marks.addUsage(message);
         break;
       case "plan.seen":
-        if (this.plan && message.plan_id === this.plan.id) this.board.markSeen(message.seen);
+        if (this.plan && message.plan_id === this.plan.id) this.board.marks.markSeen(message.seen);
         break;
       case "session.messages_seen":
         this.chat.markMessagesSeen(message);
@@ -206,8 +206,8 @@ class SessionPage {
   onSessionSnapshot(session, messages) {
     this.session = session;
     this.chat.setPlanMode(session.plan_mode);
-    this.board.setUsage(session.usage);
-    this.board.setUnseen(session.unseen_edits);
+    this.board.marks.setUsage(session.usage);
+    this.board.marks.setUnseen(session.unseen_edits);
     this.showTitle();
     this.setRun(session.latest_run);
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
@@ -237,7 +237,7 @@ class SessionPage {
         if (error instanceof VersionGap) return this.resync();
         throw error;
       }
-      this.board.markPending(event);
+      this.board.marks.markPending(event);
       this.setPlan(next, this.highlightFor(event));
       this.tabs.notify("board");
     } else if (event.action === "plan_created" && event.version === 1) {

@@ -93,7 +93,7 @@ class SessionPage {
     this.files = new FilesView(document.getElementById("files"));
     this.files.render(this.session.files);
     this.chat.setMessages(page.messages);
-    this.chat.setStreaming(page.session.streaming || null);
+    this.chat.answers.restore(page.session.streaming || null);
     if (page.earlier_messages) {
       this.chat.offerEarlier((firstId) => messagesBefore(this.session.id, firstId));
     }
@@ -180,10 +180,10 @@ class SessionPage {
         this.chat.markMessagesSeen(message);
         break;
       case "message.delta":
-        this.chat.streamDelta(message);
+        this.chat.answers.delta(message);
         break;
       case "message.reset":
-        this.chat.dropStream(message.answer_id);
+        this.chat.answers.drop(message.answer_id);
         break;
       case "session.run":
         this.setRun(message.run);
@@ -211,7 +211,7 @@ class SessionPage {
     this.showTitle();
     this.setRun(session.latest_run);
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
-    this.chat.setStreaming(session.streaming || null);
+    this.chat.answers.restore(session.streaming || null);
     this.chat.setToolCalls(session.pending_tool_calls);
     this.chat.setElicitations(session.pending_elicitations);
     this.files.render(session.files);

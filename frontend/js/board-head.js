@@ -1,5 +1,5 @@
 // The board's header and its add panel: the plan's name, state, texts (clamped when long),
-// progress, cost ("This plan") and the toolbar (add a subtask, edit the plan, finish or
+// progress, costs ("This plan", and "This session" on the session page) and the toolbar (add a subtask, edit the plan, finish or
 // abandon it); the plan's edit form replaces the header while open, the add form sits in its
 // own panel under it. Both keep an open form across live updates.
 
@@ -84,7 +84,7 @@ export class PlanHead {
           class: "progress-text",
           text: t("progress_done", { done: stats.done, total: stats.total }),
         }),
-        this.cost(),
+        this.costs(),
         this.board.marks.editMark("plan"),
         h("span", {
           class: "plan-meta",
@@ -97,12 +97,24 @@ export class PlanHead {
     );
   }
 
-  /** "This plan: …" while the board knows what the plan cost. */
-  cost() {
-    const usage = this.board.marks.usage;
-    if (!usage || usage.plan_id !== this.board.plan.id) return null;
-    const text = scopedCost("plan", usage.cost_usd, usage.tokens);
-    return text ? h("span", { class: "plan-cost", dataset: { scope: "plan" }, text }) : null;
+  /**
+   * "This plan: …" while the board knows what the plan cost and, on the session page, "This
+   * session: …" beside it (the steps before the plan existed count there only).
+   */
+  costs() {
+    const { usage, sessionSpent } = this.board.marks;
+    const plan = usage && usage.plan_id === this.board.plan.id
+      ? scopedCost("plan", usage.cost_usd, usage.tokens)
+      : "";
+    const session = sessionSpent
+      ? scopedCost("session", sessionSpent.cost_usd, sessionSpent.tokens)
+      : "";
+    return [
+      plan ? h("span", { class: "plan-cost", dataset: { scope: "plan" }, text: plan }) : null,
+      session
+        ? h("span", { class: "session-spent", dataset: { scope: "session" }, text: session })
+        : null,
+    ];
   }
 
   /** A finished plan says so, with a link to its review page. */

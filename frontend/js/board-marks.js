@@ -1,5 +1,6 @@
 // What the board says about the agent beside the plan itself: what it spent (the plan's and
-// each subtask's cost, from snapshots and `plan.usage` events) and whether it has seen a
+// each subtask's cost, and on the session page the whole session's, from snapshots and
+// `plan.usage` events) and whether it has seen a
 // person's edit (pending until a hint carries it, then "seen" for a moment). The board,
 // the list and the detail panel read these marks; any change re-renders the board.
 
@@ -8,6 +9,7 @@ import { t } from "./i18n.js";
 
 /** @typedef {import("./types.js").PlanEvent} PlanEvent */
 /** @typedef {import("./types.js").PlanUsage} PlanUsage */
+/** @typedef {{cost_usd: number, tokens: number}} Spent */
 
 // How long a card says "seen by the agent" after the agent received a person's edit.
 const SEEN_MS = 15000;
@@ -18,6 +20,8 @@ export class AgentMarks {
     this.changed = changed;
     /** @type {PlanUsage | null} */
     this.usage = null;
+    /** @type {Spent | null} every run of the session (the session page only) */
+    this.sessionSpent = null;
     /** @type {Map<number | string, string>} subtask id (or "plan") -> "pending" | "seen" */
     this.edits = new Map();
     this.seenTimers = new Map();
@@ -33,13 +37,24 @@ export class AgentMarks {
   }
 
   /**
-   * New totals after an agent step (`plan.usage` events): the plan's, and those of the subtask
-   * the step was spent on; the other subtasks' are as they were.
-   * @param {PlanUsage} usage
+   * What the whole session spent (its snapshot's `spent_usd` and `spent_tokens`).
+   * @param {Spent | null} spent
+   */
+  setSessionSpent(spent) {
+    this.sessionSpent = spent;
+    this.changed();
+  }
+
+  /**
+   * New totals after an agent step (`plan.usage` events): the plan's, those of the subtask
+   * the step was spent on (the other subtasks' are as they were) and the session's.
+   * @param {PlanUsage & {session?: Spent}} usage
    */
   addUsage(usage) {
-    const known = this.usage && this.usage.plan_id === usage.plan_id ? this.usage.subtasks : {};
-    this.setUsage({ ...usage, subtasks: { ...known, ...usage.subtasks } });
+    const { session, ...plan } = usage;
+    if (session) this.sessionSpent = session;
+    const known = this.usage && this.usage.plan_id === plan.plan_id ? this.usage.subtasks : {};
+    this.setUsage({ ...plan, subtasks: { ...known, ...plan.subtasks } });
   }
 
   /** What the agent spent on a subtask, or null. @param {number} subtaskId */

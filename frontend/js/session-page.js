@@ -78,8 +78,7 @@ class SessionPage {
     });
     this.chat.setPlan(this.plan);
     this.views = mountBoardViews(this.board, document.getElementById("board-views"));
-    this.board.marks.setUsage(this.session.usage);
-    this.board.marks.setUnseen(this.session.unseen_edits);
+    this.showSpent(this.session);
     this.board.render(this.plan);
     if (this.editable) this.loadProfiles();
     this.files = new FilesView(document.getElementById("files"));
@@ -198,8 +197,7 @@ class SessionPage {
   onSessionSnapshot(session, messages) {
     this.session = session;
     this.chat.setPlanMode(session.plan_mode);
-    this.board.marks.setUsage(session.usage);
-    this.board.marks.setUnseen(session.unseen_edits);
+    this.showSpent(session);
     this.showTitle();
     this.setRun(session.latest_run);
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
@@ -297,6 +295,14 @@ class SessionPage {
     this.plan = plan;
     this.board.render(plan, highlight);
     this.chat.setPlan(plan);
+  }
+
+  /** A session snapshot's figures and marks on the board: what was spent, what is unseen. */
+  showSpent(session) {
+    const marks = this.board.marks;
+    marks.setSessionSpent({ cost_usd: Number(session.spent_usd), tokens: session.spent_tokens });
+    marks.setUsage(session.usage);
+    marks.setUnseen(session.unseen_edits);
   }
 
   setRun(run) {

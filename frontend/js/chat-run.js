@@ -22,20 +22,10 @@ export class RunBar {
     this.detail = h("span", { class: "run-detail" });
     // What the run spent, once it stopped (the board shows the plan's share while it runs).
     this.usage = h("span", { class: "run-usage", dataset: { scope: "run" } });
-    this.stopButton = h(
-      "button",
-      { type: "button", class: "btn btn-danger btn-small", dataset: { action: "stop" } },
-      icon("stop"),
-      h("span", { text: t("stop") }),
+    this.stopButton = barButton("stop", "btn-danger", "stop", t("stop"), () => this.stop());
+    this.startButton = barButton("start-plan", "btn-primary", "play", t("start_plan"), () =>
+      this.goAhead(),
     );
-    this.stopButton.addEventListener("click", () => this.stop());
-    this.startButton = h(
-      "button",
-      { type: "button", class: "btn btn-primary btn-small", dataset: { action: "start-plan" } },
-      icon("play"),
-      h("span", { text: t("start_plan") }),
-    );
-    this.startButton.addEventListener("click", () => this.goAhead());
     this.el = h(
       "div",
       { class: "run-bar" },
@@ -145,4 +135,14 @@ export class RunBar {
     this.confirm.hidden = !waiting || dismissed;
     this.startButton.hidden = !dismissed;
   }
+}
+
+/** A small button of the run bar, with its label written out. */
+function barButton(action, kind, iconName, label, onClick) {
+  return h(
+    "button",
+    { type: "button", class: `btn ${kind} btn-small`, dataset: { action }, onclick: onClick },
+    icon(iconName),
+    h("span", { text: label }),
+  );
 }

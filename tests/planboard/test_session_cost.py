@@ -9,39 +9,32 @@ from typing import Any
 
 from planboard import broadcast, selectors, services
 from planboard.models import AgentRun, ChatSession, Plan
+from tests.conftest import EventRecorder
 
 
 def test_the_session_figure_is_the_sum_of_its_runs(
-    chat_session: ChatSession, plan: Plan, django_capture_on_commit_callbacks: Any
+    chat_session: ChatSession,
+    plan: Plan,
+    events: EventRecorder,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     finished = AgentRun.objects.create(session=chat_session, status=AgentRun.Status.SUCCEEDED)
     current = AgentRun.objects.create(session=chat_session, status=AgentRun.Status.RUNNING)
-    heard: list[dict[str, Any]] = []
-    stop_hearing = broadcast.subscribe(
-        lambda group, event: (
-            heard.append(dict(event))
-            if group.startswith("session.") and event.get("type") == "plan.usage"
-            else None
-        )
-    )
     steps = [
         (finished, None, 1200, 300, 0.0125),  # before the plan: the session's, not the plan's
         (finished, plan.pk, 800, 100, 0.004),
         (current, plan.pk, 2000, 450, 0.0311),
     ]
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            for run, plan_id, prompt, completion, cost in steps:
-                services.run_record_step(
-                    run_id=run.pk,
-                    session_id=chat_session.pk,
-                    prompt_tokens=prompt,
-                    completion_tokens=completion,
-                    cost_usd=cost,
-                    plan_id=plan_id,
-                )
-    finally:
-        stop_hearing()
+    with django_capture_on_commit_callbacks(execute=True):
+        for run, plan_id, prompt, completion, cost in steps:
+            services.run_record_step(
+                run_id=run.pk,
+                session_id=chat_session.pk,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                cost_usd=cost,
+                plan_id=plan_id,
+            )
     runs = AgentRun.objects.filter(session=chat_session)
     run_cost = sum((run.cost_usd for run in runs), Decimal(0))
     run_tokens = sum(run.prompt_tokens + run.completion_tokens for run in runs)
@@ -54,6 +47,8 @@ def test_the_session_figure_is_the_sum_of_its_runs(
     assert snapshot["usage"]["tokens"] == run_tokens - 1500
 
     # One event per step on the plan, each with the session's total as it then was.
+    group = broadcast.session_group(chat_session.pk)
+    heard = [e for g, e in events.items if g == group and e["type"] == "plan.usage"]
     assert [event["session"]["tokens"] for event in heard] == [2400, run_tokens]
     assert Decimal(str(heard[-1]["session"]["cost_usd"])) == run_cost
     assert heard[-1]["tokens"] == snapshot["usage"]["tokens"]

@@ -52,6 +52,8 @@ class InboxPage {
       replaceChildren(this.root, h("p", { class: "empty-panel inbox-empty", text: t("inbox_empty") }));
       return;
     }
+    // Moving an element drops its focus: the Undo button gets it back after the rebuild.
+    const undoFocused = Boolean(note) && note.el.contains(document.activeElement);
     // The confirmation sits where the hidden item was.
     const rows = this.items.flatMap((item) => [
       note && note.key === item.key ? note.el : null,
@@ -62,6 +64,7 @@ class InboxPage {
       this.bulkOffers(shown),
       h("ul", { class: "inbox-list" }, rows.filter(Boolean)),
     );
+    if (undoFocused) note.undoButton.focus();
     if (this.refocus) {
       const again = /** @type {HTMLElement | null} */ (
         this.root.querySelector(`[data-key="${CSS.escape(this.refocus)}"] [data-action="snooze"]`)

@@ -13,7 +13,7 @@ export const UNDO_MS = 8000;
 export function clockTime(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return "";
-  return date.toLocaleTimeString(pageLanguage(), { hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleTimeString(pageLanguage(), { hour: "numeric", minute: "2-digit" });
 }
 
 export class HiddenNote {

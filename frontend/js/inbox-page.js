@@ -52,8 +52,7 @@ class InboxPage {
       replaceChildren(this.root, h("p", { class: "empty-panel inbox-empty", text: t("inbox_empty") }));
       return;
     }
-    // Moving an element drops its focus: the Undo button gets it back after the rebuild.
-    const undoFocused = Boolean(note) && note.el.contains(document.activeElement);
+    const focus = this.focusedAction();
     // The confirmation sits where the hidden item was.
     const rows = this.items.flatMap((item) => [
       note && note.key === item.key ? note.el : null,
@@ -64,16 +63,28 @@ class InboxPage {
       this.bulkOffers(shown),
       h("ul", { class: "inbox-list" }, rows.filter(Boolean)),
     );
-    if (undoFocused) note.undoButton.focus();
-    if (this.refocus) {
-      const again = /** @type {HTMLElement | null} */ (
-        this.root.querySelector(`[data-key="${CSS.escape(this.refocus)}"] [data-action="snooze"]`)
-      );
-      if (again) {
-        again.focus();
-        this.refocus = null;
-      }
-    }
+    // A rebuild drops the focus: it goes back to the same button of the same item, or after
+    // an Undo to the item's "Not now" once the item is back.
+    if (this.refocus && this.focusAction(this.refocus, "snooze")) this.refocus = null;
+    else if (focus) this.focusAction(focus.key, focus.action);
+  }
+
+  /** The item key and action of the focused button, or null. */
+  focusedAction() {
+    const active = document.activeElement;
+    if (!(active instanceof HTMLElement) || !this.root.contains(active)) return null;
+    const holder = /** @type {HTMLElement | null} */ (active.closest("[data-key]"));
+    const action = active.dataset.action;
+    return holder && action ? { key: holder.dataset.key, action } : null;
+  }
+
+  /** Focus button `action` of item `key`; false when it is not on the page. */
+  focusAction(key, action) {
+    const button = /** @type {HTMLElement | null} */ (
+      this.root.querySelector(`[data-key="${CSS.escape(key)}"] [data-action="${action}"]`)
+    );
+    if (button) button.focus();
+    return Boolean(button);
   }
 
   /**

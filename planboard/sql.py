@@ -204,7 +204,8 @@ def run_count_step(
     session_id: int | None = None, plan_id: int | None = None, subtask_id: int | None = None,
 ) -> tuple[bool, str, tuple[Any, ...]] | None:  # fmt: skip
     """Add a call's usage to its session, plan, subtask (None: not spent there), then count it on
-    the run: its cancel flag, lease owner, the plan's and subtask's new totals; None: no run."""
+    the run: its cancel flag, lease owner, the session's, plan's and subtask's new totals (cost,
+    tokens each); None: no run."""
     cost, totals = _db().ops.adapt_decimalfield_value(cost_usd), list[Any]()
     where = [[session_id], [plan_id], [subtask_id, plan_id]]
     for statement, keys in zip(ADD_USAGE, where, strict=True):
@@ -213,7 +214,7 @@ def run_count_step(
         totals += found[0] if found else (None, None)
     counted = [prompt_tokens, completion_tokens, cost, run_id]
     found = _rows(RUN_COUNT_STEP, counted) if _is_id(run_id) else []
-    return (bool(found[0][0]), str(found[0][1]), tuple(totals[2:])) if found else None
+    return (bool(found[0][0]), str(found[0][1]), tuple(totals)) if found else None
 
 
 def close_thread_connection() -> None:

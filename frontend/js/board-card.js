@@ -23,6 +23,11 @@ import { t } from "./i18n.js";
  * @property {(id: number | null) => void} setMenu which card's "more" menu is open
  */
 
+/** A state's name in the page's language. @param {string} state */
+export function stateLabel(state) {
+  return t(`state_${state}`);
+}
+
 /**
  * People count from 1; the plan and the agent's tools keep 0-based indices.
  * @param {number} index
@@ -93,9 +98,9 @@ export function fillCard(el, subtask, options, hooks) {
         h("span", { class: "card-index", text: cardNumber(subtask.index) }),
         h(
           "span",
-          { class: `card-state card-state-${subtask.state}`, title: t(`state_${subtask.state}`) },
+          { class: `card-state card-state-${subtask.state}`, title: stateLabel(subtask.state) },
           h("span", { class: "state-dot", "aria-hidden": "true" }),
-          h("span", { class: "visually-hidden", text: t(`state_${subtask.state}`) }),
+          h("span", { class: "visually-hidden", text: stateLabel(subtask.state) }),
         ),
         blockers.length
           ? h("span", {

@@ -9,6 +9,26 @@ import { t } from "./i18n.js";
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
 /** @typedef {import("./types.js").SubtaskSnapshot} SubtaskSnapshot */
 
+// The datalist of agent profiles the card form's "agent" field suggests.
+const PROFILES_LIST = "pb-profiles";
+
+/**
+ * Fill (creating it in `root` the first time) the list of profiles the card form suggests.
+ * @param {HTMLElement} root
+ * @param {{name: string, title: string}[] | null | undefined} profiles
+ */
+export function setProfileSuggestions(root, profiles) {
+  let list = document.getElementById(PROFILES_LIST);
+  if (!list) {
+    list = h("datalist", { id: PROFILES_LIST });
+    root.append(list);
+  }
+  replaceChildren(
+    list,
+    (profiles || []).map((profile) => h("option", { value: profile.name, text: profile.title })),
+  );
+}
+
 /**
  * The plan header's editor, filled from `plan`; saves only the fields that differ from the
  * live plan, and closes without a request when none does.
@@ -147,7 +167,7 @@ export function cardEditForm({ subtask, current, save, close }) {
     name: "agent",
     maxlength: 50,
     value: subtask.agent || "",
-    list: "pb-profiles",
+    list: PROFILES_LIST,
     placeholder: t("agent_profile_default"),
   });
   const form = h(

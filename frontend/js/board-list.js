@@ -4,9 +4,18 @@
 // through the board's actions, like the board's own forms: a title is renamed in place, a row
 // is moved with its buttons, by dragging, or from the keyboard (board-keys.js).
 
-import { formatCost, stateLabel } from "./board.js";
+import { stateLabel } from "./board-card.js";
+import { formatCost } from "./cost.js";
 import { RowDragging } from "./board-list-drag.js";
-import { flashElement, h, iconButton, replaceChildren, syncChildren } from "./dom.js";
+import {
+  captureFocus,
+  flashElement,
+  h,
+  iconButton,
+  replaceChildren,
+  restoreFocus,
+  syncChildren,
+} from "./dom.js";
 import { t } from "./i18n.js";
 
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
@@ -61,7 +70,7 @@ export class ListView {
       replaceChildren(this.list);
       return;
     }
-    const focus = this.captureFocus();
+    const focus = captureFocus(this.list, "[data-subtask-id]");
     const editable = this.board.isEditable();
     if (!editable) this.editing.clear();
     const visible = plan.subtasks.filter((subtask) => !this.board.hidden.has(subtask.id));
@@ -80,7 +89,8 @@ export class ListView {
       this.current = visible.length ? visible[0].id : null;
     }
     this.setCurrent(this.current);
-    this.restoreFocus(focus);
+    // Keep the keyboard where it was when a row moved or was rebuilt.
+    restoreFocus(focus, (id) => this.rows.get(id)?.el);
     for (const id of flash) {
       const row = this.rows.get(id);
       if (row) flashElement(row.el);
@@ -131,7 +141,7 @@ export class ListView {
       context,
       editing,
       costOf(this.board, subtask.id),
-      this.board.edits.get(subtask.id) || "",
+      this.board.marks.edits.get(subtask.id) || "",
     ]);
     if (sig !== row.sig) {
       row.sig = sig;
@@ -204,7 +214,7 @@ export class ListView {
    * @param {number} id
    */
   editMark(id) {
-    const mark = this.board.edits.get(id);
+    const mark = this.board.marks.edits.get(id);
     if (!mark) return null;
     const pending = mark === "pending";
     return h("span", {
@@ -326,34 +336,6 @@ export class ListView {
     // Up takes the neighbour's index; down too, since taking the row out shifts it up by one.
     await this.board.actions.move(visible[position], neighbour.index);
   }
-
-  // --- focus ---------------------------------------------------------------------------------
-
-  captureFocus() {
-    const active = document.activeElement;
-    if (!(active instanceof HTMLElement) || !this.list.contains(active)) return null;
-    const row = /** @type {HTMLElement | null} */ (active.closest("[data-subtask-id]"));
-    return {
-      element: active,
-      id: row ? Number(row.dataset.subtaskId) : null,
-      action: active.dataset.action,
-    };
-  }
-
-  /** Keep the keyboard where it was when a row moved or was rebuilt. */
-  restoreFocus(focus) {
-    if (!focus) return;
-    if (focus.element.isConnected) {
-      if (document.activeElement !== focus.element) focus.element.focus();
-      return;
-    }
-    const row = focus.id !== null ? this.rows.get(focus.id) : null;
-    if (!row) return;
-    const same = focus.action
-      ? row.el.querySelector(`[data-action="${focus.action}"]:not([disabled])`)
-      : null;
-    /** @type {HTMLElement} */ (same || row.el).focus();
-  }
 }
 
 // --- helpers ----------------------------------------------------------------------------------
@@ -364,7 +346,7 @@ export class ListView {
  * @param {number} id
  */
 function costOf(board, id) {
-  const spent = board.usage && board.usage.subtasks && board.usage.subtasks[String(id)];
-  return spent ? formatCost(spent.cost_usd, spent.tokens) : "";
+  const spent = board.marks.spentOn(id);
+  return spent ? formatCost(spent.cost, spent.tokens) : "";
 }
 

@@ -1,35 +1,25 @@
 // The card's detail panel, beside the board (over it on a phone): number, title, state, the
 // description, expected outcome and outcome, the card's own history (from the plan's events)
-// and the tool calls made while it was in progress; edited in place with the card form of
-// board-forms.js. Opened by a click on the card or Enter on its title link; Escape closes it;
-// with `urlHash` the address remembers it (`#subtask-<id>`), so a link to a card opens it.
+// and the tool calls made while it was in progress (board-panel-record.js); edited in place
+// with the card form of board-forms.js. Opened by a click on the card or Enter on its title
+// link; Escape closes it; with `urlHash` the address remembers it (`#subtask-<id>`), so a
+// link to a card opens it.
 
-import { allPlanEvents } from "./api.js";
 import { blockersSection } from "./board-blockers.js";
-import { cardHash, cardNumber, shortCost } from "./board-card.js";
+import { cardHash, cardNumber, shortCost, stateLabel } from "./board-card.js";
 import { cardEditForm, focusAction } from "./board-forms.js";
+import { CardRecord } from "./board-panel-record.js";
 import { h, icon, replaceChildren } from "./dom.js";
-import { formatWhen, t } from "./i18n.js";
+import { t } from "./i18n.js";
 import { markdownElement } from "./markdown.js";
-import { actorLabel, describeEvent, eventDetail } from "./timeline.js";
 
 /** @typedef {import("./types.js").PlanEvent} PlanEvent */
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
 /** @typedef {import("./types.js").SubtaskSnapshot} SubtaskSnapshot */
 /** @typedef {import("./board.js").BoardView} BoardView */
-/**
- * A stretch of time the card was in progress (`end` null: still is).
- * @typedef {{start: string, end: string | null}} Window
- */
-/**
- * A transcript message as the REST API and the socket send it (the fields read here).
- * @typedef {{role: string, tool_name?: string | null, content?: string,
- *   created_at?: string | null}} MessageLike
- */
+/** @typedef {import("./board-panel-record.js").MessageLike} MessageLike */
 
 const HASH = /^#subtask-(\d+)$/;
-// How much of a tool's answer a line of the panel shows (the chat has all of it).
-const TOOL_TEXT_CHARS = 140;
 
 export class CardPanel {
   /**
@@ -43,19 +33,13 @@ export class CardPanel {
   constructor(board, { urlHash = false, loadMessages = null } = {}) {
     this.board = board;
     this.urlHash = urlHash;
-    this.loadMessages = loadMessages;
     /** @type {number | null} */
     this.openId = null;
     this.editing = false;
     /** "card" when the editor was opened from the card: Escape goes back there. */
     this.editOrigin = "";
-    /** @type {PlanEvent[]} */
-    this.events = [];
-    this.eventsPlan = 0;
-    this.eventsVersion = 0;
-    this.loadingEvents = false;
-    /** @type {MessageLike[] | null} */
-    this.messages = null;
+    // The card's history and the tool calls made while it was in progress.
+    this.record = new CardRecord(this, loadMessages);
     this.el = h("aside", {
       class: "card-panel",
       "aria-labelledby": "card-panel-title",
@@ -87,7 +71,7 @@ export class CardPanel {
     if (!plan || !plan.subtasks.some((s) => s.id === id)) return;
     const switched = this.openId !== id;
     this.openId = id;
-    if (switched) this.messages = null;
+    if (switched) this.record.messages = null;
     this.editing = edit && this.board.isEditable();
     this.editOrigin = this.editing ? origin : "";
     if (remember && this.urlHash && window.location.hash !== cardHash(id)) {
@@ -106,8 +90,8 @@ export class CardPanel {
       const title = /** @type {HTMLElement | null} */ (this.el.querySelector(".panel-title"));
       if (title) title.focus();
     }
-    this.refreshEvents();
-    this.refreshMessages();
+    this.record.refreshEvents();
+    this.record.refreshMessages();
   }
 
   /** @param {{refocus?: boolean, remember?: boolean, focusAction?: string}} [options] */
@@ -158,7 +142,7 @@ export class CardPanel {
       this.editing ? this.editor(subtask) : this.details(subtask),
     );
     if (focusedAction) focusAction(this.el, focusedAction);
-    if (this.version !== this.board.plan.version) this.refreshEvents();
+    if (this.record.version !== this.board.plan.version) this.record.refreshEvents();
   }
 
   focusedAction() {
@@ -178,7 +162,7 @@ export class CardPanel {
       subtask
         ? h("span", {
             class: `pill pill-${subtask.state} panel-state`,
-            text: t(`state_${subtask.state}`),
+            text: stateLabel(subtask.state),
           })
         : null,
       h("span", { class: "spacer" }),
@@ -212,7 +196,7 @@ export class CardPanel {
 
   /** @param {SubtaskSnapshot} subtask */
   details(subtask) {
-    const spent = this.board.spentOn(subtask.id);
+    const spent = this.board.marks.spentOn(subtask.id);
     const section = (key, text, className) =>
       text
         ? h(
@@ -243,7 +227,7 @@ export class CardPanel {
               text: t("card_cost_help", { cost: shortCost(spent.cost, spent.tokens) }),
             })
           : null,
-        this.board.editMark(subtask.id),
+        this.board.marks.editMark(subtask.id),
       ),
       blockersSection(subtask, this.board.plan, {
         editable: this.board.isEditable(),
@@ -255,8 +239,8 @@ export class CardPanel {
       !subtask.description && !subtask.expected_outcome && !subtask.outcome
         ? h("p", { class: "panel-muted", text: t("card_no_details") })
         : null,
-      this.historySection(subtask),
-      this.toolSection(subtask),
+      this.record.historySection(subtask),
+      this.record.toolSection(subtask),
     );
   }
 
@@ -302,193 +286,4 @@ export class CardPanel {
     this.board.markOpen(this.openId);
     focusAction(this.el, "panel-edit");
   }
-
-  // --- the card's history -------------------------------------------------------------------
-
-  get version() {
-    return this.eventsPlan === this.board.plan?.id ? this.eventsVersion : -1;
-  }
-
-  /** Fetch the plan's events the panel has not seen yet (all of them for a new plan). */
-  async refreshEvents() {
-    const plan = this.board.plan;
-    if (!plan || this.loadingEvents || this.openId === null) return;
-    if (this.eventsPlan !== plan.id) {
-      this.events = [];
-      this.eventsVersion = 0;
-      this.eventsPlan = plan.id;
-    }
-    if (this.eventsVersion >= plan.version) return;
-    this.loadingEvents = true;
-    try {
-      const events = await allPlanEvents(plan.id);
-      if (this.eventsPlan !== plan.id) return;
-      this.events = events;
-      this.eventsVersion = events.length ? events[events.length - 1].version : plan.version;
-    } catch (error) {
-      console.error(error); // the history is extra: the card's own fields are still shown
-      this.eventsVersion = plan.version;
-    } finally {
-      this.loadingEvents = false;
-    }
-    this.renderExtras();
-  }
-
-  async refreshMessages() {
-    if (!this.loadMessages || this.messages !== null) return;
-    try {
-      this.messages = await this.loadMessages();
-    } catch (error) {
-      console.error(error);
-      this.messages = [];
-    }
-    this.renderExtras();
-  }
-
-  /** Re-render the history and tool lists in place (the editor, if open, is kept). */
-  renderExtras() {
-    const subtask = this.subtask();
-    if (!subtask || this.editing) return;
-    const history = this.el.querySelector(".panel-history");
-    if (history) history.replaceWith(this.historySection(subtask));
-    const tools = this.el.querySelector(".panel-tools");
-    const fresh = this.toolSection(subtask);
-    if (tools && fresh) tools.replaceWith(fresh);
-  }
-
-  /** @param {SubtaskSnapshot} subtask */
-  historySection(subtask) {
-    const plan = this.board.plan;
-    const mine = this.events.filter((event) => concerns(event, subtask.id));
-    const list = h(
-      "ol",
-      { class: "panel-events" },
-      mine.map((event) => {
-        const detail = eventDetail(event);
-        const sentence =
-          event.action === "plan_created" ? t("card_created_with_plan") : describeEvent(event, plan, plan);
-        return h(
-          "li",
-          { class: "panel-event" },
-          h("span", { class: "panel-actor", text: actorLabel(event.actor) }),
-          " ",
-          h("span", { text: sentence }),
-          event.created_at
-            ? h("time", {
-                class: "panel-when",
-                datetime: event.created_at,
-                text: formatWhen(event.created_at),
-              })
-            : null,
-          detail ? h("span", { class: "panel-event-detail", text: detail }) : null,
-        );
-      }),
-    );
-    const loading = this.version < (plan ? plan.version : 0);
-    return h(
-      "section",
-      { class: "panel-field panel-history" },
-      h("h4", { class: "panel-label", text: t("card_history") }),
-      mine.length
-        ? list
-        : h("p", { class: "panel-muted", text: t(loading ? "loading" : "card_no_history") }),
-    );
-  }
-
-  /** @param {SubtaskSnapshot} subtask */
-  toolSection(subtask) {
-    if (!this.loadMessages) return null;
-    const windows = progressWindows(this.events, subtask.id);
-    const calls = this.messages ? toolMessagesIn(this.messages, windows) : [];
-    return h(
-      "section",
-      { class: "panel-field panel-tools" },
-      h("h4", { class: "panel-label", text: t("card_tool_calls") }),
-      calls.length
-        ? h(
-            "ol",
-            { class: "panel-events" },
-            calls.map((message) =>
-              h(
-                "li",
-                { class: "panel-event panel-tool" },
-                h("span", { class: "panel-tool-name", text: message.tool_name || t("tool") }),
-                " ",
-                h("span", { class: "panel-tool-text", text: clip(message.content || "") }),
-                message.created_at
-                  ? h("time", {
-                      class: "panel-when",
-                      datetime: message.created_at,
-                      text: formatWhen(message.created_at),
-                    })
-                  : null,
-              ),
-            ),
-          )
-        : h("p", {
-            class: "panel-muted",
-            text: t(this.messages === null ? "loading" : "card_no_tool_calls"),
-          }),
-    );
-  }
-}
-
-/**
- * Is `event` about subtask `id` (its own change, or the plan that created it)?
- * @param {PlanEvent} event
- * @param {number} id
- */
-export function concerns(event, id) {
-  if (event.subtask_id === id) return true;
-  if (event.action === "plan_created" || event.action === "plan_recovered") {
-    return (event.patch.upsert || []).some((subtask) => subtask.id === id);
-  }
-  // Finishing one card may start this one (`started_next`).
-  return (
-    event.action === "subtask_finished" &&
-    (event.patch.upsert || []).some((s) => s.id === id && s.state === "in_progress")
-  );
-}
-
-/**
- * When subtask `id` was in progress, from the plan's events (oldest first).
- * @param {PlanEvent[]} events
- * @param {number} id
- * @returns {Window[]}
- */
-export function progressWindows(events, id) {
-  /** @type {Window[]} */
-  const windows = [];
-  let open = null;
-  for (const event of events) {
-    const mine = (event.patch.upsert || []).find((subtask) => subtask.id === id);
-    const removed = (event.patch.remove || []).includes(id);
-    const at = event.created_at || "";
-    if (mine && mine.state === "in_progress" && open === null) open = at;
-    else if ((removed || (mine && mine.state !== "in_progress")) && open !== null) {
-      windows.push({ start: open, end: at });
-      open = null;
-    }
-  }
-  if (open !== null) windows.push({ start: open, end: null });
-  return windows;
-}
-
-/**
- * The tool answers of the transcript that came while one of `windows` was open.
- * @param {MessageLike[]} messages
- * @param {Window[]} windows
- */
-export function toolMessagesIn(messages, windows) {
-  const inside = (/** @type {string} */ at) =>
-    windows.some(({ start, end }) => at >= start && (end === null || at <= end));
-  return messages.filter(
-    (message) => message.role === "tool" && message.created_at && inside(message.created_at),
-  );
-}
-
-/** @param {string} text */
-function clip(text) {
-  const line = text.replace(/\s+/g, " ").trim();
-  return line.length > TOOL_TEXT_CHARS ? `${line.slice(0, TOOL_TEXT_CHARS - 1)}…` : line;
 }

@@ -1,16 +1,17 @@
-// The chat: the transcript (tool activity folded into compact rows), the agent's run status
-// with a Stop button, the "Start this plan?" prompt, and the message box.
+// The chat: the transcript (messages drawn by chat-message.js, tool activity folded into
+// compact rows by chat-activity.js), answers streamed as they are written, tool calls waiting
+// for approval (chat-approval.js) and tools' questions, the run bar with the "Start this
+// plan?" prompt (chat-run.js) and the message box (chat-composer.js).
 
-import { h, icon, replaceChildren } from "./dom.js";
-import { formatCost } from "./board.js";
-import { formatTime, formatWhen, t } from "./i18n.js";
-import { markdownElement } from "./markdown.js";
+import { approvalCard } from "./chat-approval.js";
+import { ENDED_CALL, renderLine, setCallStatus, setChip } from "./chat-activity.js";
+import { Composer } from "./chat-composer.js";
+import { markContinuation, renderMessage, seenMark } from "./chat-message.js";
+import { RunBar } from "./chat-run.js";
+import { AnswerStreams } from "./chat-stream.js";
+import { h, replaceChildren } from "./dom.js";
 import { elicitationCard } from "./elicitation-form.js";
-import { ENDED_CALL, activityRow, fillResult, renderLine, setCallStatus, setChip } from "./chat-activity.js";
-
-const ACTIVE_RUN = new Set(["queued", "running"]);
-const FINISHED_RUN = new Set(["succeeded", "failed", "cancelled"]);
-const STOPPABLE_RUN = new Set(["queued", "running", "waiting_for_user", "waiting_for_approval"]);
+import { t } from "./i18n.js";
 
 /**
  * @typedef {object} ChatOptions
@@ -48,50 +49,21 @@ export class ChatView {
     this.options = options;
     this.editable = Boolean(options.editable) && !options.transcriptOnly;
     this.messages = new Map(); // message id -> element
-    this.streams = new Map(); // answer id -> {element, text, seq}: answers being written
     this.callRows = new Map(); // tool call id -> <details> row
     this.approvals = new Map(); // tool call id -> approval card (calls waiting for a person)
     this.elicitations = new Map(); // elicitation id -> card (a tool's question to a person)
     this.run = null;
     /** @type {import("./types.js").PlanSnapshot | null} the plan shown: names activity lines */
     this.plan = null;
-    this.dismissedRuns = new Set();
+    this.answers = new AnswerStreams(this);
     this.build();
   }
 
   build() {
     this.root.classList.add("chat");
     if (!this.options.transcriptOnly) {
-      this.runStatus = h("span", { class: "run-status", role: "status" });
-      this.runDetail = h("span", { class: "run-detail" });
-      // What the run spent, once it stopped (the board shows the plan's share while it runs).
-      this.runUsage = h("span", { class: "run-usage" });
-      this.stopButton = h(
-        "button",
-        { type: "button", class: "btn btn-danger btn-small", dataset: { action: "stop" } },
-        icon("stop"),
-        h("span", { text: t("stop") }),
-      );
-      this.stopButton.addEventListener("click", () => this.stop());
-      this.startButton = h(
-        "button",
-        { type: "button", class: "btn btn-primary btn-small", dataset: { action: "start-plan" } },
-        icon("play"),
-        h("span", { text: t("start_plan") }),
-      );
-      this.startButton.addEventListener("click", () => this.goAhead());
-      this.runBar = h(
-        "div",
-        { class: "run-bar" },
-        this.runStatus,
-        this.runDetail,
-        this.runUsage,
-        h("span", { class: "spacer" }),
-        this.startButton,
-        this.stopButton,
-      );
-      this.confirm = this.buildConfirm();
-      this.root.append(this.runBar, this.confirm);
+      this.runBar = new RunBar(this);
+      this.root.append(this.runBar.el, this.runBar.confirm);
     }
     // A list (its items are list items), announced as it grows as a log would be.
     this.list = h("ol", {
@@ -110,7 +82,9 @@ export class ChatView {
     );
     this.root.append(this.list);
     if (this.editable) {
-      this.composer = this.buildComposer();
+      this.composerBox = new Composer(this.options);
+      this.composer = this.composerBox.form;
+      this.extras = this.composerBox.extras;
       if (this.extras) this.root.append(this.extras.element);
       this.answerNote = h("p", { class: "read-only-note", text: t("answer_only_chat") });
       this.answerNote.hidden = true;
@@ -121,129 +95,9 @@ export class ChatView {
     this.setRun(null);
   }
 
-  buildConfirm() {
-    const yes = h(
-      "button",
-      { type: "button", class: "btn btn-primary", dataset: { action: "go-ahead" } },
-      icon("play"),
-      h("span", { text: t("confirm_yes") }),
-    );
-    yes.addEventListener("click", () => this.goAhead());
-    const keep = h("button", {
-      type: "button",
-      class: "btn",
-      dataset: { action: "keep-editing" },
-      text: t("confirm_keep_editing"),
-    });
-    keep.addEventListener("click", () => {
-      if (this.run) this.dismissedRuns.add(this.run.id);
-      this.setRun(this.run);
-      if (this.options.onKeepEditing) this.options.onKeepEditing();
-    });
-    return h(
-      "section",
-      { class: "confirm", hidden: true, "aria-labelledby": "confirm-title" },
-      h("h3", { id: "confirm-title", text: t("confirm_title") }),
-      h("p", { text: t(this.options.isOwner ? "confirm_text" : "confirm_text_other") }),
-      h("div", { class: "form-buttons" }, yes, keep),
-    );
-  }
-
-  buildComposer() {
-    this.input = h("textarea", {
-      name: "content",
-      rows: 2,
-      maxlength: 20000,
-      placeholder: t("message_placeholder"),
-      "aria-label": t("message_label"),
-    });
-    this.sendButton = h(
-      "button",
-      { type: "submit", class: "btn btn-primary send", "aria-label": t("send"), title: t("send") },
-      icon("send"),
-      h("span", { class: "send-text", text: t("send") }),
-    );
-    this.planModeBox = h("input", {
-      type: "checkbox",
-      name: "plan_mode",
-      checked: this.options.planMode !== false,
-    });
-    this.planModeBox.addEventListener("change", async () => {
-      const wanted = this.planModeBox.checked;
-      this.planModeBox.disabled = true;
-      const ok = this.options.onPlanMode ? await this.options.onPlanMode(wanted) : false;
-      this.planModeBox.disabled = false;
-      if (!ok) this.planModeBox.checked = !wanted;
-    });
-    const planMode = h(
-      "label",
-      { class: "plan-mode-switch", title: t("plan_mode_help") },
-      this.planModeBox,
-      h("span", { text: t("plan_mode") }),
-    );
-    // Prompts and attached resources of the session's toolsets (composer-extras.js).
-    this.extras = this.options.composerExtras ? this.options.composerExtras(this.input) : null;
-    // How the keys work, under the box (wide screens; a phone's keyboard has its own button).
-    const keys = h("p", { class: "composer-keys", id: "composer-keys", text: t("message_keys") });
-    this.input.setAttribute("aria-describedby", "composer-keys");
-    const form = h(
-      "form",
-      { class: "composer" },
-      // The plan mode is the session's setting: its owner's, not an answerer's.
-      this.options.answerOnly ? null : planMode,
-      h("div", { class: "composer-box" }, this.input, keys),
-      this.sendButton,
-    );
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      this.send();
-    });
-    this.input.addEventListener("keydown", (event) => {
-      // Enter sends, Shift+Enter breaks the line; never while an IME is composing (Chinese).
-      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-        event.preventDefault();
-        this.send();
-      }
-    });
-    return form;
-  }
-
   /** The session's plan mode changed (here or elsewhere). */
   setPlanMode(on) {
-    if (this.planModeBox) this.planModeBox.checked = Boolean(on);
-  }
-
-  async send() {
-    const text = this.input.value.trim();
-    if (!text || this.sending) return;
-    this.sending = true;
-    this.sendButton.disabled = true;
-    try {
-      const resources = this.extras ? this.extras.attached() : [];
-      if (await this.options.onSend(text, resources)) {
-        this.input.value = "";
-        if (this.extras) this.extras.clear();
-      }
-    } finally {
-      this.sending = false;
-      this.sendButton.disabled = false;
-      this.input.focus();
-    }
-  }
-
-  async goAhead() {
-    if (this.run) this.dismissedRuns.add(this.run.id);
-    this.setRun(this.run);
-    if (this.options.onGoAhead) await this.options.onGoAhead();
-  }
-
-  async stop() {
-    this.stopButton.disabled = true;
-    try {
-      await this.options.onStop();
-    } finally {
-      this.setRun(this.run);
-    }
+    if (this.composerBox) this.composerBox.setPlanMode(on);
   }
 
   /**
@@ -260,7 +114,7 @@ export class ChatView {
   showWorking() {
     const active = Boolean(this.run) && this.run.status === "running" && !this.run.cancel_requested;
     const busy =
-      this.streams.size > 0 || Boolean(this.list.querySelector(".tool-row.tool-pending"));
+      this.answers.size > 0 || Boolean(this.list.querySelector(".tool-row.tool-pending"));
     const show = active && !busy;
     if (this.list.lastElementChild !== this.workingLine) this.list.append(this.workingLine);
     this.workingLine.hidden = !show;
@@ -273,57 +127,13 @@ export class ChatView {
     this.run = run;
     if (this.options.transcriptOnly) return;
     this.showWorking();
-    // The inbox links to a waiting run as `#run-<id>`.
-    this.runBar.id = run ? `run-${run.id}` : "";
-    const status = run ? run.status : "idle";
-    this.runBar.dataset.status = status;
-    const stopping = Boolean(run && run.cancel_requested && ACTIVE_RUN.has(status));
-    this.runStatus.className = `run-status run-${status}`;
-    this.runStatus.textContent = stopping ? t("run_stopping") : t(`run_${status}`);
-    if (status === "waiting_for_user" && !stopping && !this.options.isOwner) {
-      this.runStatus.textContent = t("run_waiting_for_user_other");
-    }
-    // A tool waits on a person's answer (its question's card is in the transcript).
-    if (run && status === "running" && !stopping && this.elicitations.size) {
-      this.runStatus.textContent = t("run_waiting_answer");
-    }
-    // Waiting behind the owner's other runs (the per-user cap): say where in line it is.
-    if (run && status === "queued" && !stopping && typeof run.queue_position === "number") {
-      this.runStatus.textContent = t("run_queue_position", { position: run.queue_position });
-    }
-    let detail = "";
-    if (run && status === "running" && run.step_count) {
-      detail = t("run_step", { step: run.step_count });
-    } else if (run && status === "failed" && run.error) {
-      detail = run.error;
-    }
-    // Paused at a spending limit: say what was spent and what to do, not "start this plan?".
-    const budget = Boolean(run && status === "waiting_for_user" && run.pause_reason === "budget");
-    if (budget) {
-      this.runStatus.textContent = t("run_budget_paused");
-      detail = run.error || "";
-    }
-    this.runDetail.textContent = detail;
-    this.runDetail.title = detail;
-    const stopped = Boolean(run) && FINISHED_RUN.has(status);
-    const tokens = run ? Number(run.prompt_tokens || 0) + Number(run.completion_tokens || 0) : 0;
-    const usage = stopped ? formatCost(Number(run.cost_usd || 0), tokens) : "";
-    this.runUsage.textContent = usage ? t("run_usage", { usage }) : "";
-    this.runUsage.hidden = !usage;
-    const canAct = this.editable && Boolean(run);
-    // People named to answer a session write and decide, but do not stop its runs.
-    this.stopButton.hidden = !(canAct && !this.options.answerOnly && STOPPABLE_RUN.has(status));
-    this.stopButton.disabled = stopping;
+    this.runBar.show(run);
     // Someone named to answer writes only to a run waiting for the user (the server's rule).
     if (this.composer && this.options.answerOnly) {
-      const answerable = status === "waiting_for_user";
+      const answerable = Boolean(run) && run.status === "waiting_for_user";
       this.composer.hidden = !answerable;
       this.answerNote.hidden = answerable;
     }
-    const waiting = canAct && status === "waiting_for_user" && !budget;
-    const dismissed = waiting && this.dismissedRuns.has(run.id);
-    this.confirm.hidden = !waiting || dismissed;
-    this.startButton.hidden = !dismissed;
   }
 
   // --- messages ---------------------------------------------------------------------------
@@ -396,7 +206,11 @@ export class ChatView {
       return;
     }
     if (this.approvals.has(record.tool_call_id)) return;
-    const card = this.approvalCard(record);
+    const card = approvalCard(record, {
+      editable: this.editable,
+      answerOnly: this.options.answerOnly,
+      onDecide: this.options.onDecide,
+    });
     this.approvals.set(record.tool_call_id, card);
     const stick = this.isNearEnd();
     if (row) row.after(card);
@@ -429,73 +243,6 @@ export class ChatView {
     card.remove();
     if (item && item.tagName === "LI" && item.childElementCount === 0) item.remove();
     this.approvals.delete(callId);
-  }
-
-  approvalCard(record) {
-    const args = JSON.stringify(record.arguments ?? {}, null, 2);
-    const card = h(
-      "div",
-      {
-        class: "approval",
-        role: "group",
-        // The inbox links here (`#tool-call-<id>`).
-        id: `tool-call-${record.tool_call_id}`,
-        dataset: { callId: record.tool_call_id },
-      },
-      h("p", { class: "approval-title", text: t("approval_title") }),
-      h("code", { class: "approval-tool", text: record.tool_name }),
-      h("pre", { class: "tool-pre approval-args", text: args }),
-    );
-    if (!this.editable) {
-      card.append(h("p", { class: "approval-readonly", text: t("approval_read_only") }));
-      return card;
-    }
-    const note = h("input", {
-      name: "note",
-      maxlength: 2000,
-      placeholder: t("approval_note"),
-      "aria-label": t("approval_note"),
-    });
-    const always = h("input", { type: "checkbox", name: "always_allow" });
-    const decide = async (decision) => {
-      for (const control of card.querySelectorAll("button, input")) control.disabled = true;
-      const ok = this.options.onDecide
-        ? await this.options.onDecide(record.tool_call_id, {
-            decision,
-            note: note.value.trim(),
-            always_allow: decision === "approve" && always.checked,
-          })
-        : false;
-      if (!ok) for (const control of card.querySelectorAll("button, input")) control.disabled = false;
-    };
-    card.append(note);
-    // "Always allow" speaks for the session's later calls: the owner's, not an answerer's.
-    if (!this.options.answerOnly) {
-      card.append(
-        h("label", { class: "approval-always" }, always, h("span", { text: t("approval_always") })),
-      );
-    }
-    card.append(
-      h(
-        "div",
-        { class: "form-buttons" },
-        h("button", {
-          type: "button",
-          class: "btn btn-primary btn-small",
-          dataset: { action: "approve" },
-          text: t("approve"),
-          onclick: () => decide("approve"),
-        }),
-        h("button", {
-          type: "button",
-          class: "btn btn-small",
-          dataset: { action: "deny" },
-          text: t("deny"),
-          onclick: () => decide("deny"),
-        }),
-      ),
-    );
-    return card;
   }
 
   // --- a tool's questions to a person (MCP elicitation) -----------------------------------------
@@ -542,84 +289,12 @@ export class ChatView {
     this.setRun(this.run);
   }
 
-  // --- answers being written (streamed) -----------------------------------------------------
-
-  /** A piece of an answer the model is writing (`message.delta`). */
-  streamDelta({ answer_id: answerId, seq, text }) {
-    let stream = this.streams.get(answerId);
-    if (stream && seq <= stream.seq) return; // already in the snapshot's text
-    if (!stream) stream = this.openStream(answerId);
-    stream.seq = seq;
-    stream.text += text;
-    this.showStream(stream);
-  }
-
-  /** The partial answer of a (re)connect snapshot, or null when none is being written. */
-  setStreaming(partial) {
-    for (const answerId of [...this.streams.keys()]) {
-      if (!partial || partial.answer_id !== answerId) this.dropStream(answerId);
-    }
-    if (!partial || this.storedAnswers().has(partial.answer_id)) return;
-    const stream = this.streams.get(partial.answer_id) || this.openStream(partial.answer_id);
-    stream.seq = partial.seq;
-    stream.text = partial.text;
-    this.showStream(stream);
-  }
-
-  /** The model call restarts (`message.reset`): its partial text is void. */
-  dropStream(answerId) {
-    const stream = this.streams.get(answerId);
-    if (!stream) return;
-    stream.element.remove();
-    this.streams.delete(answerId);
-    if (!this.options.transcriptOnly) this.showWorking();
-  }
-
-  openStream(answerId) {
-    const element = h(
-      "li",
-      { class: "msg msg-assistant msg-streaming", dataset: { answer: answerId } },
-      h(
-        "div",
-        { class: "msg-meta" },
-        h("span", { class: "msg-author", text: t("agent") }),
-        h("span", { class: "msg-writing", text: t("agent_writing") }),
-      ),
-    );
-    const stream = { element, text: "", seq: -1, bubble: null };
-    this.streams.set(answerId, stream);
-    const stick = this.isNearEnd();
-    this.list.append(element);
-    markContinuation(element);
-    this.emptyNote.hidden = true;
-    this.showWorking();
-    this.scrollToEnd(stick);
-    return stream;
-  }
-
-  showStream(stream) {
-    const stick = this.isNearEnd();
-    // Rendered progressively: each piece re-renders the text so far (a list or a code block
-    // takes its final shape as it completes).
-    const bubble = markdownElement(stream.text, "bubble");
-    if (stream.bubble) stream.bubble.replaceWith(bubble);
-    else stream.element.append(bubble);
-    stream.bubble = bubble;
-    this.scrollToEnd(stick);
-  }
-
-  storedAnswers() {
-    return new Set(
-      [...this.list.querySelectorAll("li.msg[data-answer-id]")].map((el) => el.dataset.answerId),
-    );
-  }
-
   addMessage(message, { scroll = true } = {}) {
     if (this.messages.has(message.id)) return;
     // The stored answer replaces the text streamed while it was written.
-    if (message.answer_id) this.dropStream(message.answer_id);
+    if (message.answer_id) this.answers.drop(message.answer_id);
     const stick = this.isNearEnd();
-    const element = this.renderMessage(message);
+    const element = renderMessage(message, this.plan, this.callRows);
     this.messages.set(message.id, element || true);
     if (element) {
       // Keep transcript order by id even if a message arrives late.
@@ -633,76 +308,6 @@ export class ChatView {
     this.emptyNote.hidden = this.messages.size > 0;
     if (!this.options.transcriptOnly) this.showWorking();
     if (scroll) this.scrollToEnd(stick);
-  }
-
-  renderMessage(message) {
-    if (message.role === "tool") {
-      const row = message.tool_call_id ? this.callRows.get(message.tool_call_id) : null;
-      if (row) {
-        fillResult(row, message.content, this.plan);
-        return null;
-      }
-      const standalone = activityRow(message.tool_name || t("tool"), "", this.plan);
-      fillResult(standalone, message.content, this.plan);
-      return h("li", { class: "msg msg-tool", dataset: { id: message.id } }, standalone);
-    }
-    if (message.attachment) return attachmentRow(message);
-    const isUser = message.role === "user";
-    const who = isUser ? message.author || t("you") : t("agent");
-    const dataset = { id: message.id };
-    if (message.answer_id) dataset.answerId = message.answer_id;
-    const element = h(
-      "li",
-      { class: `msg msg-${isUser ? "user" : "assistant"}`, dataset },
-      h(
-        "div",
-        { class: "msg-meta" },
-        h("span", { class: "msg-author", text: who }),
-        h("time", {
-          datetime: message.created_at || "",
-          title: formatWhen(message.created_at, { absolute: true }),
-          text: formatTime(message.created_at),
-        }),
-      ),
-    );
-    if (message.content) {
-      // People's words stay plain text; the agent's answers are markdown.
-      element.append(
-        isUser
-          ? h("div", { class: "bubble", text: message.content })
-          : markdownElement(message.content, "bubble"),
-      );
-    }
-    if (isUser && message.seen) element.append(seenMark(message.seen));
-    if (message.attachments && message.attachments.length) {
-      element.append(
-        h(
-          "ul",
-          { class: "msg-attachments", "aria-label": t("attached") },
-          message.attachments.map((/** @type {any} */ item) =>
-            h(
-              "li",
-              { class: "chip", title: item.uri },
-              icon("paperclip"),
-              h("span", { text: `${item.toolset}: ${item.name || item.uri}` }),
-            ),
-          ),
-        ),
-      );
-    }
-    // The step's tool work: one plain line per call, the raw call behind each.
-    const calls = message.tool_calls || [];
-    if (calls.length) {
-      const group = h("div", { class: "activity-group" });
-      for (const call of calls) {
-        const fn = call.function || {};
-        const row = activityRow(fn.name || t("tool"), fn.arguments || "", this.plan);
-        if (call.id) this.callRows.set(call.id, row);
-        group.append(row);
-      }
-      element.append(group);
-    }
-    return element;
   }
 
   /**
@@ -726,55 +331,4 @@ export class ChatView {
   scrollToEnd(force) {
     if (force) this.list.scrollTop = this.list.scrollHeight;
   }
-}
-
-/** A resource a person attached, as the run read it from its server: folded, text only. */
-function attachmentRow(message) {
-  const item = message.attachment;
-  const label = item.ok ? "attachment_read" : "attachment_unread";
-  return h(
-    "li",
-    { class: "msg msg-attachment", dataset: { id: message.id } },
-    h(
-      "details",
-      { class: "tool-row" },
-      h(
-        "summary",
-        {},
-        icon("paperclip"),
-        h("span", {
-          class: "tool-name",
-          text: t(label, { toolset: item.toolset, name: item.name || item.uri }),
-        }),
-      ),
-      h("div", { class: "tool-body" }, h("pre", { class: "tool-pre", text: message.content })),
-    ),
-  );
-}
-
-/**
- * "Seen by the agent" under a person's message, the step that read it on hover.
- * @param {{step: number | null}} seen
- */
-function seenMark(seen) {
-  return h(
-    "span",
-    {
-      class: "msg-seen",
-      title: seen.step ? t("msg_seen_help", { step: seen.step }) : null,
-    },
-    icon("check"),
-    h("span", { text: t("msg_seen") }),
-  );
-}
-
-/** Consecutive agent messages read as one turn: only the first shows "Agent · time". */
-function markContinuation(element) {
-  let previous = element.previousElementSibling;
-  while (previous && previous.classList.contains("msg-working")) {
-    previous = previous.previousElementSibling;
-  }
-  const agentSide = (el) =>
-    el && (el.classList.contains("msg-assistant") || el.classList.contains("msg-tool"));
-  element.classList.toggle("msg-continued", Boolean(agentSide(element) && agentSide(previous)));
 }

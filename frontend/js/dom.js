@@ -138,3 +138,44 @@ export function flashElement(element) {
   clearTimeout(element.flashTimer);
   element.flashTimer = window.setTimeout(() => element.classList.remove("flash"), FLASH_MS);
 }
+
+/**
+ * Where the keyboard is inside `container` before a re-render: the focused element, the
+ * subtask of the `item` (a CSS selector: a card or a row) around it, and its action.
+ * @param {HTMLElement} container
+ * @param {string} item
+ * @returns {{element: HTMLElement, id: number | null, action: string | undefined} | null}
+ */
+export function captureFocus(container, item) {
+  const active = document.activeElement;
+  if (!(active instanceof HTMLElement) || !container.contains(active)) return null;
+  const around = /** @type {HTMLElement | null} */ (active.closest(item));
+  return {
+    element: active,
+    id: around ? Number(around.dataset.subtaskId) : null,
+    action: active.dataset ? active.dataset.action : undefined,
+  };
+}
+
+/**
+ * Put the keyboard back after a re-render. When the focused control was rebuilt, focus the
+ * same action on its item (so "move up" can be pressed again), else `fallback` in it, else
+ * the item itself.
+ * @param {ReturnType<typeof captureFocus>} focus
+ * @param {(id: number) => HTMLElement | null | undefined} itemFor
+ * @param {string} [fallback] a selector inside the item
+ */
+export function restoreFocus(focus, itemFor, fallback = "") {
+  if (!focus) return;
+  if (focus.element.isConnected) {
+    if (document.activeElement !== focus.element) focus.element.focus();
+    return;
+  }
+  const item = focus.id !== null ? itemFor(focus.id) : null;
+  if (!item) return;
+  const same = focus.action
+    ? item.querySelector(`[data-action="${focus.action}"]:not([disabled])`)
+    : null;
+  const other = fallback ? item.querySelector(fallback) : null;
+  /** @type {HTMLElement} */ (same || other || item).focus();
+}

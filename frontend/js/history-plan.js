@@ -34,7 +34,7 @@ class PlanReview {
       emptyMessage: t("replay_empty"),
     });
     // What each subtask's work cost (the final totals, shown at every replay step).
-    this.board.setUsage(this.usage);
+    this.board.marks.setUsage(this.usage);
     const chat = new ChatView(document.getElementById("transcript"), { transcriptOnly: true });
     chat.setMessages(page.messages);
     if (page.earlier_messages && page.session_id) {

@@ -11,6 +11,7 @@ import { elicitationCard } from "./elicitation-form.js";
 import { formatTokens, formatUsd } from "./format.js";
 import { formatWhen, loadStrings, t } from "./i18n.js";
 import { refreshInbox } from "./inbox-feed.js";
+import { HiddenNote } from "./inbox-undo.js";
 import { setUpNotifySettings } from "./notify-settings.js";
 import { toast } from "./toast.js";
 
@@ -27,6 +28,10 @@ class InboxPage {
     // refetch of the list (by item key).
     /** @type {Map<string, HTMLElement>} */
     this.forms = new Map();
+    /** @type {HiddenNote | null} the "Hidden until … Undo" line of the item just set aside */
+    this.hiddenNote = null;
+    /** @type {string | null} the item whose "Not now" gets the focus at the next render */
+    this.refocus = null;
     /** @type {HTMLInputElement} */
     this.showSnoozed = /** @type {HTMLInputElement} */ (document.getElementById("show-snoozed"));
     this.showSnoozed.addEventListener("change", () => this.render());
@@ -40,16 +45,80 @@ class InboxPage {
   render() {
     const keys = new Set(this.items.map((item) => item.key));
     for (const key of [...this.forms.keys()]) if (!keys.has(key)) this.forms.delete(key);
+    const note = this.hiddenNote && keys.has(this.hiddenNote.key) ? this.hiddenNote : null;
+    if (this.hiddenNote && !note) this.dropNote(); // decided meanwhile: nothing to undo
     const shown = this.items.filter((item) => this.showSnoozed.checked || !item.snoozed_until);
-    if (shown.length === 0) {
+    if (shown.length === 0 && !note) {
       replaceChildren(this.root, h("p", { class: "empty-panel inbox-empty", text: t("inbox_empty") }));
       return;
     }
+    const focus = this.focusedAction();
+    // The confirmation sits where the hidden item was.
+    const rows = this.items.flatMap((item) => [
+      note && note.key === item.key ? note.el : null,
+      shown.includes(item) ? this.itemView(item) : null,
+    ]);
     replaceChildren(
       this.root,
       this.bulkOffers(shown),
-      h("ul", { class: "inbox-list" }, shown.map((item) => this.itemView(item))),
+      h("ul", { class: "inbox-list" }, rows.filter(Boolean)),
     );
+    // A rebuild drops the focus: it goes back to the same button of the same item, or after
+    // an Undo to the item's "Not now" once the item is back.
+    if (this.refocus && this.focusAction(this.refocus, "snooze")) this.refocus = null;
+    else if (focus) this.focusAction(focus.key, focus.action);
+  }
+
+  /** The item key and action of the focused button, or null. */
+  focusedAction() {
+    const active = document.activeElement;
+    if (!(active instanceof HTMLElement) || !this.root.contains(active)) return null;
+    const holder = /** @type {HTMLElement | null} */ (active.closest("[data-key]"));
+    const action = active.dataset.action;
+    return holder && action ? { key: holder.dataset.key, action } : null;
+  }
+
+  /** Focus button `action` of item `key`; false when it is not on the page. */
+  focusAction(key, action) {
+    const button = /** @type {HTMLElement | null} */ (
+      this.root.querySelector(`[data-key="${CSS.escape(key)}"] [data-action="${action}"]`)
+    );
+    if (button) button.focus();
+    return Boolean(button);
+  }
+
+  /**
+   * "Not now": hide the item for a while and say until when, with Undo.
+   * @param {Item} item
+   */
+  async snooze(item) {
+    const answer = await api("POST", "/api/inbox/snooze/", { key: item.key, minutes: SNOOZE_MINUTES });
+    if (!answer || !answer.until) return;
+    this.hiddenNote = new HiddenNote(item.key, answer.until, {
+      onUndo: () => this.undoSnooze(item.key),
+      onExpire: () => {
+        this.dropNote();
+        this.render();
+      },
+    });
+    this.items = this.items.map((it) =>
+      it.key === item.key ? { ...it, snoozed_until: answer.until } : it,
+    );
+    this.render();
+    // The pressed button has gone with its item: the keyboard goes on to Undo.
+    this.hiddenNote.undoButton.focus();
+  }
+
+  /** @param {string} key */
+  async undoSnooze(key) {
+    this.dropNote();
+    this.refocus = key;
+    await this.act(() => api("POST", "/api/inbox/snooze/", { key, minutes: 0 }));
+  }
+
+  dropNote() {
+    if (this.hiddenNote) this.hiddenNote.stop();
+    this.hiddenNote = null;
   }
 
   /** Identical tool requests (same tool, same arguments) waiting more than once. */
@@ -223,17 +292,22 @@ class InboxPage {
         }),
       );
     }
-    const snoozed = Boolean(item.snoozed_until);
-    buttons.push(
-      button(snoozed ? "unsnooze" : "snooze", snoozed ? t("inbox_unsnooze") : t("inbox_snooze"), () =>
-        api("POST", "/api/inbox/snooze/", { key: item.key, minutes: snoozed ? 0 : SNOOZE_MINUTES }),
-      ),
-    );
+    if (item.snoozed_until) {
+      const unsnooze = () => api("POST", "/api/inbox/snooze/", { key: item.key, minutes: 0 });
+      buttons.push(button("unsnooze", t("inbox_unsnooze"), unsnooze));
+    } else {
+      buttons.push(button("snooze", t("inbox_snooze"), () => this.snooze(item)));
+    }
     return h("div", { class: "inbox-actions form-buttons" }, buttons);
   }
 
   /** Run one action; on failure say why. The list refreshes either way. */
   async act(run) {
+    // Any next action ends the last "Not now"'s chance of Undo.
+    if (this.hiddenNote) {
+      this.dropNote();
+      this.render();
+    }
     try {
       await run();
     } catch (error) {

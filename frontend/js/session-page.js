@@ -1,8 +1,9 @@
 // The session page: wires the chat and the board to the REST API and the session's websocket.
 // The board follows the server: every change is sent over REST (the one write path) and comes
-// back as a plan event that the board applies exactly like planboard/snapshots.py.
+// back as a plan event that the board applies exactly like planboard/snapshots.py. The
+// writes themselves are plan-writes.js (the board's) and session-writes.js (the chat's).
 
-import { ApiError, api, listOf, messagesBefore } from "./api.js";
+import { api, listOf, messagesBefore } from "./api.js";
 import { VersionGap, applyEvent, emptyPlan, isFinished, isPlanSnapshot } from "./board-state.js";
 import { BoardView } from "./board.js";
 import { mountBoardViews } from "./board-views.js";
@@ -12,18 +13,17 @@ import { ChatView } from "./chat.js";
 import { setUpChatCollapse } from "./chat-collapse.js";
 import { composerExtras } from "./composer-extras.js";
 import { FilesView } from "./files.js";
-import { askText } from "./dialog.js";
 import { loadStrings, t } from "./i18n.js";
 import { LiveSocket } from "./live.js";
+import { PlanWrites } from "./plan-writes.js";
 import { PresenceView } from "./presence.js";
+import { SessionWrites } from "./session-writes.js";
 import { initTabs } from "./tabs.js";
-import { toast, toastError } from "./toast.js";
 
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */
 /** @typedef {import("./types.js").PlanEvent} PlanEvent */
 /** @typedef {import("./types.js").SocketMessage} SocketMessage */
 
-const UNDO_MS = 6000;
 // Changes this tab made recently are not highlighted when their event comes back.
 const OWN_CHANGE_MS = 8000;
 
@@ -39,7 +39,8 @@ class SessionPage {
     /** @type {PlanSnapshot | null} */
     this.plan = page.session.current_plan || page.last_plan || null;
     this.ownChanges = new Map(); // subtask id or "plan" -> when this tab changed it
-    this.pendingDeletes = new Map(); // subtask id -> {commit, note}
+    this.writes = new PlanWrites(this);
+    this.talk = new SessionWrites(this);
 
     const layout = document.getElementById("session-layout");
     this.tabs = initTabs(layout, this.plan ? "board" : "chat");
@@ -54,16 +55,8 @@ class SessionPage {
       // The detail panel: a link to a card opens it; it lists the card's tool calls.
       urlHash: true,
       loadMessages: () => messagesBefore(this.session.id, Number.MAX_SAFE_INTEGER),
-      actions: {
-        setState: (subtask, state) => this.setState(subtask, state),
-        move: (subtask, index) => this.move(subtask, index),
-        change: (subtask, change) => this.change(subtask, change),
-        edit: (subtask, fields) => this.edit(subtask, fields),
-        remove: (subtask) => this.remove(subtask),
-        add: (fields, index) => this.add(fields, index),
-        editPlan: (fields) => this.editPlan(fields),
-        finishPlan: (state) => this.finishPlan(state),
-      },
+      // People's changes to the plan (plan-writes.js).
+      actions: this.writes,
     });
     // Someone the owner named to answer: they answer what the session waits for (a question,
     // a plan's go-ahead, a call's approval); starting or steering work, attaching resources
@@ -72,28 +65,26 @@ class SessionPage {
     this.chat = new ChatView(document.getElementById("chat"), {
       editable: this.editable || Boolean(page.can_answer),
       answerOnly,
-      onSend: (text, resources) => this.sendMessage(text, "reply", resources),
+      onSend: (text, resources) => this.talk.sendMessage(text, "reply", resources),
       composerExtras: answerOnly ? undefined : (input) => composerExtras(this.session.id, input),
-      onStop: () => this.stopRun(),
-      onGoAhead: () =>
-        this.sendMessage(t("go_ahead_message"), this.awaitsConfirmation() ? "confirm" : "reply"),
+      onStop: () => this.talk.stopRun(),
+      onGoAhead: () => this.talk.goAhead(),
       onKeepEditing: () => this.tabs.show("board"),
-      onPlanMode: (on) => this.setPlanMode(on),
-      onDecide: (callId, decision) => this.decideToolCall(callId, decision),
-      onElicitation: (id, body) => this.answerElicitation(id, body),
+      onPlanMode: (on) => this.talk.setPlanMode(on),
+      onDecide: (callId, decision) => this.talk.decideToolCall(callId, decision),
+      onElicitation: (id, body) => this.talk.answerElicitation(id, body),
       planMode: this.session.plan_mode,
       isOwner: Boolean(this.me && this.session.owner && this.me.id === this.session.owner.id),
     });
     this.chat.setPlan(this.plan);
     this.views = mountBoardViews(this.board, document.getElementById("board-views"));
-    this.board.setUsage(this.session.usage);
-    this.board.setUnseen(this.session.unseen_edits);
+    this.showSpent(this.session);
     this.board.render(this.plan);
     if (this.editable) this.loadProfiles();
     this.files = new FilesView(document.getElementById("files"));
     this.files.render(this.session.files);
     this.chat.setMessages(page.messages);
-    this.chat.setStreaming(page.session.streaming || null);
+    this.chat.answers.restore(page.session.streaming || null);
     if (page.earlier_messages) {
       this.chat.offerEarlier((firstId) => messagesBefore(this.session.id, firstId));
     }
@@ -113,7 +104,7 @@ class SessionPage {
       send: (message) => this.live.send(message),
     });
     this.live.start();
-    window.addEventListener("pagehide", () => this.flushDeletes());
+    window.addEventListener("pagehide", () => this.writes.flushDeletes());
   }
 
   // --- urls ----------------------------------------------------------------------------------
@@ -171,19 +162,19 @@ class SessionPage {
         this.tabs.notify("chat");
         break;
       case "plan.usage":
-        this.board.addUsage(message);
+        this.board.marks.addUsage(message);
         break;
       case "plan.seen":
-        if (this.plan && message.plan_id === this.plan.id) this.board.markSeen(message.seen);
+        if (this.plan && message.plan_id === this.plan.id) this.board.marks.markSeen(message.seen);
         break;
       case "session.messages_seen":
         this.chat.markMessagesSeen(message);
         break;
       case "message.delta":
-        this.chat.streamDelta(message);
+        this.chat.answers.delta(message);
         break;
       case "message.reset":
-        this.chat.dropStream(message.answer_id);
+        this.chat.answers.drop(message.answer_id);
         break;
       case "session.run":
         this.setRun(message.run);
@@ -206,12 +197,11 @@ class SessionPage {
   onSessionSnapshot(session, messages) {
     this.session = session;
     this.chat.setPlanMode(session.plan_mode);
-    this.board.setUsage(session.usage);
-    this.board.setUnseen(session.unseen_edits);
+    this.showSpent(session);
     this.showTitle();
     this.setRun(session.latest_run);
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
-    this.chat.setStreaming(session.streaming || null);
+    this.chat.answers.restore(session.streaming || null);
     this.chat.setToolCalls(session.pending_tool_calls);
     this.chat.setElicitations(session.pending_elicitations);
     this.files.render(session.files);
@@ -237,7 +227,7 @@ class SessionPage {
         if (error instanceof VersionGap) return this.resync();
         throw error;
       }
-      this.board.markPending(event);
+      this.board.marks.markPending(event);
       this.setPlan(next, this.highlightFor(event));
       this.tabs.notify("board");
     } else if (event.action === "plan_created" && event.version === 1) {
@@ -246,42 +236,6 @@ class SessionPage {
       this.tabs.notify("board");
     } else if (event.plan_id === this.session.current_plan_id) {
       this.resync();
-    }
-  }
-
-  async setPlanMode(on) {
-    try {
-      const session = await api("PATCH", this.sessionUrl(), { plan_mode: on });
-      this.session = { ...this.session, ...session };
-      toast(t(on ? "plan_mode_on" : "plan_mode_off"));
-      return true;
-    } catch (error) {
-      toastError(error);
-      return false;
-    }
-  }
-
-  async decideToolCall(callId, decision) {
-    try {
-      const url = this.sessionUrl(`tool-calls/${encodeURIComponent(callId)}/decision/`);
-      const answer = await api("POST", url, decision);
-      if (answer && answer.tool_call) this.chat.updateToolCall(answer.tool_call);
-      if (answer && answer.run) this.setRun(answer.run);
-      return true;
-    } catch (error) {
-      toastError(error);
-      return false;
-    }
-  }
-
-  /** Answer a tool's question; true when answered, else the reason (shown on its card). */
-  async answerElicitation(id, body) {
-    try {
-      const answer = await api("POST", `/api/elicitations/${id}/answer/`, body);
-      if (answer && answer.elicitation) this.chat.updateElicitation(answer.elicitation);
-      return true;
-    } catch (error) {
-      return error instanceof Error ? error.message : String(error);
     }
   }
 
@@ -343,6 +297,14 @@ class SessionPage {
     this.chat.setPlan(plan);
   }
 
+  /** A session snapshot's figures and marks on the board: what was spent, what is unseen. */
+  showSpent(session) {
+    const marks = this.board.marks;
+    marks.setSessionSpent({ cost_usd: Number(session.spent_usd), tokens: session.spent_tokens });
+    marks.setUsage(session.usage);
+    marks.setUnseen(session.unseen_edits);
+  }
+
   setRun(run) {
     this.run = run;
     this.chat.setRun(run);
@@ -364,7 +326,7 @@ class SessionPage {
     try {
       this.showSnapshot(await api("GET", this.planUrl(planId)));
     } catch (error) {
-      this.reportError(error);
+      this.writes.reportError(error);
     }
   }
 
@@ -376,173 +338,7 @@ class SessionPage {
       ]);
       this.onSessionSnapshot(session, listOf(messages));
     } catch (error) {
-      this.reportError(error);
-    }
-  }
-
-  // --- writes --------------------------------------------------------------------------------
-
-  async write(method, url, body, touched) {
-    if (touched !== undefined) this.ownChanges.set(touched, Date.now());
-    try {
-      const data = await api(method, url, body);
-      // Writes answer with the fresh snapshot ({plan: …}); showing it now saves a wait.
-      const snapshot = data && isPlanSnapshot(data.plan) ? data.plan : data;
-      if (isPlanSnapshot(snapshot) && this.plan && snapshot.id === this.plan.id) {
-        this.showSnapshot(snapshot, { highlight: false });
-      }
-      // Without the socket nothing would show the change: fetch it.
-      if (!this.live.isOpen() && this.plan) this.refreshPlan(this.plan.id);
-      return true;
-    } catch (error) {
-      this.reportError(error);
-      return false;
-    }
-  }
-
-  reportError(error) {
-    if (error instanceof ApiError && error.status === 409 && isPlanSnapshot(error.body.snapshot)) {
-      this.showSnapshot(error.body.snapshot);
-      toast(t("err_stale_version"), { kind: "warning" });
-      return;
-    }
-    toastError(errorText(error));
-  }
-
-  async setState(subtask, state) {
-    const body = { state };
-    if (state === "done") {
-      const outcome = await this.askOutcome(subtask);
-      if (outcome === null) return false;
-      if (outcome) body.outcome = outcome;
-    }
-    return this.write("PATCH", this.subtaskUrl(subtask.id), body, subtask.id);
-  }
-
-  askOutcome(subtask) {
-    return askText({
-      title: t("finish_subtask_title", { name: subtask.name }),
-      message: subtask.expected_outcome
-        ? t("finish_subtask_expected", { expected: subtask.expected_outcome })
-        : "",
-      label: t("outcome"),
-      confirm: t("mark_done"),
-    });
-  }
-
-  move(subtask, index) {
-    // Positions depend on what this tab saw: a stale view is refused, not misapplied.
-    return this.write(
-      "PATCH",
-      this.subtaskUrl(subtask.id),
-      { index, expected_version: this.plan.version },
-      subtask.id,
-    );
-  }
-
-  async change(subtask, change) {
-    const body = { ...change };
-    if (change.state === "done") {
-      const outcome = await this.askOutcome(subtask);
-      if (outcome === null) return false;
-      if (outcome) body.outcome = outcome;
-    }
-    if ("index" in change) body.expected_version = this.plan.version;
-    return this.write("PATCH", this.subtaskUrl(subtask.id), body, subtask.id);
-  }
-
-  edit(subtask, fields) {
-    return this.write("PATCH", this.subtaskUrl(subtask.id), fields, subtask.id);
-  }
-
-  add(fields, index) {
-    const body = { ...fields };
-    if (index !== null && index !== undefined) body.index = index;
-    return this.write("POST", `${this.planUrl()}subtasks/`, body, "add");
-  }
-
-  editPlan(fields) {
-    return this.write("PATCH", this.planUrl(), fields, "plan");
-  }
-
-  async finishPlan(state) {
-    const outcome = await askText({
-      title: t(state === "done" ? "finish_plan_title" : "abandon_plan_title"),
-      message: t(state === "done" ? "finish_plan_text" : "abandon_plan_text"),
-      label: t(state === "done" ? "outcome" : "abandon_reason"),
-      confirm: t(state === "done" ? "finish_plan" : "abandon_plan"),
-      required: true,
-    });
-    if (!outcome) return false;
-    return this.write("PATCH", this.planUrl(), { state, outcome }, "plan");
-  }
-
-  /** Delete after a short grace period, so that Undo needs no server round trip. */
-  remove(subtask) {
-    const id = subtask.id;
-    const url = this.subtaskUrl(id);
-    this.board.hide(id);
-    const commit = async ({ keepalive = false } = {}) => {
-      if (!this.pendingDeletes.has(id)) return;
-      this.pendingDeletes.delete(id);
-      this.ownChanges.set(id, Date.now());
-      try {
-        await api("DELETE", url, undefined, { keepalive });
-        if (!this.live.isOpen() && this.plan) this.refreshPlan(this.plan.id);
-      } catch (error) {
-        this.board.unhide(id);
-        this.reportError(error);
-      }
-      // On success the id stays hidden until its delete event removes it from the plan.
-    };
-    const note = toast(t("deleted_subtask", { name: subtask.name }), {
-      actionLabel: t("undo"),
-      timeout: UNDO_MS,
-      onAction: () => {
-        this.pendingDeletes.delete(id);
-        this.board.unhide(id);
-      },
-      onTimeout: () => commit(),
-    });
-    this.pendingDeletes.set(id, { commit, note });
-    return Promise.resolve(true);
-  }
-
-  flushDeletes() {
-    for (const { commit, note } of [...this.pendingDeletes.values()]) {
-      note.dismiss();
-      commit({ keepalive: true });
-    }
-  }
-
-  /** The server's rule (`selectors.awaits_confirmation`): a drafted plan nobody started. */
-  awaitsConfirmation() {
-    const plan = this.plan;
-    if (!this.session.need_user_confirm || !plan || isFinished(plan)) return false;
-    const states = plan.subtasks.map((subtask) => subtask.state);
-    return states.includes("todo") && !states.includes("in_progress") && !states.includes("done");
-  }
-
-  /** `intent` "confirm" records the message as the plan's go-ahead (a decision). */
-  async sendMessage(content, intent = "reply", resources = []) {
-    try {
-      /** @type {Record<string, unknown>} */
-      const body = { content, intent };
-      if (resources.length) body.resources = resources;
-      await api("POST", this.sessionUrl("messages/"), body);
-    } catch (error) {
-      this.reportError(error);
-      return false;
-    }
-    if (!this.live.isOpen()) this.refreshSession();
-    return true;
-  }
-
-  async stopRun() {
-    try {
-      await api("POST", this.sessionUrl("cancel/"), {});
-    } catch (error) {
-      this.reportError(error);
+      this.writes.reportError(error);
     }
   }
 }
@@ -552,17 +348,6 @@ function changedIds(before, after) {
   return after.subtasks
     .filter((subtask) => old.get(subtask.id) !== JSON.stringify(subtask))
     .map((subtask) => subtask.id);
-}
-
-/** A readable message in the page's language when we know the error, else the server's. */
-export function errorText(error) {
-  if (!(error instanceof ApiError)) return String(error);
-  if (error.status === 0) return t("err_network");
-  const key = `err_${error.code}`;
-  const translated = t(key);
-  if (translated !== key) return translated;
-  if (error.status === 403) return t("err_forbidden");
-  return error.message;
 }
 
 loadStrings();

@@ -1,6 +1,6 @@
 // Plain-language lines for plan events: who did what, for the history timeline.
 
-import { stateLabel } from "./board.js";
+import { stateLabel } from "./board-card.js";
 import { t } from "./i18n.js";
 
 /** @typedef {import("./types.js").PlanSnapshot} PlanSnapshot */

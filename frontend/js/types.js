@@ -135,7 +135,8 @@
  *   | {type: "session.elicitation", elicitation: Record<string, any>}
  *   | {type: "session.files", session_id: number, action: string, path: string,
  *      files: Record<string, any>[]}
- *   | PlanUsage & {type: "plan.usage", session_id: number | null}
+ *   | PlanUsage & {type: "plan.usage", session_id: number | null,
+ *      session?: {cost_usd: number, tokens: number}}
  *   | {type: "plan.seen", plan_id: number, session_id: number | null,
  *      seen: (EventSeen & {version: number, subtask_id: number | null})[]}
  *   | {type: "session.messages_seen", session_id: number, up_to: number,

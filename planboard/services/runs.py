@@ -620,9 +620,9 @@ def run_record_step(
     stop = RunStopFlags(*counted[:2]) if counted is not None and returning_flags else None
     if profile_id is not None and user_id is not None:
         profile_usage_add(user_id=user_id, profile_id=profile_id, cost_usd=cost, tokens=used)
-    if plan_id is None or counted is None or counted[2][0] is None:
+    if plan_id is None or counted is None or counted[2][2] is None:
         return stop
-    plan_cost, plan_tokens, subtask_cost, subtask_tokens = counted[2]
+    session_cost, session_tokens, plan_cost, plan_tokens, subtask_cost, subtask_tokens = counted[2]
     spent_on = []
     if subtask_id is not None and subtask_cost is not None:  # (None: deleted meanwhile)
         spent_on.append((subtask_id, subtask_cost, subtask_tokens))
@@ -631,6 +631,9 @@ def run_record_step(
     if session_id:
         groups.append(broadcast.session_group(session_id))
     event = {"type": "plan.usage", "session_id": session_id, **usage}
+    if session_cost is not None:
+        # The session's total beside the plan's: the page labels both.
+        event["session"] = {"cost_usd": float(session_cost), "tokens": session_tokens}
     transaction.on_commit(lambda: broadcast.publish(groups, event))
     return stop
 

@@ -207,6 +207,7 @@ STRINGS: dict[str, str | Promise] = {
     "cost": _("{cost} · {tokens} tokens"),
     "run_usage": _("This run: {usage}"),
     "plan_usage": _("This plan: {usage}"),
+    "session_usage": _("This session: {usage}"),
     "name_required": _("A name is needed: it is what the board shows."),
     "notify_saved": _("Notification settings saved."),
     "notify_secret": _(
@@ -385,6 +386,7 @@ STRINGS: dict[str, str | Promise] = {
     "inbox_reply": _("Reply"),
     "inbox_snooze": _("Not now"),
     "inbox_unsnooze": _("Show again"),
+    "inbox_hidden_until": _("Hidden until {time}"),
     "inbox_identical": _("{count} identical requests of {tool}"),
     "inbox_approve_all": _("Approve all {count}"),
     # Decisions in the review timeline: who answered, what, through which channel

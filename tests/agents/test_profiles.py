@@ -319,7 +319,12 @@ def test_costs_are_attributed_to_the_subtask_in_progress_and_sum_to_the_run(
     merged: dict[str, Any] = {}
     for event in heard:
         merged = {**event, "subtasks": {**merged.get("subtasks", {}), **event["subtasks"]}}
-    del merged["type"], merged["session_id"]
+    # Each event also carries the session's total, every run's: the last one, the whole run's.
+    assert merged["session"] == {
+        "cost_usd": float(session.spent_usd),
+        "tokens": session.spent_tokens,
+    }
+    del merged["type"], merged["session_id"], merged["session"]
     assert merged == usage
 
 

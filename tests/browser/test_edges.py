@@ -66,6 +66,10 @@ def test_costs_say_their_scope_and_agree(browsing: Browsing, screenshot: Any) ->
     # The session page: the current plan's share, and the last run's.
     open_session(page, browsing.server.url, edges["session"])
     expect(page.locator("#board .plan-cost")).to_have_text("This plan: $0.018 · 8.7k tokens")
+    # ... beside the session's, the same figure as the list's, in the same format.
+    expect(page.locator('#board [data-scope="session"]')).to_have_text(
+        "This session: $0.025 · 12.4k tokens"
+    )
     expect(page.locator(".run-usage")).to_have_text("This run: $0.0045 · 2.3k tokens")
     # A card: what its own work cost.
     first = card(page, "Book the Shinkansen from Tokyo to Kyoto")
@@ -74,6 +78,22 @@ def test_costs_say_their_scope_and_agree(browsing: Browsing, screenshot: Any) ->
     expect(first.locator(".chip-cost")).to_have_attribute(
         "title", "Spent on this subtask: $0.0082 · 4.1k tokens"
     )
+    screenshot(page, "edges-session-costs-1280")
+    # After a step the socket brings both totals; the two figures move together.
+    page.evaluate(
+        """(planId) => window.planboard.onMessage({type: "plan.usage", plan_id: planId,
+            session_id: window.planboard.session.id, cost_usd: 0.02, tokens: 9100, subtasks: {},
+            session: {cost_usd: 0.027, tokens: 12800}})""",
+        page.evaluate("window.planboard.plan.id"),
+    )
+    expect(page.locator("#board .plan-cost")).to_have_text("This plan: $0.02 · 9.1k tokens")
+    expect(page.locator('#board [data-scope="session"]')).to_have_text(
+        "This session: $0.027 · 12.8k tokens"
+    )
+    phone = browsing.new_page("mika", viewport=PHONE)
+    open_session(phone, browsing.server.url, edges["session"])
+    expect(phone.locator('#board [data-scope="session"]')).to_be_visible()
+    screenshot(phone, "edges-session-costs-390")
 
     # The history list: each finished plan's cost, as the session page would show it.
     for viewport in (DESKTOP, PHONE):

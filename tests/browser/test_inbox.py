@@ -17,6 +17,65 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RUN_TIMEOUT_MS = 120_000
 
 
+def test_not_now_says_until_when_and_can_be_undone(browsing: Browsing, screenshot: Any) -> None:
+    """Runs before the test that answers ivy's items, and leaves them as they were."""
+    page = browsing.new_page("ivy")
+    page.goto(f"{browsing.server.url}/inbox/")
+    items = page.locator(".inbox-item")
+    count = page.locator(".topbar .inbox-count")
+    expect(items).to_have_count(2)
+    confirm = items.filter(has_text="Nara weekend")
+    # By keyboard: "Not now" hides the item and says until when, where the item was.
+    confirm.locator('[data-action="snooze"]').focus()
+    page.keyboard.press("Enter")
+    note = page.locator(".inbox-undo [role=status]")
+    expect(note).to_have_text(re.compile(r"Hidden until \d{1,2}:\d{2}"))
+    expect(items).to_have_count(1)
+    expect(count).to_have_text("1")
+    undo = note.locator('[data-action="undo-snooze"]')
+    expect(undo).to_be_focused()
+    screenshot(page, "inbox-not-now-undo-1280")
+    # Undo shows it again and gives the focus back to its "Not now".
+    page.keyboard.press("Enter")
+    expect(items).to_have_count(2)
+    expect(count).to_have_text("2")
+    expect(note).to_have_count(0)
+    expect(confirm.locator('[data-action="snooze"]')).to_be_focused()
+    assert page.request.get(f"{browsing.server.url}/api/inbox/").json()["count"] == 2
+
+    # Left alone (the keyboard elsewhere), the line goes by itself; the item stays hidden.
+    confirm.locator('[data-action="snooze"]').click()
+    expect(note).to_be_visible()
+    page.locator("h1").click()
+    expect(note).to_have_count(0, timeout=20_000)
+    expect(items).to_have_count(1)
+
+    # The next action ends the chance of Undo: here, showing another set-aside item again.
+    page.locator("#show-snoozed").check()
+    expect(items).to_have_count(2)
+    confirm.locator('[data-action="unsnooze"]').click()
+    expect(confirm.locator('[data-action="snooze"]')).to_be_visible()
+    confirm.locator('[data-action="snooze"]').click()
+    expect(note).to_be_visible()
+    confirm.locator('[data-action="unsnooze"]').click()
+    expect(note).to_have_count(0)
+    expect(confirm.locator('[data-action="snooze"]')).to_be_visible()
+    page.locator("#show-snoozed").uncheck()
+    expect(items).to_have_count(2)
+    expect(count).to_have_text("2")
+
+    phone = browsing.new_page("ivy", viewport=PHONE)
+    phone.goto(f"{browsing.server.url}/inbox/")
+    phone.locator(".inbox-item").filter(has_text="Nara weekend").locator(
+        '[data-action="snooze"]'
+    ).click()
+    phone_note = phone.locator(".inbox-undo [role=status]")
+    expect(phone_note).to_be_visible()
+    screenshot(phone, "inbox-not-now-undo-390")
+    phone_note.locator('[data-action="undo-snooze"]').click()
+    expect(phone.locator(".inbox-item")).to_have_count(2)
+
+
 def test_inbox_lists_both_and_answers_resume_the_runs(browsing: Browsing, screenshot: Any) -> None:
     if not browsing.server.embedded:
         pytest.skip("needs `manage.py runembedded` (web + in-process worker)")

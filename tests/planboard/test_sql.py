@@ -356,7 +356,7 @@ def test_counting_a_step_adds_what_f_expressions_would(
             completion_tokens=F("completion_tokens") + 3,
             cost_usd=F("cost_usd") + Decimal("0.000125"),
         )
-    assert flags == (False, "w1", (None, None, None, None))  # spent on no plan
+    assert flags == (False, "w1", (None,) * 6)  # spent on no session or plan
     counted, expected = AgentRun.objects.get(pk=by_sql.pk), AgentRun.objects.get(pk=by_orm.pk)
     keys = ("step_count", "prompt_tokens", "completion_tokens", "cost_usd")
     assert [getattr(counted, k) for k in keys] == [getattr(expected, k) for k in keys]
@@ -374,7 +374,8 @@ def test_counting_a_step_adds_its_usage_where_it_was_spent_and_reads_the_new_tot
 ) -> None:
     """The usage goes to the session, the plan and the subtask it was spent on (as the `F()`
     updates it replaced added it; a subtask only of that plan), and the plan's and subtask's
-    new totals come back: what the `plan.usage` event says, without a read after the commit."""
+    new totals, and the session's, come back: what the `plan.usage` event says, without a
+    read after the commit."""
     first, second = SubTask.objects.filter(plan=costly_plan).order_by("position")[:2]
     session = ChatSession.objects.get(pk=costly_plan.session_id)
     run = AgentRun.objects.create(session=session)
@@ -398,7 +399,8 @@ def test_counting_a_step_adds_its_usage_where_it_was_spent_and_reads_the_new_tot
     counted_subtask = SubTask.objects.get(pk=first.pk)
     assert (counted_subtask.cost_usd, counted_subtask.tokens) == (Decimal("0.000126"), used)
     assert SubTask.objects.get(pk=second.pk).tokens == second.tokens  # not spent there
-    plan_cost, plan_tokens, subtask_cost, subtask_tokens = totals
+    session_cost, session_tokens, plan_cost, plan_tokens, subtask_cost, subtask_tokens = totals
+    assert (Decimal(str(session_cost)), session_tokens) == (after.spent_usd, after.spent_tokens)
     assert (Decimal(str(plan_cost)), plan_tokens) == (plan.cost_usd, plan.tokens)
     assert (Decimal(str(subtask_cost)), subtask_tokens) == (
         counted_subtask.cost_usd, counted_subtask.tokens,
@@ -409,10 +411,10 @@ def test_counting_a_step_adds_its_usage_where_it_was_spent_and_reads_the_new_tot
         session_id=elsewhere.pk, actor=actor, name="Other", subtasks=[{"name": "Elsewhere"}]
     )
     stray = SubTask.objects.get(plan=other)
-    assert count(plan_id=costly_plan.pk, subtask_id=stray.pk)[2:] == (None, None)
+    assert count(plan_id=costly_plan.pk, subtask_id=stray.pk)[4:] == (None, None)
     assert SubTask.objects.get(pk=stray.pk).tokens == 0
-    assert count(plan_id=10**9, subtask_id=10**9) == (None, None, None, None)
-    assert count() == (None, None, None, None)  # spent on no session, plan or subtask
+    assert count(plan_id=10**9, subtask_id=10**9) == (None,) * 6
+    assert count() == (None,) * 6  # spent on no session, plan or subtask
     assert AgentRun.objects.get(pk=run.pk).step_count == 4
 
 

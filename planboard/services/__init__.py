@@ -30,6 +30,8 @@ nothing.
 | `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, answerers and consent to be named |
 | `notifications` | notification settings, the outbox (claim/finish)                   |
 | `action_links`  | signed action links: made with a notification, used, expired      |
+| `schedules` | `schedule_create/update/pause/resume/delete`, `schedule_rule_clean`     |
+| `schedule_firing` | `schedules_sweep` (settle ended runs, fire what is due), its parts |
 | `secret_rotation` | `notification_settings_rotate_secrets` (`manage.py rotate_secrets`) |
 """
 
@@ -93,6 +95,20 @@ from planboard.services.runs import (
     run_renew_leases,
     run_start,
 )
+from planboard.services.schedule_firing import (
+    SweepReport,
+    schedules_fire_due,
+    schedules_settle,
+    schedules_sweep,
+)
+from planboard.services.schedules import (
+    schedule_create,
+    schedule_delete,
+    schedule_pause,
+    schedule_resume,
+    schedule_rule_clean,
+    schedule_update,
+)
 from planboard.services.secret_rotation import notification_settings_rotate_secrets
 from planboard.services.sessions import session_create, session_update
 from planboard.services.subtasks import (
@@ -151,6 +167,7 @@ __all__ = [
     "Actor",
     "Claimed",
     "RunStopFlags",
+    "SweepReport",
     "TextChanges",
     "action_link_find",
     "action_link_preview",
@@ -191,6 +208,15 @@ __all__ = [
     "run_renew_lease",
     "run_renew_leases",
     "run_start",
+    "schedule_create",
+    "schedule_delete",
+    "schedule_pause",
+    "schedule_resume",
+    "schedule_rule_clean",
+    "schedule_update",
+    "schedules_fire_due",
+    "schedules_settle",
+    "schedules_sweep",
     "session_create",
     "session_set_answerers",
     "session_set_toolsets",

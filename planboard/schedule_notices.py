@@ -33,15 +33,14 @@ def send_paused_notice(schedule_id: int) -> bool:
         'Your schedule "%(name)s" paused itself after %(count)s failed runs in a row. '
         "Look at what went wrong and resume it from the session page: %(link)s"
     ) % {"name": schedule.name, "count": schedule.failures_in_a_row, "link": link}
+    stamp = int(schedule.updated_at.timestamp())
     try:
         EmailMessage(
             subject=subject,
             body=body,
             from_email=settings.DEFAULT_FROM_EMAIL,
             to=[owner.email],
-            headers={
-                "Message-ID": f"<schedule-{schedule.pk}-paused-{int(schedule.updated_at.timestamp())}@planboard>"
-            },
+            headers={"Message-ID": f"<schedule-{schedule.pk}-paused-{stamp}@planboard>"},
         ).send(fail_silently=False)
     except Exception as exc:  # a mail failure must not fail the sweep
         logger.warning("schedule %s: the paused notice was not sent: %s", schedule_id, exc)

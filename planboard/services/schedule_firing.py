@@ -44,7 +44,7 @@ from planboard.services.schedules import _publish
 
 MISSED_RECORDED = 20
 
-_RUN_ENDS = {
+_RUN_ENDS: dict[str, str] = {
     AgentRun.Status.SUCCEEDED: ScheduleOccurrence.Status.SUCCEEDED,
     AgentRun.Status.FAILED: ScheduleOccurrence.Status.FAILED,
     AgentRun.Status.CANCELLED: ScheduleOccurrence.Status.CANCELLED,

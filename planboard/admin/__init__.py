@@ -9,13 +9,14 @@
 | `profiles` | agent profiles                                                             |
 | `toolsets` | toolsets (MCP servers) with their tools' policies, tool calls              |
 | `inbox`    | decisions (who answered, how) and notifications, read-only                 |
+| `schedules` | schedules with their occurrences: pause, resume, remove                    |
 """
 
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 # Django's autodiscovery imports this package only: importing each area registers its models.
-from planboard.admin import inbox, plans, profiles, teams, toolsets
+from planboard.admin import inbox, plans, profiles, schedules, teams, toolsets
 
 # agents/admin.py extends the run admin with the agent's steps (planboard never imports agents).
 from planboard.admin.plans import AgentRunAdmin
@@ -26,4 +27,4 @@ admin.site.site_title = _("Planboard administration")
 admin.site.index_title = _("Plans, people and tools")
 admin.site.site_url = "/"
 
-__all__ = ["AgentRunAdmin", "inbox", "plans", "profiles", "teams", "toolsets"]
+__all__ = ["AgentRunAdmin", "inbox", "plans", "profiles", "schedules", "teams", "toolsets"]

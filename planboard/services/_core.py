@@ -1,7 +1,7 @@
 """The shared core of the services: who acts, input cleaning, row locks, and recording.
 
-Lock order, everywhere: the session row, then its owner's user row (admission: `run_queue`),
-then the plan row(s) in id order, then subtask rows, then run rows. Every service takes its
+Lock order, everywhere: the session row (then a schedule of it), then its owner's user row
+(admission: `run_queue`), then the plan row(s) in id order, then subtask rows, then run rows. Every service takes its
 locks through `_lock_session` / `_lock_plan` (which locks the plan's session first), so two
 services can never wait on each other in a circle, however they are combined in one
 transaction (tests/planboard/test_lock_order.py).

@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: run test lint typecheck lock deps deps-dev browser migrate demo-user worker notifier web clean
+.PHONY: run test lint typecheck lock deps deps-dev browser migrate demo-user worker notifier beat web clean
 
 # Installs come from the lock files (exact versions, tested together), so a new upstream
 # release can never break a fresh machine. `pip check` fails when pyproject.toml asks for a
@@ -80,6 +80,12 @@ worker: deps
 notifier: deps
 	$(VENV)/bin/celery -A planboard worker -l info --concurrency=2 --hostname=notifier@%h \
 	  --queues=$${PLANBOARD_NOTIFICATION_QUEUE:-$${PLANBOARD_TASK_QUEUE:-celery}.notifications}
+
+## The periodic sweeps (schedules, the inbox's): exactly one beat process per deployment; its
+## schedule is in the database (django-celery-beat, editable in Django admin). `make run`
+## needs none: the embedded worker repeats the sweeps itself.
+beat: migrate
+	$(VENV)/bin/celery -A planboard beat -l info
 
 ## Run every test (unit, PostgreSQL/Redis integration when configured, real-browser).
 ## Locally the PostgreSQL test database is kept between runs (migrations still apply);

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "channels",
     "axes",
     "csp",
+    "django_celery_beat",
     "planboard",
     "agents",
 ]
@@ -406,10 +407,29 @@ PLANBOARD_EMAIL_DEADLINE = float(os.environ.get("PLANBOARD_EMAIL_DEADLINE", "30"
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "planboard@localhost")
 # Sweeps for a beat process (`celery -A planboard beat`): notifications whose hand-off was
 # lost, and action links that expired unused (approvals count as denied).
+#
+# Beat keeps its schedule in the database (django-celery-beat): admins see and change each
+# periodic task in Django admin. Entries listed here are written into it when beat starts.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Seconds between two sweeps for due schedules (beat's entry; the embedded mode's loop).
+PLANBOARD_SCHEDULE_TICK_SECONDS = float(os.environ.get("PLANBOARD_SCHEDULE_TICK_SECONDS", "60"))
 CELERY_BEAT_SCHEDULE = {
     "send-due-notifications": {"task": "planboard.tasks.send_due_notifications", "schedule": 60.0},
     "expire-action-links": {"task": "planboard.tasks.expire_action_links", "schedule": 60.0},
+    "sweep-schedules": {
+        "task": "planboard.tasks.sweep_schedules",
+        "schedule": PLANBOARD_SCHEDULE_TICK_SECONDS,
+    },
 }
+# --- Schedules (docs/SCHEDULES.md) --------------------------------------------------------
+# After the sweep was stopped, the newest missed occurrence still fires if it is at most this
+# many hours late; older ones are recorded as missed.
+PLANBOARD_SCHEDULE_CATCH_UP_HOURS = float(os.environ.get("PLANBOARD_SCHEDULE_CATCH_UP_HOURS", "12"))
+# The shortest time allowed between two occurrences of one schedule (minutes).
+PLANBOARD_SCHEDULE_MIN_MINUTES = int(os.environ.get("PLANBOARD_SCHEDULE_MIN_MINUTES", "5"))
+# A new schedule pauses itself after this many failed occurrences in a row (its owner may
+# choose another number per schedule).
+PLANBOARD_SCHEDULE_MAX_FAILURES = int(os.environ.get("PLANBOARD_SCHEDULE_MAX_FAILURES", "3"))
 # External tools (MCP servers): how long one call may take (seconds, server start included),
 # how much of its output the model gets (characters), and the function `planboard` calls to
 # ask a toolset's server for its tools (planboard never imports `agents`).

@@ -1,5 +1,6 @@
 """Celery tasks of the inbox: send one notification (with retries), and the two sweeps a
-beat process runs (`settings.CELERY_BEAT_SCHEDULE`). Thin: the services decide, these send.
+beat process runs (`settings.CELERY_BEAT_SCHEDULE`); and the sweep that fires due schedules
+(docs/SCHEDULES.md). Thin: the services decide, these send.
 
 A notification is claimed (committed) before it is sent, so two workers never send it at
 once; a failed send goes back to pending and is retried with backoff; a worker that dies
@@ -21,7 +22,7 @@ import logging
 from django.conf import settings
 
 from celery import Task, shared_task
-from planboard import notifications, services
+from planboard import notifications, schedule_notices, services
 
 logger = logging.getLogger(__name__)
 
@@ -104,3 +105,30 @@ def start_inbox_sweeps() -> None:
     """The embedded mode's stand-in for beat: both sweeps now, then every minute."""
     send_due_notifications.delay(True)
     expire_action_links.delay(True)
+
+
+@shared_task(name="planboard.tasks.sweep_schedules")
+def sweep_schedules(repeat: bool = False) -> dict[str, int]:
+    """Settle ended occurrences, fire due ones (`services.schedules_sweep`), then tell the
+    owners of schedules that paused themselves. `repeat`: queue itself again after the tick
+    (the embedded mode has no beat process)."""
+    try:
+        report = services.schedules_sweep()
+        for schedule_id in report.paused:
+            schedule_notices.send_paused_notice(schedule_id)
+    finally:
+        if repeat:
+            sweep_schedules.apply_async((True,), countdown=settings.PLANBOARD_SCHEDULE_TICK_SECONDS)
+    return {
+        "fired": report.fired,
+        "skipped": report.skipped,
+        "missed": report.missed,
+        "failed": report.failed,
+        "settled": report.settled,
+        "paused": len(report.paused),
+    }
+
+
+def start_schedule_sweeps() -> None:
+    """The embedded mode's stand-in for beat's schedule sweep: now, then every tick."""
+    sweep_schedules.delay(True)

@@ -10,13 +10,14 @@
 | `toolsets` | toolsets (MCP servers) with their tools' policies, tool calls              |
 | `inbox`    | decisions (who answered, how) and notifications, read-only                 |
 | `templates` | plan templates (subtasks as their JSON list)                              |
+| `schedules` | schedules with their occurrences: pause, resume, remove                    |
 """
 
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 # Django's autodiscovery imports this package only: importing each area registers its models.
-from planboard.admin import inbox, plans, profiles, teams, templates, toolsets
+from planboard.admin import inbox, plans, profiles, schedules, teams, templates, toolsets
 
 # agents/admin.py extends the run admin with the agent's steps (planboard never imports agents).
 from planboard.admin.plans import AgentRunAdmin
@@ -27,4 +28,13 @@ admin.site.site_title = _("Planboard administration")
 admin.site.index_title = _("Plans, people and tools")
 admin.site.site_url = "/"
 
-__all__ = ["AgentRunAdmin", "inbox", "plans", "profiles", "teams", "templates", "toolsets"]
+__all__ = [
+    "AgentRunAdmin",
+    "inbox",
+    "plans",
+    "profiles",
+    "schedules",
+    "teams",
+    "templates",
+    "toolsets",
+]

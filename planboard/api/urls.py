@@ -20,6 +20,7 @@ from planboard.api.views import (
     inbox,
     plans,
     profiles,
+    schedules,
     sessions,
     templates,
     toolsets,
@@ -143,6 +144,30 @@ urlpatterns = [
         "templates/<api_id:template_id>/start/",
         templates.TemplateStartView.as_view(),
         name="api-template-start",
+    ),
+    path("schedules/", schedules.ScheduleListView.as_view(), name="api-schedules"),
+    path(
+        "schedules/preview/", schedules.SchedulePreviewView.as_view(), name="api-schedule-preview"
+    ),
+    path(
+        "schedules/<api_id:schedule_id>/",
+        schedules.ScheduleDetailView.as_view(),
+        name="api-schedule",
+    ),
+    path(
+        "schedules/<api_id:schedule_id>/pause/",
+        schedules.SchedulePauseView.as_view(),
+        name="api-schedule-pause",
+    ),
+    path(
+        "schedules/<api_id:schedule_id>/resume/",
+        schedules.ScheduleResumeView.as_view(),
+        name="api-schedule-resume",
+    ),
+    path(
+        "schedules/<api_id:schedule_id>/occurrences/",
+        schedules.ScheduleOccurrencesView.as_view(),
+        name="api-schedule-occurrences",
     ),
     path("plans/", plans.PlanListView.as_view(), name="api-plans"),
     path("plans/<api_id:plan_id>/", plans.PlanDetailView.as_view(), name="api-plan"),

@@ -11,6 +11,7 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 | `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
 | `workspace` | a session's files (`session_files`) and one file's bytes                |
 | `forks`    | a fork's origin and continuations, the account its agent is told (`fork_account`) |
+| `schedules` | who sees which schedule, their shapes, what the previous occurrence produced |
 | `inbox`    | what waits on a person (`inbox_items`), who decided what (`decisions`)    |
 | `templates` | plan templates a person sees (`templates_for_list`), `template_snapshot` |
 
@@ -100,6 +101,15 @@ from planboard.selectors.runs import (
     runs_in_flight,
     users_with_waiting_runs,
 )
+from planboard.selectors.schedules import (
+    can_change_schedule,
+    schedule_occurrences,
+    schedule_rule,
+    schedules_visible_to,
+    serialize_occurrence,
+    serialize_schedule,
+    session_schedules,
+)
 from planboard.selectors.sessions import (
     SessionWithPlan,
     agent_run,
@@ -161,6 +171,7 @@ __all__ = [
     "can_act_in_session",
     "can_answer_session",
     "can_change_plan",
+    "can_change_schedule",
     "can_change_subtasks",
     "can_change_template",
     "can_decide_tool_calls",
@@ -206,11 +217,16 @@ __all__ = [
     "run_shown",
     "runs_cancel_requested",
     "runs_in_flight",
+    "schedule_occurrences",
+    "schedule_rule",
+    "schedules_visible_to",
     "sees_all_teams",
     "sees_profile_configuration",
     "sees_toolset_configuration",
     "serialize_decision",
     "serialize_elicitation",
+    "serialize_occurrence",
+    "serialize_schedule",
     "session_answerers",
     "session_catalog",
     "session_elicitations",
@@ -218,6 +234,7 @@ __all__ = [
     "session_messages",
     "session_prompt",
     "session_resource",
+    "session_schedules",
     "session_snapshot",
     "session_tool_calls",
     "session_tools",

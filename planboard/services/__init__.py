@@ -32,6 +32,8 @@ nothing.
 | `notifications` | notification settings, the outbox (claim/finish)                   |
 | `action_links`  | signed action links: made with a notification, used, expired      |
 | `templates` | `template_create(_from_plan)/update/delete`, `session_start_from_template` |
+| `schedules` | `schedule_create/update/pause/resume/delete`, `schedule_rule_clean`     |
+| `schedule_firing` | `schedules_sweep` (settle ended runs, fire what is due), its parts |
 | `secret_rotation` | `notification_settings_rotate_secrets` (`manage.py rotate_secrets`) |
 """
 
@@ -95,6 +97,20 @@ from planboard.services.runs import (
     run_renew_lease,
     run_renew_leases,
     run_start,
+)
+from planboard.services.schedule_firing import (
+    SweepReport,
+    schedules_fire_due,
+    schedules_settle,
+    schedules_sweep,
+)
+from planboard.services.schedules import (
+    schedule_create,
+    schedule_delete,
+    schedule_pause,
+    schedule_resume,
+    schedule_rule_clean,
+    schedule_update,
 )
 from planboard.services.secret_rotation import notification_settings_rotate_secrets
 from planboard.services.sessions import session_create, session_update
@@ -165,6 +181,7 @@ __all__ = [
     "Claimed",
     "RunStopFlags",
     "StartedFromTemplate",
+    "SweepReport",
     "TextChanges",
     "action_link_find",
     "action_link_preview",
@@ -205,6 +222,15 @@ __all__ = [
     "run_renew_lease",
     "run_renew_leases",
     "run_start",
+    "schedule_create",
+    "schedule_delete",
+    "schedule_pause",
+    "schedule_resume",
+    "schedule_rule_clean",
+    "schedule_update",
+    "schedules_fire_due",
+    "schedules_settle",
+    "schedules_sweep",
     "session_create",
     "session_fork",
     "session_set_answerers",

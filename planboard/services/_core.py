@@ -1,10 +1,10 @@
 """The shared core of the services: who acts, input cleaning, row locks, and recording.
 
-Lock order, everywhere: the session row, then its owner's user row (admission: `run_queue`),
-then the plan row(s) in id order, then subtask rows, then run rows. Every service takes its
-locks through `_lock_session` / `_lock_plan` (which locks the plan's session first), so two
-services can never wait on each other in a circle, however they are combined in one
-transaction (tests/planboard/test_lock_order.py).
+Lock order, everywhere: the session row (then a schedule of it), then its owner's user row
+(admission: `run_queue`), then the plan row(s) in id order, then subtask rows, then run
+rows. Every service takes its locks through `_lock_session` / `_lock_plan` (which locks
+the plan's session first), so two services can never wait on each other in a circle, however
+they are combined in one transaction (tests/planboard/test_lock_order.py).
 Row locks are `FOR NO KEY UPDATE OF <the row itself>`: they never spread to joined rows (a
 user's whole account) and never block inserts that merely reference the locked row. The plan
 lock and the plan and subtask updates every plan tool call runs are `planboard.sql`'s

@@ -213,6 +213,44 @@ STRINGS: dict[str, str | Promise] = {
     "notify_secret": _(
         "Your webhook's signing secret (shown only now; keep it with the receiver): {secret}"
     ),
+    # Schedules (frontend/js/schedule-panel.js)
+    "schedule_title": _("Scheduled messages"),
+    "schedule_help": _(
+        "Each time a schedule comes due, its message is posted here in your name and the agent "
+        "runs as usual, told what the previous scheduled run produced. A time that finds a run "
+        "still going is skipped."
+    ),
+    "schedule_none": _("none"),
+    "schedule_count": _("{running} of {total} on"),
+    "schedule_new": _("New schedule"),
+    "schedule_message": _("Message"),
+    "schedule_repeat": _("Repeat"),
+    "schedule_kind_days": _("Every N days at a time"),
+    "schedule_kind_hours": _("Every N hours"),
+    "schedule_kind_cron": _("Cron expression"),
+    "schedule_cron": _("Cron (minute hour day month weekday)"),
+    "schedule_every": _("Every"),
+    "schedule_at": _("At (starting)"),
+    "schedule_timezone": _("Time zone"),
+    "schedule_next_five": _("Next five times"),
+    "schedule_save": _("Save schedule"),
+    "schedule_close": _("Close"),
+    "schedule_rule_cron": _("cron {cron}"),
+    "schedule_rule_hours": _("every {every} h from {time}"),
+    "schedule_rule_days": _("every {every} d at {time}"),
+    "schedule_next": _("Next: {when}"),
+    "schedule_paused": _("Paused"),
+    "schedule_paused_failures": _("Paused after {count} failures in a row"),
+    "schedule_pause": _("Pause"),
+    "schedule_resume": _("Resume"),
+    "schedule_delete": _("Delete"),
+    "schedule_no_occurrences": _("Nothing has come due yet."),
+    "schedule_status_fired": _("Started"),
+    "schedule_status_succeeded": _("Done"),
+    "schedule_status_failed": _("Failed"),
+    "schedule_status_cancelled": _("Stopped"),
+    "schedule_status_skipped": _("Skipped (a run was still going)"),
+    "schedule_status_missed": _("Missed"),
     "answerers_only_owner": _("only you"),
     "answerers_title": _("Who may answer"),
     "answerers_help": _(

@@ -100,17 +100,19 @@ def test_web_runs_daphne_and_worker_runs_celery(compose: dict[str, Any]) -> None
     assert "healthcheck" in services["web"]
 
 
-def test_one_beat_runs_the_inbox_sweeps(compose: dict[str, Any]) -> None:
+def test_one_beat_runs_the_sweeps_from_the_database(compose: dict[str, Any]) -> None:
     from django.conf import settings
 
     beat = compose["services"]["beat"]
     assert "celery -A planboard beat" in " ".join(beat["command"])
     assert beat["image"] == compose["services"]["worker"]["image"]
     assert "deploy" not in beat  # never scaled: two beats would sweep twice
+    assert settings.CELERY_BEAT_SCHEDULER == "django_celery_beat.schedulers:DatabaseScheduler"
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert tasks == {
         "planboard.tasks.send_due_notifications",
         "planboard.tasks.expire_action_links",
+        "planboard.tasks.sweep_schedules",
     }
 
 

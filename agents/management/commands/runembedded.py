@@ -27,7 +27,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agents.runtime import host as run_host
 from agents.sweeper import start_process_sweeper
 from agents.tasks import resume_orphaned_runs
-from planboard.tasks import start_inbox_sweeps
+from planboard.tasks import start_inbox_sweeps, start_schedule_sweeps
 
 # A warm stop waits this long for runs in progress before the process exits anyway.
 STOP_GRACE_SECONDS = 5.0
@@ -121,6 +121,8 @@ class Command(BaseCommand):
             worker.start()
             # No beat process here: the inbox's sweeps re-queue themselves on this worker.
             start_inbox_sweeps()
+            # Schedules fire from the same worker: a sweep now, then one every tick.
+            start_schedule_sweeps()
             resumed = resume_orphaned_runs()
             if resumed:
                 self.stdout.write(f"Resumed {len(resumed)} agent run(s) left from the last time.")

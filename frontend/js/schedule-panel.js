@@ -1,0 +1,231 @@
+// The session page's "Schedule" control: the owner schedules a message into this session
+// (cron, every N hours, every N days at a time, in their time zone), sees the next five due
+// times before saving, pauses and resumes, and reads what each occurrence did (fired,
+// skipped because a run was still going, missed, failed). Server text is only set as text.
+
+import { api, listOf } from "./api.js";
+import { dialogButtons } from "./dialog.js";
+import { h, replaceChildren } from "./dom.js";
+import { formatWhen, loadStrings, t } from "./i18n.js";
+import { toast } from "./toast.js";
+
+/** @typedef {{id: number, name: string, message: string, kind: string, cron: string,
+ *   every: number | null, at_time: string | null, timezone: string, enabled: boolean,
+ *   paused_reason: string, max_failures: number, failures_in_a_row: number,
+ *   next_due_at: string | null}} Schedule */
+/** @typedef {{id: number, due_at: string, status: string, run_id: number | null,
+ *   detail: string}} Occurrence */
+
+const PREVIEW_DELAY_MS = 400;
+
+/** @param {unknown} error */
+function say(error) {
+  toast(error instanceof Error ? error.message : String(error), { kind: "error" });
+}
+
+/** @param {Schedule} schedule */
+function ruleText(schedule) {
+  if (schedule.kind === "cron") return t("schedule_rule_cron", { cron: schedule.cron });
+  const key = schedule.kind === "hours" ? "schedule_rule_hours" : "schedule_rule_days";
+  return t(key, { every: schedule.every ?? 1, time: schedule.at_time ?? "" });
+}
+
+/** The rule fields of the form, as the API takes them. @param {HTMLFormElement} form */
+function ruleOf(form) {
+  const data = new FormData(form);
+  const kind = String(data.get("kind"));
+  /** @type {Record<string, any>} */
+  const rule = { kind, timezone: String(data.get("timezone")).trim() };
+  if (kind === "cron") rule.cron = String(data.get("cron")).trim();
+  else {
+    rule.every = Number(data.get("every"));
+    rule.at_time = String(data.get("at_time") || "09:00");
+  }
+  return rule;
+}
+
+/** @param {string} kind @param {HTMLElement} cronField @param {HTMLElement} everyFields */
+function showKind(kind, cronField, everyFields) {
+  cronField.hidden = kind !== "cron";
+  everyFields.hidden = kind === "cron";
+}
+
+/** @param {string} name @param {string} label @param {HTMLElement} input */
+function field(name, label, input) {
+  return h("label", { class: "field", dataset: { field: name } }, h("span", { class: "field-label", text: label }), input);
+}
+
+/** The form for a new schedule; `onSaved` after a save. @param {number} sessionId */
+function newScheduleForm(sessionId, onSaved) {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  const kind = h(
+    "select",
+    { name: "kind", class: "schedule-kind" },
+    h("option", { value: "days", text: t("schedule_kind_days") }),
+    h("option", { value: "hours", text: t("schedule_kind_hours") }),
+    h("option", { value: "cron", text: t("schedule_kind_cron") }),
+  );
+  const cronField = field("cron", t("schedule_cron"), h("input", { name: "cron", value: "0 9 * * 1-5", spellcheck: "false" }));
+  const everyFields = h(
+    "div",
+    { class: "schedule-every" },
+    field("every", t("schedule_every"), h("input", { name: "every", type: "number", min: 1, max: 366, value: 1 })),
+    field("at_time", t("schedule_at"), h("input", { name: "at_time", type: "time", value: "09:00" })),
+  );
+  const preview = h("ol", { class: "schedule-preview", "aria-live": "polite" });
+  const message = h("textarea", { name: "message", rows: 3, required: true, maxlength: 10000, class: "dialog-input" });
+  const form = h(
+    "form",
+    { class: "schedule-form" },
+    h("h3", { class: "schedule-subtitle", text: t("schedule_new") }),
+    field("message", t("schedule_message"), message),
+    h("div", { class: "schedule-rule" }, field("kind", t("schedule_repeat"), kind), cronField, everyFields),
+    field("timezone", t("schedule_timezone"), h("input", { name: "timezone", value: zone, spellcheck: "false" })),
+    h("p", { class: "schedule-preview-title", text: t("schedule_next_five") }),
+    preview,
+    h("button", { type: "submit", class: "btn btn-primary", text: t("schedule_save") }),
+  );
+  showKind(kind.value, cronField, everyFields);
+  let timer = 0;
+  let asked = 0;
+  const refresh = () => {
+    window.clearTimeout(timer);
+    // Times of a rule no longer in the form are marked stale (kept in place: the layout
+    // must not jump under a click on Save, which this blur's change event precedes).
+    preview.classList.add("schedule-preview-stale");
+    const mine = ++asked;
+    timer = window.setTimeout(async () => {
+      try {
+        const body = await api("POST", "/api/schedules/preview/", ruleOf(form));
+        if (mine !== asked) return;
+        const times = body.occurrences.map((iso) => h("li", { text: formatWhen(iso, { absolute: true }) }));
+        replaceChildren(preview, ...times);
+        preview.classList.remove("schedule-preview-error", "schedule-preview-stale");
+      } catch (error) {
+        if (mine !== asked) return;
+        replaceChildren(preview, h("li", { text: error instanceof Error ? error.message : String(error) }));
+        preview.classList.remove("schedule-preview-stale");
+        preview.classList.add("schedule-preview-error");
+      }
+    }, PREVIEW_DELAY_MS);
+  };
+  kind.addEventListener("change", () => showKind(kind.value, cronField, everyFields));
+  form.addEventListener("input", (event) => {
+    if (event.target !== message) refresh();
+  });
+  form.addEventListener("change", refresh);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("POST", "/api/schedules/", { session_id: sessionId, message: message.value, ...ruleOf(form) });
+      message.value = "";
+      onSaved();
+    } catch (error) {
+      say(error);
+    }
+  });
+  refresh();
+  return form;
+}
+
+/** One occurrence as a line. @param {Occurrence} row */
+function occurrenceLine(row) {
+  return h(
+    "li",
+    { class: "schedule-occurrence", dataset: { status: row.status } },
+    h("span", { class: "schedule-occurrence-status", text: t(`schedule_status_${row.status}`) }),
+    " ",
+    h("time", { datetime: row.due_at, text: formatWhen(row.due_at, { absolute: true }) }),
+    row.detail ? h("span", { class: "schedule-occurrence-detail", text: ` — ${row.detail}` }) : null,
+  );
+}
+
+/** A saved schedule with its actions and record. @param {Schedule} schedule */
+function scheduleCard(schedule, onChange) {
+  const occurrences = h("ul", { class: "schedule-occurrences" });
+  const act = (method, path) => async () => {
+    try {
+      await api(method, `/api/schedules/${schedule.id}/${path}`);
+      onChange();
+    } catch (error) {
+      say(error);
+    }
+  };
+  const state = schedule.enabled
+    ? t("schedule_next", { when: schedule.next_due_at ? formatWhen(schedule.next_due_at, { absolute: true }) : "—" })
+    : schedule.paused_reason === "failures"
+      ? t("schedule_paused_failures", { count: schedule.failures_in_a_row })
+      : t("schedule_paused");
+  const card = h(
+    "li",
+    { class: "schedule-card", dataset: { scheduleId: String(schedule.id), enabled: String(schedule.enabled) } },
+    h("div", { class: "schedule-card-head" }, h("strong", { class: "schedule-name", text: schedule.name }), h("span", { class: "schedule-rule-text", text: `${ruleText(schedule)} · ${schedule.timezone}` })),
+    h("p", { class: "schedule-state", text: state }),
+    h(
+      "div",
+      { class: "schedule-actions" },
+      schedule.enabled
+        ? h("button", { type: "button", class: "btn btn-small", text: t("schedule_pause"), onclick: act("POST", "pause/") })
+        : h("button", { type: "button", class: "btn btn-small", text: t("schedule_resume"), onclick: act("POST", "resume/") }),
+      h("button", { type: "button", class: "btn btn-small btn-ghost", text: t("schedule_delete"), onclick: act("DELETE", "") }),
+    ),
+    occurrences,
+  );
+  api("GET", `/api/schedules/${schedule.id}/occurrences/`)
+    .then((rows) => {
+      const shown = listOf(rows).slice(0, 10).map(occurrenceLine);
+      replaceChildren(occurrences, ...(shown.length ? shown : [h("li", { class: "schedule-empty", text: t("schedule_no_occurrences") })]));
+    })
+    .catch(say);
+  return card;
+}
+
+/** @param {number} sessionId */
+export function setUpSchedules(sessionId) {
+  /** @type {HTMLButtonElement | null} */
+  const button = document.querySelector("#schedules");
+  if (!button) return;
+  const count = button.querySelector(".schedules-count");
+  const list = h("ul", { class: "schedule-list" });
+  /** @type {HTMLDialogElement} */
+  const dialog = h("dialog", { class: "dialog schedule-dialog", "aria-label": t("schedule_title") });
+  const load = async () => {
+    try {
+      /** @type {Schedule[]} */
+      const schedules = listOf(await api("GET", `/api/schedules/?session=${sessionId}`));
+      const running = schedules.filter((s) => s.enabled).length;
+      count.textContent = schedules.length ? t("schedule_count", { running, total: schedules.length }) : t("schedule_none");
+      replaceChildren(list, ...schedules.map((s) => scheduleCard(s, load)));
+    } catch (error) {
+      say(error);
+    }
+  };
+  const close = dialogButtons(t("schedule_close"));
+  close.querySelector("button[value=cancel]")?.remove();
+  dialog.append(
+    h(
+      "form",
+      { method: "dialog", class: "dialog-form" },
+      h("h2", { class: "dialog-title", text: t("schedule_title") }),
+      h("p", { class: "dialog-message", text: t("schedule_help") }),
+      list,
+    ),
+    newScheduleForm(sessionId, load),
+    h("form", { method: "dialog", class: "dialog-form" }, close),
+  );
+  document.body.append(dialog);
+  button.addEventListener("click", () => {
+    load();
+    dialog.showModal();
+  });
+  load();
+}
+
+const pageData = document.getElementById("pb-page");
+if (pageData) {
+  loadStrings();
+  const page = JSON.parse(pageData.textContent || "{}");
+  // Only the owner schedules: each occurrence posts in their name.
+  const owner = page.session?.owner_id ?? page.session?.owner?.id;
+  if (page.session && page.me && owner === page.me.id) setUpSchedules(page.session.id);
+}

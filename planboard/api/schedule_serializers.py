@@ -1,0 +1,90 @@
+"""Shapes of `/api/schedules/` (docs/SCHEDULES.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from planboard.api.serializers import (
+    InputSerializer,
+    StrictCharField,
+    StrictChoiceField,
+    StrictIntegerField,
+)
+from planboard.models import MESSAGE_MAX, NAME_MAX, Schedule, ScheduleOccurrence
+from planboard.services.schedules import FAILURES_MAX
+
+
+class ScheduleOwnerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    username = serializers.CharField()
+
+
+class ScheduleSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    owner = ScheduleOwnerSerializer()
+    session_id = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField()
+    message = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Schedule.Kind.choices)
+    cron = serializers.CharField()
+    every = serializers.IntegerField(allow_null=True)
+    at_time = serializers.CharField(allow_null=True, help_text="HH:MM, local to `timezone`.")
+    starts_on = serializers.DateField(allow_null=True)
+    timezone = serializers.CharField(help_text="An IANA time zone, e.g. Europe/Berlin.")
+    enabled = serializers.BooleanField()
+    paused_reason = serializers.ChoiceField(choices=Schedule.Paused.choices)
+    max_failures = serializers.IntegerField()
+    failures_in_a_row = serializers.IntegerField()
+    next_due_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class OccurrenceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    due_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=ScheduleOccurrence.Status.choices)
+    run_id = serializers.IntegerField(allow_null=True)
+    message_id = serializers.IntegerField(allow_null=True)
+    detail = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    settled_at = serializers.DateTimeField(allow_null=True)
+
+
+class RuleInputSerializer(InputSerializer):
+    kind = StrictChoiceField(choices=Schedule.Kind.choices)
+    timezone = StrictCharField(max_length=64, help_text="An IANA time zone, e.g. Europe/Berlin.")
+    cron = StrictCharField(max_length=100, required=False, allow_blank=True)
+    every = StrictIntegerField(min_value=1, max_value=366, required=False, allow_null=True)
+    at_time = serializers.TimeField(required=False, allow_null=True, help_text="HH:MM")
+    starts_on = serializers.DateField(required=False, allow_null=True)
+
+
+class PreviewSerializer(serializers.Serializer):
+    occurrences = serializers.ListField(child=serializers.DateTimeField())
+
+
+class ScheduleCreateSerializer(RuleInputSerializer):
+    session_id = StrictIntegerField(min_value=1)
+    message = StrictCharField(max_length=MESSAGE_MAX // 2, trim_whitespace=False)
+    name = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
+    max_failures = StrictIntegerField(min_value=1, max_value=FAILURES_MAX, required=False)
+
+
+class ScheduleUpdateSerializer(InputSerializer):
+    message = StrictCharField(max_length=MESSAGE_MAX // 2, required=False, trim_whitespace=False)
+    name = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
+    max_failures = StrictIntegerField(min_value=1, max_value=FAILURES_MAX, required=False)
+    kind = StrictChoiceField(choices=Schedule.Kind.choices, required=False)
+    timezone = StrictCharField(max_length=64, required=False)
+    cron = StrictCharField(max_length=100, required=False, allow_blank=True)
+    every = StrictIntegerField(min_value=1, max_value=366, required=False, allow_null=True)
+    at_time = serializers.TimeField(required=False, allow_null=True)
+    starts_on = serializers.DateField(required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("Give at least one field to change.")
+        return attrs

@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -218,7 +219,7 @@ def write_section(
     """Replace the section `name` of docs/PERFORMANCE.md (appended in benchmark order when it
     is not there yet); the rest of the file is left as it is."""
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-    body = "\n".join([start, f"## {title}", "", *lines, end])
+    body = "\n".join([start, f"## {title}", "", *wrapped(lines), end])
     text = doc.read_text() if doc.exists() else "# Performance\n"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if pattern.search(text):
@@ -227,6 +228,18 @@ def write_section(
         text = _sort_sections(text.rstrip() + "\n\n" + body + "\n")
     doc.write_text(text.rstrip() + "\n")
     print(f"wrote section '{name}' of {doc.name}")
+
+
+def wrapped(lines: Sequence[str], width: int = 96) -> list[str]:
+    """Prose lines wrapped at `width` as the rest of the doc is; table rows, list items and
+    code are left whole."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width or line.startswith(("|", "-", "`", " ", "<")):
+            out.append(line)
+        else:
+            out += textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
+    return out
 
 
 SECTION_ORDER = [
@@ -492,6 +505,7 @@ def reference_checkout(revision: str) -> Path:
     ):
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
         if done.returncode != 0:
+            shutil.rmtree(target.parent, ignore_errors=True)
             raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.strip()}")
     (target / ".venv").symlink_to(VENV_DIR)
     return target

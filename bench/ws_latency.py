@@ -36,11 +36,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
+from _ws_latency_report import (
+    EDIT_DEADLINE,
+    compare_report,
+    compare_row,
+    scale_report,
+    scale_row,
+)
 
 CONNECT_CONCURRENCY = 25
 CONNECT_TIMEOUT = 30.0
-# How long one edit may take to reach every client before the next edit goes out anyway.
-EDIT_DEADLINE = 20.0
 
 
 @dataclass
@@ -251,8 +256,6 @@ async def measure(
     }
 
 
-# Targets: p95 per client count, and nothing lost.
-GOALS = {100: 0.035, 300: 0.070, 1000: 0.250}
 REFERENCE_DB = f"{common.PG_DB_NAME}_reference"
 REFERENCE_REDIS_URL = os.environ.get("BENCH_REDIS_REFERENCE_URL", "redis://127.0.0.1:6379/10")
 TITLE = "3. Edit-to-screen latency over websockets"
@@ -329,125 +332,6 @@ def compare(revision: str, client_counts: list[int], edits: int, runs: int) -> N
     facts = common.run_facts()
     common.record_run("ws_latency", [compare_row(r) for r in results], facts)
     common.write_section("ws_latency", TITLE, compare_report(results, edits, runs, facts))
-
-
-def scale_row(r: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "label": f"{r['clients']} clients, {r['web_processes']} web process(es)",
-        "clients": r["clients"],
-        "web_processes": r["web_processes"],
-        "connected": r["connected"],
-        "connect_all_s": round(r["connect_all_seconds"], 1),
-        "deliveries": r["deliveries"],
-        "p50_ms": round(r["p50"] * 1000, 2),
-        "p95_ms": round(r["p95"] * 1000, 2),
-        "p99_ms": round(r["p99"] * 1000, 2),
-        "max_ms": round(r["max"] * 1000, 2),
-        "patch_p50_ms": round(r["http_p50"] * 1000, 2),
-        "server_cpu_ms_per_edit": round(r["server_cpu_per_edit"] * 1000, 2),
-        "events_lost": r["lost"],
-    }
-
-
-def compare_row(r: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **scale_row(r),
-        "label": f"{r['clients']} clients, {r['code']} ({r['commit']}), run {r['run']}",
-        "table": "current vs reference",
-        "code": r["code"],
-        "commit": r["commit"],
-        "run": r["run"],
-    }
-
-
-def scale_report(results: list[dict[str, Any]], edits: int, facts: dict[str, Any]) -> list[str]:
-    lines = [
-        *common.facts_lines(facts),
-        "",
-        "One daphne process (PostgreSQL pool, channels_redis's pub/sub layer; the last row adds "
-        "a second one); clients and editor in another process on the same cores; "
-        f"{edits} edits per row, each waiting until every client has it. Latency: from just "
-        "before the `PATCH` to a client reading the event. The reference is the 1-client row "
-        "of the same run. Server CPU: the daphne's user+system time per edit.",
-        "",
-    ]
-    headers = ["clients", "web processes", "connected", "s to connect all", "deliveries"]
-    headers += ["p50 ms", "p95 ms", "p99 ms", "max ms", "PATCH p50 ms", "server CPU ms/edit"]
-    lines += common.table(
-        [*headers, "events lost"],
-        [
-            [
-                r["clients"],
-                r["web_processes"],
-                r["connected"],
-                f"{r['connect_all_seconds']:.1f}",
-                r["deliveries"],
-                *(common.fmt_ms(r[k]) for k in ("p50", "p95", "p99", "max", "http_p50")),
-                common.fmt_ms(r["server_cpu_per_edit"]),
-                r["lost"],
-            ]
-            for r in results
-        ],
-    )
-    for r in results:
-        if r["connect_errors"] or r["waited_out"]:
-            lines.append(
-                f"- {r['clients']} clients: {r['clients'] - r['connected']} could not connect "
-                f"({'; '.join(r['connect_errors']) or 'no error'}); {r['waited_out']} edits did "
-                f"not reach every client within {EDIT_DEADLINE:.0f} s."
-            )
-    judged = [r for r in results if r["web_processes"] == 1 and r["clients"] in GOALS]
-    expected = sum(r["deliveries"] + r["lost"] for r in results)
-    verdicts = [
-        f"{'met' if r['p95'] <= GOALS[r['clients']] else 'not met'} at {r['clients']} "
-        f"({common.fmt_ms(r['p95'])} ms)"
-        for r in judged
-    ]
-    lines += [
-        "",
-        "Target (p95 at most 35 / 70 / 250 ms at 100 / 300 / 1000 clients, nothing lost): "
-        + ", ".join(verdicts or ["no judged row"])
-        + f"; {sum(r['lost'] for r in results)} of {expected:,} lost.",
-    ]
-    return lines
-
-
-def compare_report(
-    results: list[dict[str, Any]], edits: int, runs: int, facts: dict[str, Any]
-) -> list[str]:
-    """Per client count: the medians over the runs of each code, and current / reference."""
-    by_code = {r["code"]: r["commit"] for r in results}
-    lines = [
-        *common.facts_lines(facts),
-        "",
-        f"The current code ({by_code.get('current')}) and the reference "
-        f"({by_code.get('reference')}, a clean clone), each in one daphne with its own "
-        f"PostgreSQL database and Redis db, measured in turn {runs} times per client count "
-        "(the order flipping every run), "
-        f"{edits} edits a measurement, each waiting until every client has it. Medians over "
-        "the runs; the ratio is current / reference. Server CPU: the daphne's user+system "
-        "time per edit, which moves far less with the machine's load than latency does.",
-        "",
-    ]
-    rows = []
-    for clients in sorted({r["clients"] for r in results}):
-        pick = {
-            code: [r for r in results if r["clients"] == clients and r["code"] == code]
-            for code in ("current", "reference")
-        }
-        cells = []
-        for key in ("p50", "p95", "server_cpu_per_edit"):
-            new = common.median([r[key] for r in pick["current"]])
-            old = common.median([r[key] for r in pick["reference"]])
-            cells += [common.fmt_ms(new), common.fmt_ms(old), f"{new / old:.2f}"]
-        lost = sum(r["lost"] for code in pick.values() for r in code)
-        rows.append([clients, *cells, lost])
-    headers = ["clients"]
-    for what in ("p50 ms", "p95 ms", "server CPU ms/edit"):
-        headers += [f"{what} current", f"{what} reference", "ratio"]
-    lines += common.table([*headers, "events lost"], rows)
-    lines += ["", f"Every measurement: `python -m bench.history ws_latency --last {len(results)}`."]
-    return lines
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ EDIT_DEADLINE = 20.0
 GOALS = {100: 0.035, 300: 0.070, 1000: 0.250}
 # Pinned by tests/planboard/test_api_plans.py: what one board edit costs the web process.
 EDIT_COST = (
-    "One board edit (`PATCH` of a subtask) runs 8 statements and sends one broadcast to the "
-    "plan's and the session's groups whatever the number of watchers, and answers with the "
-    "board the change left, unread (tests/planboard/test_api_plans.py)."
+    "A board edit (`PATCH` of a subtask): 8 statements, one broadcast to the plan's and the "
+    "session's groups whatever the watchers, an answer not read back (test_api_plans.py)."
 )
 
 
@@ -111,13 +110,11 @@ def compare_report(
     lines = [
         *common.facts_lines(facts),
         "",
-        f"The current code ({by_code.get('current')}) and the reference "
-        f"({by_code.get('reference')}, a clean clone), each in one daphne with its own "
-        f"PostgreSQL database and Redis db, measured in turn {runs} times per client count "
-        "(the order flipping every run), "
-        f"{edits} edits a measurement, each waiting until every client has it. Medians over "
-        "the runs; the ratio is current / reference. Server CPU: the daphne's user+system "
-        "time per edit, which moves far less with the machine's load than latency does.",
+        f"Current code ({by_code.get('current')}) and reference "
+        f"({by_code.get('reference')}, a clean clone), each in its own daphne, database and "
+        f"Redis db, measured in turn {runs} times per client count (the order flipping each "
+        f"run), {edits} edits each; medians, ratio = current / reference. Server CPU: the "
+        "daphne's user+system time per edit, which moves far less with the load than latency.",
         "",
     ]
     rows = []

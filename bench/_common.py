@@ -1,8 +1,10 @@
 """Shared plumbing of the benchmarks: machine facts, databases, and docs/PERFORMANCE.md.
 
 Every benchmark is one script, `.venv/bin/python bench/<name>.py`. Each creates its own
-databases (a temporary SQLite file, the PostgreSQL database `bench`, Redis db 9) and replaces
-its own section of docs/PERFORMANCE.md, between `<!-- bench:<name>:start/end -->` markers.
+databases (a temporary SQLite file, the PostgreSQL database `bench`, Redis db 9), appends its
+run's rows to bench/results/<name>.json (`record_run`: every run is kept, with the machine,
+date, command and commit) and replaces its own section of docs/PERFORMANCE.md, between
+`<!-- bench:<name>:start/end -->` markers, with that run's figures only (`write_section`).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,55 +28,16 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PERFORMANCE_MD = ROOT / "docs" / "PERFORMANCE.md"
-VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+RESULTS_DIR = ROOT / "bench" / "results"
+# A worktree without its own .venv runs with the interpreter's (the one running this script).
+VENV_DIR = ROOT / ".venv" if (ROOT / ".venv").exists() else Path(sys.prefix)
+VENV_PYTHON = VENV_DIR / "bin" / "python"
 BENCH_VENV_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
 
 # Overridable so the benchmarks can run against other servers.
 PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 PG_DB_NAME = os.environ.get("BENCH_PG_DB", "bench")
 REDIS_BENCH_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9")
-
-HEADER = """# Performance
-
-Measured numbers, written by the benchmark scripts in `bench/` (never by hand). Each section
-says on which machine, when and with which command it was measured; rerun the command to
-reproduce it. The scripts replace only their own section.
-
-From a fresh clone (what the numbers below come from):
-
-    git clone <repo> planboard && cd planboard
-    make deps-dev                      # the locked environment
-    bash bench/setup_bench_venv.sh     # AgentScope for benchmark 2, in .venv-bench
-    .venv/bin/python bench/<name>.py   # one of the eight below
-
-| benchmark | command |
-|---|---|
-| 1. hint rebuild cost per agent step | `.venv/bin/python bench/hint_cost.py` |
-| 2. tool-call overhead vs the durable-change floor | `.venv/bin/python bench/tool_overhead.py` |
-| 3. edit-to-screen latency | `.venv/bin/python bench/ws_latency.py` |
-| 4. agent throughput | `.venv/bin/python bench/agent_throughput.py` |
-| 5. runs at once on one worker host | `.venv/bin/python bench/run_concurrency.py --runs 200` |
-| 6. MCP tool calls, cold vs warm session | `.venv/bin/python bench/mcp_session_latency.py` |
-| 7. CPU per model call, by transport | `.venv/bin/python bench/llm_call_cpu.py` |
-| 8. instructions per agent step (valgrind) | `.venv/bin/python bench/step_instructions.py` |
-
-Targets (issue 14): 1. the hint at most 10 ms at 1000 subtasks, queries per step constant;
-2. a mutating plan tool call at most 3x the durable-change floor, a read-only one 1.5x;
-3. p95 at most 35 / 70 / 250 ms at 100 / 300 / 1000 clients, nothing lost; 4. framework time
-at most 10 ms per step, at least 100 steps/s over 32 sessions, SQL statements per step halved.
-Each section says whether its targets are met.
-
-They all need PostgreSQL on 127.0.0.1:5432 (user `postgres`; the database `bench` is
-recreated) and Redis on 127.0.0.1:6379 (db 9); `BENCH_PG_ADMIN_URL` and `BENCH_REDIS_URL`
-point elsewhere. SQL statements per tool call and per agent step are pinned by
-tests/agents/test_query_counts.py, so they cannot creep back.
-
-The machine these numbers come from is a shared 2-core VM where other work may run at the
-same time (each section gives the load average): absolute times move by up to ±50% between
-runs. Benchmark 2 therefore compares every call with a floor measured in the same process and
-moment; the query counts and the zero lost events do not move.
-"""
-
 
 # --- machine ------------------------------------------------------------------------------
 
@@ -122,25 +87,95 @@ def service_versions() -> dict[str, str]:
     return versions
 
 
-def machine_lines(extra: dict[str, str] | None = None) -> list[str]:
+def short_cpu(name: str) -> str:
+    """The maker and family of a CPU model name ("AMD EPYC 7B13 64-Core Processor" -> "AMD
+    EPYC"): the rest changes between VMs of one kind and only lengthens the doc."""
+    words = re.sub(r"\((R|TM)\)", "", name).split()
+    kept = [w for w in words if not any(c.isdigit() for c in w) and w not in ("Processor", "CPU")]
+    return " ".join(kept[:3]) or name
+
+
+def machine_summary() -> str:
     info = machine_info()
-    parts = [
-        f"- Machine: {info['cpu']}, {info['cores']} cores, {info['ram']} RAM, {info['os']}, "
-        f"Python {info['python']}",
-    ]
-    if extra:
-        parts.append("- Services: " + ", ".join(f"{k} {v}" for k, v in extra.items()))
-    parts.append(f"- Date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}")
-    # The machine may be shared; the load says how much else was running.
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    parts.append(f"- Load average when the report was written (1, 5, 15 min): {load}")
-    return parts
+    return (
+        f"{short_cpu(info['cpu'])}, {info['cores']} cores, {info['ram']} RAM, {info['os']}, "
+        f"Python {info['python']}"
+    )
 
 
 def command_line() -> str:
     return ".venv/bin/python " + " ".join(
         shlex.quote(a) for a in [os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]]
     )
+
+
+def git_commit(root: Path = ROOT) -> str | None:
+    """The short commit the code ran at, "-dirty" when its code differed from it (the doc and
+    the results a run writes itself do not count); None outside a git checkout."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", *OWN_OUTPUT)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if changed else "")
+
+
+# What a benchmark run writes itself: never a reason to call the code it measured dirty.
+OWN_OUTPUT = (":!docs/PERFORMANCE.md", ":!bench/results")
+
+
+def run_facts(*, services: bool = True, command: str | None = None) -> dict[str, Any]:
+    """What every stored row of a run carries: the machine, its services (when the benchmark
+    uses them), the date, how loaded the machine was, the command and the commit."""
+    facts: dict[str, Any] = {"machine": machine_summary()}
+    if services:
+        facts["services"] = ", ".join(f"{k} {v}" for k, v in service_versions().items())
+    # The machine may be shared; the load says how much else was running.
+    facts["date"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    facts["load_average"] = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    facts["command"] = command or command_line()
+    facts["git"] = git_commit()
+    return facts
+
+
+# --- bench/results/<name>.json ------------------------------------------------------------
+
+
+def record_run(
+    name: str,
+    rows: Sequence[dict[str, Any]],
+    facts: dict[str, Any],
+    *,
+    results_dir: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Append one run's rows, each with the run's `facts`, to bench/results/<name>.json (a
+    JSON list of rows, oldest first: `python -m bench.history <name>` prints it). Earlier
+    rows are kept as they are."""
+    path = (results_dir or RESULTS_DIR) / f"{name}.json"
+    stored: list[dict[str, Any]] = json.loads(path.read_text()) if path.exists() else []
+    if not isinstance(stored, list):
+        raise SystemExit(f"{path} is not a list of rows; not appending to it")
+    added = [{**row, **facts} for row in rows]
+    path.write_text(json.dumps(stored + added, indent=1, ensure_ascii=False) + "\n")
+    print(f"appended {len(added)} rows to {path.relative_to(path.parent.parent.parent)}")
+    return added
+
+
+def facts_lines(facts: dict[str, Any], *, width: int = 96) -> list[str]:
+    """The paragraph that opens a section: machine, services, date, load, command, commit."""
+    services = re.sub(r" \([^)]*\)", "", str(facts.get("services") or ""))
+    services = services.replace("postgresql", "PostgreSQL").replace("redis", "Redis")
+    text = f"Machine: {facts['machine']}" + (f"; {services}" if services else "")
+    text += f". {str(facts['date'])[:10]}, load {facts['load_average']}"
+    text += f", commit {facts['git']}" if facts.get("git") else ""
+    text += f". Command: `{facts['command']}`."
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
 
 
 # --- statistics ---------------------------------------------------------------------------
@@ -178,25 +213,33 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 # --- docs/PERFORMANCE.md ----------------------------------------------------------------
 
 
-def write_section(name: str, title: str, lines: Sequence[str]) -> None:
-    """Replace (or append) the section `name` of docs/PERFORMANCE.md."""
+def write_section(
+    name: str, title: str, lines: Sequence[str], *, doc: Path = PERFORMANCE_MD
+) -> None:
+    """Replace the section `name` of docs/PERFORMANCE.md (appended in benchmark order when it
+    is not there yet); the rest of the file is left as it is."""
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-    body = "\n".join([start, f"## {title}", "", *lines, end])
-    text = PERFORMANCE_MD.read_text() if PERFORMANCE_MD.exists() else HEADER
-    # The header is the script's, not the file's: refresh it with every write (notes written
-    # under an unchanged header, before the first section, are kept).
-    first = text.find("<!-- bench:")
-    if not text.startswith(HEADER):
-        text = HEADER + ("\n" + text[first:] if first >= 0 else "")
+    body = "\n".join([start, f"## {title}", "", *wrapped(lines), end])
+    text = doc.read_text() if doc.exists() else "# Performance\n"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _: body, text)
     else:
-        # Keep the sections in benchmark order whatever order they were run in.
-        text = text.rstrip() + "\n\n" + body + "\n"
-        text = _sort_sections(text)
-    PERFORMANCE_MD.write_text(text.rstrip() + "\n")
-    print(f"wrote section '{name}' of {PERFORMANCE_MD.relative_to(ROOT)}")
+        text = _sort_sections(text.rstrip() + "\n\n" + body + "\n")
+    doc.write_text(text.rstrip() + "\n")
+    print(f"wrote section '{name}' of {doc.name}")
+
+
+def wrapped(lines: Sequence[str], width: int = 96) -> list[str]:
+    """Prose lines wrapped at `width` as the rest of the doc is; table rows, list items and
+    code are left whole."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width or line.startswith(("|", "-", "`", " ", "<")):
+            out.append(line)
+        else:
+            out += textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False)
+    return out
 
 
 SECTION_ORDER = [
@@ -285,11 +328,15 @@ def setup_django(db_url: str, *, migrate: bool = True, **env: str) -> None:
 
 
 def run_json(
-    argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 1800
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 1800,
+    cwd: Path = ROOT,
 ) -> Any:
     """Run a helper process that prints one JSON document as its last stdout line."""
     result = subprocess.run(
-        list(argv), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
@@ -360,12 +407,14 @@ def flush_redis(url: str = REDIS_BENCH_URL) -> None:
 class Process:
     """A child process (daphne, a Celery worker) with its output in a log file."""
 
-    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, argv: Sequence[str], env: dict[str, str], *, cwd: Path = ROOT
+    ) -> None:
         self.name = name
         self.log_path = Path(tempfile.mkstemp(prefix=f"planboard-bench-{name}-", suffix=".log")[1])
         self._log = self.log_path.open("wb")
         self.popen = subprocess.Popen(
-            list(argv), cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+            list(argv), cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT
         )
 
     def stop(self, timeout: float = 20) -> None:
@@ -381,34 +430,47 @@ class Process:
     def tail(self, chars: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
 
+    def cpu_seconds(self) -> float:
+        """User plus system CPU the process has used so far (Linux /proc): unlike wall time,
+        it hardly moves with what else runs on a shared machine."""
+        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-def server_env(db_url: str, **extra: str) -> dict[str, str]:
-    """Production-style settings for daphne and Celery children."""
+
+def server_env(
+    db_url: str, *, root: Path = ROOT, redis_url: str = REDIS_BENCH_URL, **extra: str
+) -> dict[str, str]:
+    """Production-style settings for daphne and Celery children running the code in `root`."""
     return base_env(
+        PYTHONPATH=str(root),
         DATABASE_URL=db_url,
-        REDIS_URL=REDIS_BENCH_URL,
+        REDIS_URL=redis_url,
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         DJANGO_CONN_MAX_AGE="60",
         **extra,
     )
 
 
-def collectstatic(db_url: str) -> None:
+def collectstatic(db_url: str, *, root: Path = ROOT) -> None:
     """DJANGO_DEBUG=0 serves only collected, hashed static files (as the Docker image does)."""
     subprocess.run(
         [str(VENV_PYTHON), "manage.py", "collectstatic", "--noinput", "-v0"],
-        cwd=ROOT,
-        env=server_env(db_url),
+        cwd=root,
+        env=server_env(db_url, root=root),
         check=True,
         timeout=300,
     )
 
 
-def start_daphne(db_url: str, port: int, **extra: str) -> Process:
-    collectstatic(db_url)
-    daphne = str(ROOT / ".venv" / "bin" / "daphne")
+def start_daphne(
+    db_url: str, port: int, *, root: Path = ROOT, redis_url: str = REDIS_BENCH_URL, **extra: str
+) -> Process:
+    """A daphne serving the code in `root` (this checkout, or a `reference_checkout`)."""
+    collectstatic(db_url, root=root)
+    daphne = str(VENV_DIR / "bin" / "daphne")
     argv = [daphne, "-b", "127.0.0.1", "-p", str(port), "planboard.asgi:application"]
-    process = Process("daphne", argv, server_env(db_url, **extra))
+    env = server_env(db_url, root=root, redis_url=redis_url, **extra)
+    process = Process("daphne", argv, env, cwd=root)
     wait_http(f"http://127.0.0.1:{port}/accounts/login/", process)
     return process
 
@@ -430,3 +492,35 @@ def wait_http(url: str, process: Process, timeout: float = 90) -> None:
         except OSError:
             time.sleep(0.3)
     raise SystemExit(f"{process.name} did not answer {url} within {timeout}s:\n{process.tail()}")
+
+
+def reference_checkout(revision: str) -> Path:
+    """A clean clone of this repository at `revision` in a new temporary directory, sharing
+    its objects (`git clone --shared`) and this checkout's virtualenv: the reference code a
+    benchmark runs beside the current one. The caller removes it when done."""
+    target = Path(tempfile.mkdtemp(prefix="planboard-reference-")) / "code"
+    for argv in (
+        ["git", "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(target)],
+        ["git", "-C", str(target), "checkout", "--quiet", "--detach", revision],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0:
+            shutil.rmtree(target.parent, ignore_errors=True)
+            raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.strip()}")
+    (target / ".venv").symlink_to(VENV_DIR)
+    return target
+
+
+def short_revision(revision: str, root: Path = ROOT) -> str:
+    """`revision` as a short commit hash (what rows and the doc name the reference by)."""
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", f"{revision}^{{commit}}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"no such revision {revision!r}: {done.stderr.strip()}")
+    return done.stdout.strip()

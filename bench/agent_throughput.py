@@ -32,7 +32,7 @@ REQUESTS = [
 
 
 def start_worker(db_url: str, concurrency: int) -> common.Process:
-    celery = str(common.ROOT / ".venv" / "bin" / "celery")
+    celery = str(common.VENV_DIR / "bin" / "celery")
     argv = [
         celery,
         "-A",
@@ -206,7 +206,7 @@ def profile_steps(runs: int = 12) -> dict[str, Any]:
         return run
 
     loop.execute_run(run_id=new_run(0).pk)  # warm-up
-    # Pass 1: statements per step, counted as before issue 14.
+    # Pass 1: statements per step, run start and end included.
     counted_steps = statements = 0
     for number in range(1, len(REQUESTS) + 1):
         run = new_run(number)
@@ -295,135 +295,116 @@ def main() -> None:
     write_report(results, args.concurrency, warm["first_calls"], profile)
 
 
+def result_rows(
+    results: list[dict[str, Any]], cold: list[float], profile: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The run's rows: throughput per session count, then the parts of an in-process step."""
+    ms = lambda seconds: round(seconds * 1000, 2)  # noqa: E731
+    rows: list[dict[str, Any]] = [
+        {
+            "label": f"{r['sessions']} sessions",
+            "concurrent_sessions": r["sessions"],
+            "steps": r["steps"],
+            "wall_s": round(r["wall"], 1),
+            "steps_per_s": round(r["steps_per_second"], 1),
+            "runs_per_s": round(r["runs_per_second"], 2),
+            "ms_per_step": ms(r["run_step_mean"]),
+            "litellm_ms_per_step": ms(r["llm_mean"]),
+            "tool_ms_per_step": ms(r["tools_mean"]),
+            "framework_ms_per_step": ms(r["run_step_mean"] - r["llm_mean"]),
+            "queue_wait_p50_ms": ms(r["queue_wait_p50"]),
+            "table": "throughput",
+        }
+        for r in results
+    ]
+    rows[0]["statements_per_step_over_runs"] = round(profile["statements_per_step"], 1)
+    rows[0]["slowest_first_calls_s"] = [round(c, 2) for c in cold]
+    table = (
+        f"parts of a step ({profile['runs']} runs, {profile['steps']} steps, one process "
+        f"without Celery: {profile['step_ms']:.2f} ms per step)"
+    )
+    accounted = sum(profile["parts"].values())
+    parts = [(text, profile["parts"][name]) for name, text in PARTS]
+    parts.append(
+        ("the rest: cancel and lease checks, the loop itself", profile["step_ms"] - accounted)
+    )
+    rows += [
+        {
+            "label": text,
+            "ms_per_step": round(value, 2),
+            "share_percent": round(100 * value / profile["step_ms"], 1),
+            "table": table,
+        }
+        for text, value in parts
+    ]
+    rows.append(
+        {
+            "label": "database wait per step",
+            "table": table,
+            "ms_per_step": round(profile["db_ms"], 2),
+            "statements": round(profile["statements_timed"], 1),
+            "statement_us": round(profile["statement_us"]),
+            "commits": round(profile["commits"], 1),
+            "commit_us": round(profile["commit_us"]),
+            "select_1_us": round(profile["round_trip_us"]),
+        }
+    )
+    return rows
+
+
 def write_report(
     results: list[dict[str, Any]],
     concurrency: int,
     cold: list[float],
     profile: dict[str, Any],
 ) -> None:
+    rows = result_rows(results, cold, profile)
+    facts = common.run_facts()
+    common.record_run("agent_throughput", rows, facts)
+    throughput = [r for r in rows if r["table"] == "throughput"]
+    single = min(throughput, key=lambda r: r["concurrent_sessions"])
+    widest = max(throughput, key=lambda r: r["concurrent_sessions"])
+    framework = single["framework_ms_per_step"]
+    outside = profile["step_ms"] - profile["parts"]["complete"]
     lines = [
-        *common.machine_lines(common.service_versions()),
-        f"- Command: `{common.command_line()}`",
-        f"- Setup: one Celery worker (prefork, concurrency {concurrency}) on Redis db 9, "
-        "PostgreSQL, DJANGO_DEBUG=0, the demo model with PLANBOARD_DEMO_STEP_DELAY=0 through "
-        "litellm's custom-provider path; the benchmark process posts the messages through "
-        "`services.message_post` (as the API does) and polls the database until every run ends.",
-        "- Rounds: 1 session 16 times in a row, 8 sessions twice, 32 sessions once; steps/s "
-        "is all steps over all wall time.",
-        "- Per-step numbers: *step* = a run's wall time from start to finish divided by its "
-        "steps, for the median run (everything the framework does per LLM call: request and "
-        "hint from the database, "
-        "the litellm call, storing the answer, executing the tool, broadcasting); *litellm* = "
-        "time inside `litellm.completion` with a model that answers instantly; *tool* = plan "
-        "tool execution.",
-        f"- Warm-up: {concurrency * 2} runs first, so every worker process has made its first "
-        "LLM call; that first call in a fresh process is slow (litellm's lazy set-up): the "
-        f"slowest first calls of the warm-up took {', '.join(f'{c:.1f}' for c in cold)} s.",
+        *common.facts_lines(facts),
         "",
-    ]
-    rows = [
-        [
-            r["sessions"],
-            r["steps"],
-            f"{r['wall']:.1f}",
-            f"{r['steps_per_second']:.1f}",
-            f"{r['runs_per_second']:.2f}",
-            common.fmt_ms(r["run_step_mean"]),
-            common.fmt_ms(r["llm_mean"]),
-            common.fmt_ms(r["tools_mean"]),
-            common.fmt_ms(r["run_step_mean"] - r["llm_mean"]),
-            common.fmt_ms(r["queue_wait_p50"]),
-        ]
-        for r in results
-    ]
-    lines += common.table(
-        [
-            "concurrent sessions",
-            "steps",
-            "wall s",
-            "steps/s",
-            "runs/s",
-            "ms per step",
-            "litellm ms/step",
-            "tool ms/step",
-            "framework ms/step (step - litellm)",
-            "queue wait p50 ms",
-        ],
-        rows,
-    )
-    if len(results) > 1:
-        base = results[0]
-        lines += [
-            "",
-            "Throughput ratio to one session: "
-            + ", ".join(
-                f"{r['sessions']} sessions {r['steps_per_second'] / base['steps_per_second']:.1f}x"
-                for r in results[1:]
-            )
-            + f". With {concurrency} worker processes on 2 cores the steps are CPU-bound "
-            "(nothing waits on a model), so throughput levels off once the cores are busy; "
-            "with a real model each step waits seconds and a worker's processes mostly idle.",
-        ]
-    widest = max(results, key=lambda r: r["sessions"])
-    single = min(results, key=lambda r: r["sessions"])
-    framework = single["run_step_mean"] - single["llm_mean"]
-    halved = profile["statements_per_step"] <= 57 / 2
-    lines += [
+        f"One Celery worker (prefork, {concurrency} processes) on PostgreSQL, the demo model "
+        "answering at once through litellm's custom-provider path; messages posted through "
+        "`services.message_post`. *Framework* = a step's wall time minus the litellm call "
+        "measured in the same run (the reference).",
         "",
-        f"Targets (issue 14): framework time per step at most 10 ms (issue 22: at most 15 ms) — "
-        f"{'met' if framework <= 0.010 else 'NOT met'} "
-        f"({'within' if framework <= 0.015 else 'beyond'} issue 22's 15 ms; "
-        f"{common.fmt_ms(framework)} ms with one session); at least 100 steps/s over 32 sessions — "
-        f"{'met' if widest['steps_per_second'] >= 100 else 'NOT met'} "
-        f"({widest['steps_per_second']:.1f} steps/s with {widest['sessions']}); SQL statements "
-        f"per step halved — {'met' if halved else 'NOT met'}: "
-        f"{profile['statements_per_step']:.1f} over these runs (run start and end included; "
-        "BEGIN, COMMIT and savepoints counted), 57 before issue 14 counted the same way. A step "
-        "with one read-only plan tool takes 15, pinned by tests/agents/test_query_counts.py; a "
-        "step after the agent's own plan change reads no plan events, and a run's first step "
-        "on a plan nobody changed asks nothing about seen edits.",
-        "",
-        f"Where a step's time goes: {profile['runs']} runs ({profile['steps']} steps) in one "
-        f"process without Celery, each part of agents/loop.py's step timed: "
-        f"{profile['step_ms']:.2f} ms per step.",
-        "",
-    ]
-    accounted = sum(profile["parts"].values())
-    lines += common.table(
-        ["part of a step", "ms per step", "share"],
-        [
+        *common.table(
             [
-                text,
-                f"{profile['parts'][name]:.2f}",
-                f"{profile['parts'][name] / profile['step_ms']:.0%}",
-            ]
-            for name, text in PARTS
-        ]
-        + [
+                "concurrent sessions",
+                "steps/s",
+                "ms per step",
+                "litellm ms/step (reference)",
+                "framework ms/step",
+            ],
             [
-                "the rest: cancel and lease checks, the loop itself",
-                f"{profile['step_ms'] - accounted:.2f}",
-                f"{(profile['step_ms'] - accounted) / profile['step_ms']:.0%}",
-            ]
-        ],
-    )
-    outside_llm = profile["step_ms"] - profile["parts"]["complete"]
-    lines += [
+                [
+                    r["concurrent_sessions"],
+                    r["steps_per_s"],
+                    f"{r['ms_per_step']:.2f}",
+                    f"{r['litellm_ms_per_step']:.2f}",
+                    f"{r['framework_ms_per_step']:.2f}",
+                ]
+                for r in throughput
+            ],
+        ),
         "",
-        f"Of the {outside_llm:.1f} ms outside the litellm call, {profile['db_ms']:.1f} ms are "
-        f"spent waiting on the database: {profile['statements_timed']:.1f} statements of "
-        f"{profile['statement_us']:.0f} µs on average and {profile['commits']:.1f} commits of "
-        f"{profile['commit_us']:.0f} µs (each waits for the WAL to reach the disk), plus the "
-        "autocommitted step record. A bare `SELECT 1` round trip on the same connection took "
-        f"{profile['round_trip_us']:.0f} µs in the same run; a statement between two stretches "
-        "of Python also pays for waking the database process on 2 shared cores. The other "
-        f"{outside_llm - profile['db_ms']:.1f} ms are Python: building the hint and the request, "
-        "counting tokens, the tool's own logic and result text, JSON for the stored rows and "
-        "the live events. What a step must write durably — the step record before the call (so "
-        "an interrupted call is visible), the answer with its usage, the tool's change with its "
-        "result and history event — is three transactions, and the reads are the latest run, "
-        "plan, transcript and tools the hint is rebuilt from: at this machine's statement cost "
-        f"the database part alone is {profile['db_ms']:.1f} ms of the 10 ms target.",
+        f"Targets (framework time at most 10 ms per step, 15 ms accepted; 100 steps/s over "
+        f"{widest['concurrent_sessions']} sessions): {framework:.2f} ms, "
+        + ("within 10" if framework <= 10 else "within 15" if framework <= 15 else "beyond 15")
+        + f"; {widest['steps_per_s']} steps/s, "
+        + ("met" if widest["steps_per_s"] >= 100 else "not met")
+        + f". {profile['statements_per_step']:.1f} statements per step. Of the {outside:.1f} ms "
+        f"outside the litellm call, {profile['db_ms']:.1f} ms wait on the database "
+        f"({profile['statements_timed']:.1f} statements of {profile['statement_us']:.0f} µs, "
+        f"{profile['commits']:.1f} commits of {profile['commit_us']:.0f} µs; a bare `SELECT 1`: "
+        f"{profile['round_trip_us']:.0f} µs) and {outside - profile['db_ms']:.1f} ms are Python. "
+        "The step's parts: `python -m bench.history agent_throughput`.",
     ]
     common.write_section("agent_throughput", "4. Agent throughput through Celery workers", lines)
 

@@ -209,74 +209,82 @@ def main() -> None:
     write_report(results, args.repeat)
 
 
-def write_report(results: dict[str, list[dict[str, Any]]], repeat: int) -> None:
-    lines = [
-        *common.machine_lines(common.service_versions()),
-        f"- Command: `{common.command_line()}`",
-        f"- Workload: median (and p95) of {repeat} rebuilds after a warm-up; the plan has "
-        "subtask 0 done, subtask 1 in progress, and 3 edits by a person since the agent's last "
-        "step (listed in the hint). SQLite is a file in WAL mode, PostgreSQL runs locally. The "
-        "process tunes its garbage collector as a Celery worker does (planboard/gc_tuning.py).",
-        "",
+def result_rows(results: dict[str, list[dict[str, Any]]], repeat: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "label": "hint rebuild",
+            "database": backend,
+            "subtasks": r["size"],
+            "hint_queries": r["hint"]["queries"],
+            "hint_median_ms": round(r["hint"]["median"] * 1000, 2),
+            "hint_p95_ms": round(r["hint"]["p95"] * 1000, 2),
+            "request_queries": r["request"]["queries"],
+            "request_median_ms": round(r["request"]["median"] * 1000, 2),
+            "hint_chars": r["hint_chars"],
+            "request_tokens": r["request_tokens"],
+            "repeat": repeat,
+            "request_statements": [f"{sql}…" for sql in r["request"]["sql"]],
+        }
+        for backend, sizes in results.items()
+        for r in sizes
     ]
-    rows = []
-    for backend, sizes in results.items():
-        for r in sizes:
-            rows.append(
+
+
+def write_report(results: dict[str, list[dict[str, Any]]], repeat: int) -> None:
+    rows = result_rows(results, repeat)
+    facts = common.run_facts()
+    common.record_run("hint_cost", rows, facts)
+    lines = [
+        *common.facts_lines(facts),
+        "",
+        f"{repeat} rebuilds of the hint after a warm-up, beside the whole request it is part of "
+        "(the reference, same run); one subtask done, one in progress, 3 edits by a person "
+        "since the last step.",
+        "",
+        *common.table(
+            [
+                "database",
+                "subtasks",
+                "hint: SQL queries",
+                "hint: median ms",
+                "hint: p95 ms",
+                "whole request: SQL queries",
+                "whole request: median ms",
+                "hint size (chars)",
+                "request tokens",
+            ],
+            [
                 [
-                    backend,
-                    r["size"],
-                    r["hint"]["queries"],
-                    common.fmt_ms(r["hint"]["median"]),
-                    common.fmt_ms(r["hint"]["p95"]),
-                    r["request"]["queries"],
-                    common.fmt_ms(r["request"]["median"]),
+                    r["database"],
+                    r["subtasks"],
+                    r["hint_queries"],
+                    f"{r['hint_median_ms']:.2f}",
+                    f"{r['hint_p95_ms']:.2f}",
+                    r["request_queries"],
+                    f"{r['request_median_ms']:.2f}",
                     f"{r['hint_chars']:,}",
                     f"{r['request_tokens']:,}",
                 ]
-            )
-    lines += common.table(
-        [
-            "database",
-            "subtasks",
-            "hint: SQL queries",
-            "hint: median ms",
-            "hint: p95 ms",
-            "whole request: SQL queries",
-            "whole request: median ms",
-            "hint size (chars)",
-            "request tokens",
-        ],
-        rows,
+                for r in rows
+            ],
+        ),
+        "",
+    ]
+    verdicts = []
+    for backend in results:
+        mine = [r for r in rows if r["database"] == backend]
+        constant = len({(r["hint_queries"], r["request_queries"]) for r in mine}) == 1
+        biggest = max(mine, key=lambda r: r["subtasks"])
+        met = constant and biggest["hint_median_ms"] <= 10
+        verdicts.append(
+            f"{'met' if met else 'not met'} on {backend} ({biggest['hint_median_ms']:.2f} ms at "
+            f"{biggest['subtasks']}, statements {'constant' if constant else 'NOT constant'})"
+        )
+    lines.append(
+        "Target (the hint at most 10 ms at the largest plan, statements constant at every "
+        "size): " + "; ".join(verdicts) + ". The statements: "
+        "`python -m bench.history hint_cost --last 1 --columns request_statements`."
     )
-    lines.append("")
-    for backend, sizes in results.items():
-        hint_queries = {r["hint"]["queries"] for r in sizes}
-        request_queries = {r["request"]["queries"] for r in sizes}
-        small, big = sizes[0], sizes[-1]
-        verdict = (
-            "constant"
-            if len(hint_queries) == 1 and len(request_queries) == 1
-            else "NOT constant — see the queries below"
-        )
-        lines.append(
-            f"- {backend}: SQL queries per step are {verdict} "
-            f"(hint {sorted(hint_queries)}, whole request {sorted(request_queries)}); "
-            f"time grows {big['hint']['median'] / small['hint']['median']:.1f}x for the hint and "
-            f"{big['request']['median'] / small['request']['median']:.1f}x for the whole request "
-            f"from {small['size']} to {big['size']} subtasks ({big['size'] // small['size']}x "
-            "the subtasks): the work is linear in the text rendered, not in round trips."
-        )
-    for backend, sizes in results.items():
-        big = sizes[-1]
-        verdict = "met" if big["hint"]["median"] <= 0.010 else "NOT met"
-        lines.append(
-            f"- Target (issue 14), the hint at most 10 ms at {big['size']} subtasks, {backend}: "
-            f"{verdict} (median {common.fmt_ms(big['hint']['median'])} ms)."
-        )
-    any_sizes = next(iter(results.values()))
-    lines += ["", "The queries of one whole-request rebuild (same at every size):", ""]
-    lines += [f"{i + 1}. `{sql}…`" for i, sql in enumerate(any_sizes[-1]["request"]["sql"])]
     common.write_section("hint_cost", "1. Hint rebuild cost per agent step", lines)
 
 

@@ -1,5 +1,5 @@
 """Benchmark 7: the worker's CPU per model call, by the transport litellm uses for
-OpenAI-compatible servers (issue 23: CPU per step decides how many runs a host drives).
+OpenAI-compatible servers (CPU per step decides how many runs a host drives).
 
 `agents.llm.acomplete` streams a tool-call answer from the paced model server
 (tests/support/paced_model.py, in a subprocess so its CPU is not counted, answering at once),
@@ -16,7 +16,8 @@ the answer is as long as a real one, and the rows show what streaming it costs p
 
     .venv/bin/python bench/llm_call_cpu.py [--calls 300] [--rounds 4] [--final-words 0]
 
-Each answer length keeps its rows in bench/results/llm_call_cpu.json; the section shows all.
+Each run appends its row to bench/results/llm_call_cpu.json (every earlier row is kept) and
+writes the section of docs/PERFORMANCE.md from this run.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
 
-RESULTS = common.ROOT / "bench" / "results" / "llm_call_cpu.json"
 # Each row's call: (through the OpenAI SDK, streamed).
 MODES = {
     "litellm HTTP handler (default)": (False, True),
@@ -158,57 +158,39 @@ def main() -> None:
         "request_kib": len(json.dumps(body)) // 1024,
         "turns": args.turns,
         "tools": args.tools,
-        "command": common.command_line(),
     }
     write_report(result)
 
 
 def write_report(result: dict[str, Any]) -> None:
-    rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
-    rows = [r for r in rows if r["final_words"] != result["final_words"]] + [result]
-    rows.sort(key=lambda r: r["final_words"])
-    RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
-    lines = [
-        *common.machine_lines(),
-        "",
-        "`agents.llm.acomplete` asked for an answer, the rows of a table alternating round by "
-        "round; each request carries a system prompt, earlier tool calls with their results "
-        "and tool schemas (the numbers with each table). CPU of the calling process per call "
-        "(the model server runs in another process). Streamed answers come in 7-character "
-        "pieces.",
+    facts = common.run_facts(services=False)
+    row = {"label": f"{4 + result['final_words']}-word answer", **result}
+    common.record_run("llm_call_cpu", [row], facts)
+    per_call = row["per_call"]
+    default = common.median(per_call["litellm HTTP handler (default)"])
+    sdk = common.median(per_call["OpenAI SDK"])
+    whole = common.median(per_call["litellm HTTP handler, not streamed"])
+    table = [
+        [name, common.fmt_ms(common.median(v)), common.fmt_ms(min(v)), common.fmt_ms(max(v))]
+        for name, v in per_call.items()
     ]
-    for row in rows:
-        per_call = row["per_call"]
-        default = common.median(per_call["litellm HTTP handler (default)"])
-        sdk = common.median(per_call["OpenAI SDK"])
-        whole = common.median(per_call["litellm HTTP handler, not streamed"])
-        table = [
-            [name, common.fmt_ms(common.median(v)), common.fmt_ms(min(v)), common.fmt_ms(max(v))]
-            for name, v in per_call.items()
-        ]
-        table.append(["floor: the request encoded as JSON", common.fmt_ms(row["floor"]), "", ""])
-        lines += [
-            "",
-            f"An answer of {4 + row['final_words']} words ({row['pieces']} pieces streamed); "
-            f"{row['calls']} calls per round, {row['concurrency']} at a time, {row['rounds']} "
-            f"rounds; {row['turns']} earlier tool calls and {row['tools']} tool schemas (about "
-            f"{row['request_kib']} KiB); command: `{row['command']}`",
-            "",
-            *common.table(["row", "CPU ms per call (median)", "min", "max"], table),
-            "",
-            f"The OpenAI SDK costs {sdk / default:.1f}x litellm's handler per call "
-            f"({(sdk - default) * 1000:.2f} ms more). Streamed, the answer costs "
-            f"{default / whole:.1f}x what it costs in one piece ({(default - whole) * 1000:.2f} "
-            f"ms more, {(default - whole) / row['pieces'] * 1000:.3f} ms a piece).",
-        ]
-    lines += [
+    table.append(["floor: the request encoded as JSON", common.fmt_ms(row["floor"]), "", ""])
+    lines = [
+        *common.facts_lines(facts),
         "",
-        "The OpenAI SDK walks the whole request against its type annotations before sending "
-        "(`openai._utils._transform`), a cost that grows with the transcript. Planboard uses "
-        "litellm's handler unless `PLANBOARD_LLM_OPENAI_SDK=1`; both give the same answers, "
-        "errors and retries (tests/agents/test_llm_http.py). A streamed piece goes through "
-        "litellm's stream wrapper (`CustomStreamWrapper.chunk_creator`), which builds "
-        "response objects anew for each.",
+        "CPU per `agents.llm.acomplete` call, rows alternating round by round "
+        f"({row['rounds']} rounds of {row['calls']} calls, {row['concurrency']} at a time); a "
+        f"request of about {row['request_kib']} KiB ({row['turns']} earlier tool calls, "
+        f"{row['tools']} tool schemas); an answer of {4 + row['final_words']} words, streamed "
+        f"in {row['pieces']} pieces of 7 characters. The floor in the same run: the request "
+        "encoded as JSON.",
+        "",
+        *common.table(["CPU ms per call", "median", "min", "max"], table),
+        "",
+        f"The OpenAI SDK costs {sdk / default:.1f}x litellm's handler (it checks the request "
+        f"against its type hints); streamed, the answer costs {default / whole:.1f}x what it "
+        f"costs in one piece ({(default - whole) / row['pieces'] * 1000:.2f} ms a piece). "
+        "Other answer lengths: `python -m bench.history llm_call_cpu`.",
     ]
     common.write_section("llm_call_cpu", "7. CPU per model call, by transport", lines)
 

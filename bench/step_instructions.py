@@ -1,4 +1,4 @@
-"""Benchmark 8: CPU instructions per agent step, counted by valgrind (issue 23).
+"""Benchmark 8: CPU instructions per agent step, counted by valgrind.
 
 Benchmark 5's wall time and CPU per step move with this shared VM's speed (the same code gave
 12.4 and 19 ms of CPU per step hours apart), so a change worth a few per cent cannot be seen
@@ -12,8 +12,9 @@ that part. The floor in the same run: the same number of litellm calls alone
 
     .venv/bin/python bench/step_instructions.py [--runs 8] [--in-flight 4] [--label TEXT]
 
-Each labelled row is kept in bench/results/step_instructions.json and the section of
-docs/PERFORMANCE.md is written from all of them. Without valgrind on PATH (or with
+Each labelled run appends its row to bench/results/step_instructions.json (every earlier row
+is kept) and writes the section of docs/PERFORMANCE.md from this run: its step beside the
+floor measured with it. Without valgrind on PATH (or with
 `--no-valgrind`) it prints CPU seconds instead and writes nothing.
 """
 
@@ -38,7 +39,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common
 
 UNDER_VALGRIND = "PLANBOARD_BENCH_UNDER_CALLGRIND"
-RESULTS = common.ROOT / "bench" / "results" / "step_instructions.json"
 
 
 class Counter:
@@ -225,60 +225,46 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "per_step": round(per_step, 6 if unit == "cpu_s" else 0),
         "per_litellm_call": round(per_call, 6 if unit == "cpu_s" else 0),
         "framework_per_step": round(per_step - per_call, 6 if unit == "cpu_s" else 0),
-        "command": common.command_line(),
-        "git": os.popen(f"git -C {common.ROOT} rev-parse --short HEAD").read().strip(),
     }
 
 
 def write_report(result: dict[str, Any]) -> None:
-    rows = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
-    rows = [r for r in rows if r["label"] != result["label"]] + [result]
-    RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+    facts = common.run_facts()
+    common.record_run("step_instructions", [result], facts)
+    r = result
 
     def millions(value: float) -> str:
         return f"{value / 1e6:.2f}"
 
-    commands = "; ".join(f"`{r['command']}`" for r in rows)
     lines = [
-        *common.machine_lines(common.service_versions()),
+        *common.facts_lines(facts),
         "",
-        "Instructions this process executes per agent step, counted by valgrind's callgrind "
-        "(on only while the runs are hosted): the run host drives the runs as a worker "
-        "process does (event loop, database lanes, litellm streaming from an OpenAI-compatible "
-        "server in another process, PostgreSQL, Redis broadcasts), 4 answers per run (a plan "
-        "created, read-only plan tools, a final answer of 4 words unless the row says more, "
-        "streamed in 7-character pieces). The floor in the same run: the same "
-        "model requests made again through `agents.llm.acomplete` alone. Unlike CPU time, the "
-        "count does not move with this shared VM's speed (two runs of one code differ by "
-        "about 0.3 %), so it can tell a change of a few per cent.",
+        "Instructions per agent step (valgrind's callgrind) of one process hosting "
+        f"{r['runs']} runs as a worker does ({r['in_flight']} in flight, 4 answers each). The "
+        "floor in the same run: the same model requests made again through "
+        "`agents.llm.acomplete` alone. Two runs of one code differ by about 0.3 %.",
         "",
         *common.table(
             [
                 "row",
-                "runs (in flight)",
                 "final answer (words)",
-                "steps",
                 "M instructions per step",
-                "M per model call alone",
+                "M per model call alone (floor)",
                 "M framework per step",
-                "commit",
             ],
             [
                 [
                     r["label"],
-                    f"{r['runs']} ({r['in_flight']})",
                     4 + r.get("final_words", 0),
-                    r["steps"],
                     millions(r["per_step"]),
                     millions(r["per_litellm_call"]),
                     millions(r["framework_per_step"]),
-                    r["git"],
                 ]
-                for r in rows
             ],
         ),
         "",
-        f"Commands: {commands}",
+        "The floor moves between runs: compare the framework column with earlier rows "
+        "(`python -m bench.history step_instructions`), or run two revisions' rows in turn.",
     ]
     common.write_section("step_instructions", "8. Instructions per agent step", lines)
 

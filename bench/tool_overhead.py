@@ -310,170 +310,148 @@ def main() -> None:
     write_report(results, args.rounds, per_round, agentscope_version)
 
 
+FLOOR_TABLE = "mutating calls vs the durable-change floor (PostgreSQL + Redis)"
+
+
+def result_rows(results: dict[str, dict[str, Any]], agentscope: str) -> list[dict[str, Any]]:
+    """The run's rows: per system, per tool, against the floor, and the broadcast alone."""
+    us = lambda seconds: round(seconds * 1e6)  # noqa: E731
+    reference = results.get("AgentScope PlanNotebook via Toolkit")
+    rows: list[dict[str, Any]] = [
+        {
+            "label": label,
+            "calls": r["count"],
+            "mean_us": us(r["mean"]),
+            "p50_us": us(r["p50"]),
+            "p95_us": us(r["p95"]),
+            "ms_per_run": round(r["per_round"] * 1000, 2),
+            "mean_vs_agentscope_toolkit": round(r["mean"] / reference["mean"])
+            if reference
+            else None,
+            "table": "systems",
+        }
+        for label, r in results.items()
+    ]
+    sql = results["Planboard, PostgreSQL"].get("queries", {})
+    for tool in next(iter(results.values()))["per_tool"]:
+        means = {label: us(r["per_tool"].get(tool, 0.0)) for label, r in results.items()}
+        rows.append(
+            {"label": tool, "table": "per tool", "sql_queries_postgres": sql.get(tool)}
+            | {"mean_us": means}
+        )
+    measured = next((v for v in results.values() if v.get("floor")), None)
+    if measured is not None:
+        floor, in_db = measured["floor"], measured.get("in_db", {})
+        rows.append(
+            {
+                "label": FLOOR,
+                "count": floor["count"],
+                "mean_us": us(floor["mean"]),
+                "p50_us": us(floor["p50"]),
+                "p95_us": us(floor["p95"]),
+                "mean_vs_floor": 1.0,
+                "us_in_sql": us(in_db.get(FLOOR, 0.0)),
+                "table": FLOOR_TABLE,
+            }
+        )
+        rows.append(
+            {
+                "label": "mutating tool calls (all)",
+                "mean_us": us(floor["mutating_mean"]),
+                "p50_us": us(floor["mutating_p50"]),
+                "mean_vs_floor": round(floor["mutating_mean"] / floor["mean"], 2),
+                "table": FLOOR_TABLE,
+            }
+        )
+        for tool, seconds in measured["per_tool"].items():
+            rows.append(
+                {
+                    "label": tool,
+                    "mean_us": us(seconds),
+                    "mean_vs_floor": round(seconds / floor["mean"], 2),
+                    "us_in_sql": us(in_db.get(tool, 0.0)),
+                    "mutating": tool in MUTATING,
+                    "table": FLOOR_TABLE,
+                }
+            )
+        for name, v in measured.get("publish", {}).items():
+            rows.append(
+                {
+                    "label": name,
+                    "count": v["count"],
+                    "mean_us": us(v["mean"]),
+                    "p50_us": us(v["p50"]),
+                    "table": "broadcast alone",
+                }
+            )
+    return [{**row, "agentscope": agentscope} for row in rows]
+
+
 def write_report(
     results: dict[str, dict[str, Any]], rounds: int, per_round: int, agentscope_version: str
 ) -> None:
-    reference = results.get("AgentScope PlanNotebook via Toolkit")
+    agentscope = f"{agentscope_version} (in .venv-bench)"
+    rows = result_rows(results, agentscope)
+    command = f"bash bench/setup_bench_venv.sh && {common.command_line()}"
+    facts = common.run_facts(command=command)
+    common.record_run("tool_overhead", rows, facts)
     lines = [
-        *common.machine_lines(common.service_versions()),
-        f"- AgentScope: {agentscope_version} (in .venv-bench)",
-        f"- Command: `bash bench/setup_bench_venv.sh && {common.command_line()}`",
-        f"- Workload: {rounds} rounds of the same {per_round}-call sequence "
-        "(bench/_tool_sequence.py) per system, each call timed alone, after a warm-up; "
-        "Planboard calls go through `agents.tools.execute_tool_call` (JSON parsing, validation, "
-        "one transaction with row locks, version bump, event row, broadcast on commit).",
+        *common.facts_lines(facts),
+        f"AgentScope {agentscope}.",
+        "",
+        f"{rounds} rounds of one {per_round}-call plan-tool sequence (`bench/_tool_sequence.py`), "
+        "each call timed alone, through `agents.tools.execute_tool_call` (parsing, validation, "
+        "one transaction with row locks, version bump, event row, broadcast on commit). The "
+        "reference, measured right after each call in the same process: the *durable-change "
+        "floor*, one transaction that locks the plan row, bumps its version, inserts an event "
+        "and commits, then one Redis PUBLISH.",
         "",
     ]
-    rows = []
-    for label, r in results.items():
-        ratio = common.fmt_ratio(r["mean"] / reference["mean"]) if reference else "n/a"
-        rows.append(
-            [
-                label,
-                r["count"],
-                common.fmt_us(r["mean"]),
-                common.fmt_us(r["p50"]),
-                common.fmt_us(r["p95"]),
-                common.fmt_ms(r["per_round"]),
-                ratio,
-            ]
-        )
-    lines += common.table(
-        [
-            "system",
-            "calls",
-            "mean µs/call",
-            "p50 µs",
-            "p95 µs",
-            f"ms per {per_round}-call run",
-            "mean vs AgentScope Toolkit",
-        ],
-        rows,
-    )
-    tools = list(next(iter(results.values()))["per_tool"])
-    lines += ["", "Mean µs per call, by tool:", ""]
-    sql = results["Planboard, PostgreSQL"].get("queries", {})
-    lines += common.table(
-        ["tool", "SQL queries (Planboard, PostgreSQL)", *results],
-        [
-            [
-                t,
-                sql.get(t, "?"),
-                *(common.fmt_us(r["per_tool"].get(t, 0.0)) for r in results.values()),
-            ]
-            for t in tools
-        ],
-    )
-    lines += _floor_lines(results)
-    if reference is None:
-        lines += ["", "AgentScope was not measured: run `bash bench/setup_bench_venv.sh` first."]
+    against = [r for r in rows if r["table"] == FLOOR_TABLE]
+    if not against:
+        lines.append("No run measured the floor (it needs PostgreSQL and Redis).")
     else:
-        pg = results["Planboard, PostgreSQL"]
-        lines += [
-            "",
-            f"Reading: a Planboard tool call costs {common.fmt_ms(pg['mean'])} ms on PostgreSQL, "
-            f"{pg['mean'] / reference['mean']:.0f}x AgentScope's in-memory call. Against an LLM "
-            "step that takes hundreds of milliseconds to seconds, that is the price of plans "
-            "that survive restarts, are shared live with people, are serialized against their "
-            "edits and keep a full history; AgentScope's notebook lives in one process's memory.",
-        ]
-    common.write_section("tool_overhead", "2. Tool-call overhead vs AgentScope PlanNotebook", lines)
-
-
-def _floor_lines(results: dict[str, dict[str, Any]]) -> list[str]:
-    """Mutating calls against the durable-change floor measured beside them."""
-    label, r = next(((k, v) for k, v in results.items() if v.get("floor")), (None, None))
-    if r is None:
-        return []
-    floor = r["floor"]
-    lines = [
-        "",
-        f"Mutating calls vs the durable-change floor ({label}; one floor change timed right after "
-        "each call: a transaction with the plan row lock, version update, event insert and "
-        "commit, then one Redis PUBLISH of the event):",
-        "",
-    ]
-    rows = [
-        [
-            FLOOR,
-            floor["count"],
-            common.fmt_us(floor["mean"]),
-            common.fmt_us(floor["p50"]),
-            common.fmt_us(floor["p95"]),
-            "1.0x",
-        ],
-        [
-            "mutating tool calls (all)",
-            "",
-            common.fmt_us(floor["mutating_mean"]),
-            common.fmt_us(floor["mutating_p50"]),
-            "",
-            common.fmt_ratio(floor["mutating_mean"] / floor["mean"]),
-        ],
-    ]
-    in_db = r.get("in_db", {})
-    rows[0].append(common.fmt_us(in_db.get(FLOOR, 0.0)))
-    rows[1].append("")
-    rows += [
-        [
-            tool,
-            "",
-            common.fmt_us(seconds),
-            "",
-            "",
-            common.fmt_ratio(seconds / floor["mean"]),
-            common.fmt_us(in_db.get(tool, 0.0)),
-        ]
-        for tool, seconds in r["per_tool"].items()
-        if tool in MUTATING
-    ]
-    lines += common.table(
-        [
-            "what",
-            "count",
-            "mean µs",
-            "p50 µs",
-            "p95 µs",
-            "mean vs floor (target ≤ 3x)",
-            "µs inside SQL statements",
-        ],
-        rows,
-    )
-    verdict = "met" if floor["mutating_mean"] <= 3 * floor["mean"] else "NOT met"
-    read_only = [
-        seconds / floor["mean"] for tool, seconds in r["per_tool"].items() if tool not in MUTATING
-    ]
-    lines += [
-        "",
-        f"Target (issue 14), mutating calls at most 3x the floor: {verdict} "
-        f"({floor['mutating_mean'] / floor['mean']:.2f}x on average); read-only "
-        f"calls at most 1.5x: {'met' if max(read_only) <= 1.5 else 'NOT met'} (at most "
-        f"{common.fmt_ratio(max(read_only))}). The floor runs 3 statements in one transaction; "
-        "a mutating call reads the session with its current plan and its subtasks (one "
-        "statement, to resolve the model's indices), then locks session and plan in one "
-        "statement, reads the subtasks under the lock and writes 2-4 rows (an add at the end "
-        "or a delete of the last subtask shifts no positions). create_plan, "
-        "recover_historical_plan and revise_current_plan's add and delete show the subtasks as "
-        "the change left them, unread; a call's events leave in one Redis round trip. "
-        "The column above says how much of each call is spent inside "
-        "statements; the rest is Python (validation, the result text, building the event) and "
-        "BEGIN/COMMIT.",
-    ]
-    if r.get("publish"):
-        lines += [
-            "",
-            "The broadcast alone, timed after each floor change: what the services' "
-            "`publish` costs against one bare Redis PUBLISH.",
-            "",
-        ]
+        floor, everything = against[0], against[1]
+        mutating = [r for r in against[2:] if r["mutating"]]
+        read_only = [r for r in against[2:] if not r["mutating"]]
+        slowest = max(mutating, key=lambda r: r["mean_vs_floor"])
         lines += common.table(
-            ["what", "count", "mean µs", "p50 µs"],
+            ["what (PostgreSQL + Redis)", "mean µs", "p50 µs", "mean vs floor"],
             [
-                [name, v["count"], common.fmt_us(v["mean"]), common.fmt_us(v["p50"])]
-                for name, v in r["publish"].items()
+                ["durable-change floor (reference)", floor["mean_us"], floor["p50_us"], "1.0x"],
+                [
+                    "mutating tool calls (all)",
+                    everything["mean_us"],
+                    everything["p50_us"],
+                    f"{everything['mean_vs_floor']:.1f}x",
+                ],
+                [
+                    f"{slowest['label']} (slowest)",
+                    slowest["mean_us"],
+                    "",
+                    f"{slowest['mean_vs_floor']:.1f}x",
+                ],
             ],
         )
-    return lines
+        worst_read = max((r["mean_vs_floor"] for r in read_only), default=0.0)
+        met = everything["mean_vs_floor"] <= 3 and worst_read <= 1.5
+        lines += [
+            "",
+            "Target (mutating calls at most 3x the floor, read-only ones 1.5x): "
+            f"{'met' if met else 'not met'}, {everything['mean_vs_floor']:.2f}x on average and "
+            f"read-only calls at most {worst_read:.1f}x.",
+        ]
+    toolkit = next((r for r in rows if r["label"] == "AgentScope PlanNotebook via Toolkit"), None)
+    if toolkit is not None:
+        lines.append(
+            f"AgentScope's in-memory PlanNotebook, measured in the same run, takes "
+            f"{toolkit['mean_us']} µs a call: the price of plans that survive restarts, are "
+            "shared live and keep a history."
+        )
+    lines.append(
+        "Per tool, per database and the broadcast alone: `python -m bench.history tool_overhead`."
+    )
+    common.write_section("tool_overhead", "2. Tool-call overhead vs AgentScope PlanNotebook", lines)
 
 
 if __name__ == "__main__":

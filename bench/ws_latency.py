@@ -7,9 +7,16 @@ one client is from just before the HTTP request is sent until that client has re
 event with the edit's version. Every client must receive every version: missing ones are
 counted as lost. Clients and editor share one process and clock, on loopback. A last row runs
 the largest count against two daphne processes behind the same Redis (clients alternate
-between them, the editor uses the first).
+between them, the editor uses the first). The 1-client row is the reference of the others.
+
+With `--reference <git-rev>` the code of that revision (a clean clone in a temporary
+directory, this checkout's virtualenv) runs beside the current code instead: two daphnes, each
+with its own database and Redis db, measured in turn (current, reference, reference, current,
+...) at 100 and 300 clients, `--runs` times; the section reports p50/p95 and the daphne's CPU
+per edit of both and their ratios, all from that one run.
 
     .venv/bin/python bench/ws_latency.py [--clients 1 100 300 1000] [--edits 30]
+    .venv/bin/python bench/ws_latency.py --reference 3e2c3fa [--runs 5] [--clients 100 300]
 """
 
 from __future__ import annotations
@@ -17,8 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +36,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
+from _ws_latency_report import (
+    EDIT_DEADLINE,
+    compare_report,
+    compare_row,
+    scale_report,
+    scale_row,
+)
 
 CONNECT_CONCURRENCY = 25
 CONNECT_TIMEOUT = 30.0
-# How long one edit may take to reach every client before the next edit goes out anyway.
-EDIT_DEADLINE = 20.0
 
 
 @dataclass
@@ -42,26 +57,48 @@ class Client:
     error: str = ""
 
 
-def prepare(db_url: str) -> dict[str, Any]:
-    """A user with an API token, a session and a plan of 10 subtasks."""
-    common.setup_django(db_url, REDIS_URL=common.REDIS_BENCH_URL)
-    from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
+# Run in the checkout under test (its own code and migrations): a user with an API token, a
+# session and a plan of 10 subtasks, made through the services; prints their ids.
+PREPARE = """
+import json, django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0, interactive=False)
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from planboard import services
+from planboard.services import Actor
+user = get_user_model().objects.create_user("bench-editor", password="bench-password-1")
+session = services.session_create(owner=user, title="Latency")
+plan, _ = services.plan_create(
+    session_id=session.pk, actor=Actor.person(user), name="Latency plan",
+    subtasks=[{"name": f"Subtask {i}"} for i in range(10)],
+)
+first = plan.subtasks.order_by("position").first()
+print(json.dumps({"token": Token.objects.create(user=user).key, "plan_id": plan.pk,
+                  "subtask_id": first.pk}))
+"""
 
-    from planboard import services
-    from planboard.services import Actor
 
-    user = get_user_model().objects.create_user("bench-editor", password="bench-password-1")
-    token = Token.objects.create(user=user)
-    session = services.session_create(owner=user, title="Latency")
-    plan, _ = services.plan_create(
-        session_id=session.pk,
-        actor=Actor.person(user),
-        name="Latency plan",
-        subtasks=[{"name": f"Subtask {i}"} for i in range(10)],
-    )
-    first = plan.subtasks.order_by("position").first()
-    return {"token": token.key, "plan_id": plan.pk, "subtask_id": first.pk}
+@dataclass
+class Server:
+    """One daphne serving one checkout's code, with that checkout's data."""
+
+    code: str  # "current" or "reference"
+    commit: str
+    process: common.Process
+    port: int
+    setup: dict[str, Any]
+
+
+def start_server(code: str, root: Path, db_name: str, redis_url: str) -> Server:
+    db_url = common.recreate_postgres(db_name)
+    common.flush_redis(redis_url)
+    env = common.server_env(db_url, root=root, redis_url=redis_url)
+    setup = common.run_json([str(common.VENV_PYTHON), "-c", PREPARE], env=env, cwd=root)
+    port = common.free_port()
+    process = common.start_daphne(db_url, port, root=root, redis_url=redis_url)
+    return Server(code, common.git_commit(root) or "?", process, port, setup)
 
 
 def event_version(text: str) -> int | None:
@@ -121,8 +158,13 @@ async def follow(
 
 
 async def measure(
-    ports: list[int], setup: dict[str, Any], clients: int, edits: int
+    ports: list[int],
+    setup: dict[str, Any],
+    clients: int,
+    edits: int,
+    cpu: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
+    """`cpu`: the server's CPU seconds so far; its growth over the edits is reported per edit."""
     import aiohttp
 
     ws_urls = [f"ws://127.0.0.1:{port}/ws/plans/{setup['plan_id']}/" for port in ports]
@@ -166,6 +208,7 @@ async def measure(
 
         sent: dict[int, float] = {}
         edit_http: list[float] = []
+        cpu_before = cpu() if cpu else 0.0
         waited_out = 0
         for number in range(edits):
             started = time.time()
@@ -185,6 +228,7 @@ async def measure(
             except TimeoutError:
                 waited_out += 1
         await asyncio.sleep(1.0)  # late deliveries still count as delivered
+        cpu_used = cpu() - cpu_before if cpu else float("nan")
         stop.set()
         for task in tasks:
             task.cancel()
@@ -208,141 +252,86 @@ async def measure(
         "p99": common.percentile(latencies, 0.99) if latencies else float("nan"),
         "max": max(latencies) if latencies else float("nan"),
         "http_p50": common.percentile(edit_http, 0.5),
+        "server_cpu_per_edit": cpu_used / edits,
     }
+
+
+REFERENCE_DB = f"{common.PG_DB_NAME}_reference"
+REFERENCE_REDIS_URL = os.environ.get("BENCH_REDIS_REFERENCE_URL", "redis://127.0.0.1:6379/10")
+TITLE = "3. Edit-to-screen latency over websockets"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 100, 300, 1000])
-    parser.add_argument("--edits", type=int, default=30, help="edits per client count")
+    parser.add_argument("--clients", type=int, nargs="+", help="client counts (see above)")
+    parser.add_argument("--edits", type=int, default=30, help="edits per measurement")
+    parser.add_argument("--reference", metavar="GIT_REV", help="run this revision beside")
+    parser.add_argument("--runs", type=int, default=5, help="alternations with --reference")
     args = parser.parse_args()
+    if args.reference:
+        compare(args.reference, args.clients or [100, 300], args.edits, args.runs)
+    else:
+        scale(args.clients or [1, 100, 300, 1000], args.edits)
 
-    db_url = common.recreate_postgres()
-    common.flush_redis()
-    setup = prepare(db_url)
-    port = common.free_port()
-    daphnes = [common.start_daphne(db_url, port)]
+
+def scale(client_counts: list[int], edits: int) -> None:
+    """The current code from 1 to the largest client count, then that count on two daphnes."""
+    server = start_server("current", common.ROOT, common.PG_DB_NAME, common.REDIS_BENCH_URL)
+    daphnes = [server.process]
     results = []
     try:
-        for clients in args.clients:
+        for clients in client_counts:
             print(f"{clients} clients ...", flush=True)
-            result = asyncio.run(measure([port], setup, clients, args.edits))
-            print(json.dumps(result), flush=True)
-            results.append(result)
-        # The largest count again, spread over two web processes behind the same Redis.
+            cpu = server.process.cpu_seconds
+            results.append(asyncio.run(measure([server.port], server.setup, clients, edits, cpu)))
+            print(json.dumps(results[-1]), flush=True)
         second = common.free_port()
+        db_url = common.postgres_url(common.PG_DB_NAME)
         daphnes.append(common.start_daphne(db_url, second))
-        clients = max(args.clients)
+        clients = max(client_counts)
         print(f"{clients} clients on two web processes ...", flush=True)
-        result = asyncio.run(measure([port, second], setup, clients, args.edits))
-        print(json.dumps(result), flush=True)
-        results.append(result)
+        both = lambda: sum(d.cpu_seconds() for d in daphnes)  # noqa: E731
+        ports = [server.port, second]
+        results.append(asyncio.run(measure(ports, server.setup, clients, edits, both)))
+        print(json.dumps(results[-1]), flush=True)
     finally:
         for daphne in daphnes:
             daphne.stop()
-    write_report(results, args.edits)
+    facts = common.run_facts()
+    common.record_run("ws_latency", [scale_row(r) for r in results], facts)
+    common.write_section("ws_latency", TITLE, scale_report(results, edits, facts))
 
 
-def write_report(results: list[dict[str, Any]], edits: int) -> None:
-    lines = [
-        *common.machine_lines(common.service_versions()),
-        f"- Command: `{common.command_line()}`",
-        "- Setup: one daphne process (DJANGO_DEBUG=0, PostgreSQL with its connection pool, "
-        "channels_redis's pub/sub layer on Redis db 9); the last row adds a second daphne "
-        "behind the same Redis and spreads the clients over both. The clients (aiohttp "
-        "websockets with an API token, reading each event's version without a full JSON "
-        "parse) and the editor run in one other process on the same machine; "
-        f"{edits} sequential edits per row, each waiting until every client has it (at most "
-        f"{EDIT_DEADLINE:.0f} s) before the next.",
-        "- Latency: from just before the `PATCH` is sent to the moment a client has read the "
-        "event (includes the HTTP request, the transaction, the Redis fan-out and the client's "
-        "own event loop, which on 2 shared cores competes with the server).",
-        "- Targets (issue 14): p95 at most 35 ms at 100 clients, 70 ms at 300, 250 ms at "
-        "1000; nothing lost.",
-        "",
-    ]
-    rows = [
-        [
-            r["clients"],
-            r["web_processes"],
-            r["connected"],
-            f"{r['connect_all_seconds']:.1f}",
-            r["deliveries"],
-            common.fmt_ms(r["p50"]),
-            common.fmt_ms(r["p95"]),
-            common.fmt_ms(r["p99"]),
-            common.fmt_ms(r["max"]),
-            common.fmt_ms(r["http_p50"]),
-            r["lost"],
-        ]
-        for r in results
-    ]
-    lines += common.table(
-        [
-            "clients",
-            "web processes",
-            "connected",
-            "s to connect all",
-            "deliveries",
-            "p50 ms",
-            "p95 ms",
-            "p99 ms",
-            "max ms",
-            "PATCH p50 ms",
-            "events lost",
-        ],
-        rows,
-    )
-    single = [r for r in results if r["web_processes"] == 1]
-    if len(single) > 1 and single[0]["p50"] > 0:
-        base = single[0]
-        ratios = ", ".join(
-            f"{r['clients']} clients: p50 {r['p50'] / base['p50']:.1f}x, "
-            f"p99 {r['p99'] / base['p99']:.1f}x"
-            for r in single[1:]
+def compare(revision: str, client_counts: list[int], edits: int, runs: int) -> None:
+    """The current code and `revision`'s, measured in turn, `runs` times per client count."""
+    root = common.reference_checkout(revision)
+    servers: list[Server] = []
+    results: list[dict[str, Any]] = []
+    try:
+        servers.append(
+            start_server("current", common.ROOT, common.PG_DB_NAME, common.REDIS_BENCH_URL)
         )
-        lines += ["", f"Ratios to 1 client: {ratios}."]
-    problems = [r for r in results if r["connect_errors"] or r["waited_out"]]
-    for r in problems:
-        lines.append(
-            f"- {r['clients']} clients: {r['clients'] - r['connected']} could not connect "
-            f"({'; '.join(r['connect_errors']) or 'no error'}); {r['waited_out']} edits did "
-            f"not reach every client within {EDIT_DEADLINE:.0f} s."
-        )
-    goals = {100: 0.035, 300: 0.070, 1000: 0.250}
-    judged = [r for r in single if r["clients"] in goals]
-    if judged:
-        met = all(r["p95"] <= goals[r["clients"]] for r in judged)
-        lines += [
-            "",
-            f"Target (issue 14): {'met' if met else 'NOT met'} — p95 "
-            + ", ".join(
-                f"{common.fmt_ms(r['p95'])} ms at {r['clients']} clients "
-                f"(at most {goals[r['clients']] * 1000:.0f})"
-                for r in judged
-            )
-            + f"; {sum(r['lost'] for r in results)} events lost.",
-        ]
-    total_lost = sum(r["lost"] for r in results)
-    lines += [
-        "",
-        f"Events lost in total: {total_lost} of {sum(r['deliveries'] + r['lost'] for r in results)}"
-        " expected deliveries.",
-    ]
-    lines += [
-        "",
-        "What made the tail: per change, `async_to_sync(group_send)` per group (a thread, an "
-        "event loop and a Redis connection each time); channels_redis's list-based layer "
-        "writing the event once per socket; Channels closing stale database connections before "
-        "every message to every socket (one hop each through the single sync thread); JSON "
-        "encoded once per socket; full garbage collections of the start-up heap (80-165 ms); "
-        "and a new PostgreSQL connection per HTTP request under ASGI. Now: one pipelined "
-        "PUBLISH per change, the pub/sub layer handing an event to each process once, no "
-        "database hop for relays, one encoding, gc.freeze() after start-up, a connection pool "
-        "(planboard/broadcast.py, planboard/realtime/consumers.py, planboard/gc_tuning.py, "
-        "planboard/settings.py).",
-    ]
-    common.write_section("ws_latency", "3. Edit-to-screen latency over websockets", lines)
+        servers.append(start_server("reference", root, REFERENCE_DB, REFERENCE_REDIS_URL))
+        for run in range(runs):
+            for clients in client_counts:
+                # Alternate which goes first, so neither always follows the other.
+                for server in servers if run % 2 == 0 else servers[::-1]:
+                    print(f"run {run + 1}: {clients} clients, {server.code} ...", flush=True)
+                    result = asyncio.run(
+                        measure(
+                            [server.port], server.setup, clients, edits, server.process.cpu_seconds
+                        )
+                    )
+                    result.update(code=server.code, commit=server.commit, run=run + 1)
+                    results.append(result)
+                    print(json.dumps(result), flush=True)
+    finally:
+        for server in servers:
+            server.process.stop()
+        shutil.rmtree(root.parent, ignore_errors=True)
+    facts = common.run_facts()
+    common.record_run("ws_latency", [compare_row(r) for r in results], facts)
+    common.write_section("ws_latency", TITLE, compare_report(results, edits, runs, facts))
 
 
 if __name__ == "__main__":

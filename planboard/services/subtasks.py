@@ -137,6 +137,28 @@ def subtask_update(
         outcome=outcome,
         agent=agent,
     )
+    changes, _ = _update_texts(
+        plan_id=plan_id,
+        actor=actor,
+        subtask_id=subtask_id,
+        given=given,
+        blocked_by=blocked_by,
+        expected_version=expected_version,
+    )
+    return changes
+
+
+def _update_texts(
+    *,
+    plan_id: int,
+    actor: Actor,
+    subtask_id: int,
+    given: dict[str, Any],
+    blocked_by: list[int] | None,
+    expected_version: int | None,
+) -> tuple[TextChanges, Plan]:
+    """`subtask_update`'s change; also the plan as it left it (its `written_subtasks`, when
+    something changed: a caller shows the board without reading it back)."""
     if not given and blocked_by is None:
         raise PlanError(
             "Give at least one of name, description, expected_outcome, outcome, agent or "
@@ -160,12 +182,13 @@ def subtask_update(
                 plan,
                 actor=actor,
                 action="subtask_updated",
+                subtasks=subtasks,
                 subtask_id=subtask.pk,
                 before=before,
                 after=after,
                 upsert=[subtask],
             )
-    return changes
+    return changes, plan
 
 
 class DeletedSubtask(NamedTuple):
@@ -381,9 +404,11 @@ def subtask_change(
     outcome: str | None = None,
     index: int | None = None,
     expected_version: int | None = None,
-) -> None:
+) -> Plan:
     """Several edits of one subtask as one change for the caller (all or nothing): its text
     (and profile), then its state (with `outcome` belonging to the new state), then its place.
+    Returns the plan as the last edit left it: with its `written_subtasks` when it changed, so
+    the caller shows the new board without reading it back (`selectors.plan_snapshot_of`).
 
     `expected_version` is checked before the first edit; the later ones build on it. The REST
     PATCH and the admin's subtask rows both come through here.
@@ -391,19 +416,25 @@ def subtask_change(
     common: dict[str, Any] = {"plan_id": plan_id, "actor": actor, "subtask_id": subtask_id}
     version = expected_version
     asked = sum(1 for part in (texts, state, index) if part not in (None, {}))
+    plan: Plan | None = None
     # One edit is its own service's transaction; only several need one around them (whose
     # inner transactions would each cost a savepoint).
     with transaction.atomic() if asked != 1 else contextlib.nullcontext():
         if texts:
-            subtask_update(**common, expected_version=version, **texts)
-            version = None
-        if state is not None:
-            subtask_set_state(
-                **common, state=state, outcome=outcome or "", expected_version=version
+            texts = dict(texts)
+            blocked_by = texts.pop("blocked_by", None)
+            _, plan = _update_texts(
+                **common, given=_given(**texts), blocked_by=blocked_by, expected_version=version
             )
             version = None
+        if state is not None:
+            changed = subtask_set_state(
+                **common, state=state, outcome=outcome or "", expected_version=version
+            )
+            plan, version = changed.plan, None
         if index is not None:
-            subtask_move(**common, index=index, expected_version=version)
+            plan = subtask_move(**common, index=index, expected_version=version).plan
             version = None
-        if version is not None:
-            _lock_open_plan(plan_id, expected_version=version)  # nothing asked: still check it
+        if plan is None:  # nothing asked: the version is still checked
+            plan = _lock_open_plan(plan_id, expected_version=version)
+    return plan

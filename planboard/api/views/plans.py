@@ -187,7 +187,7 @@ class SubtaskDetailView(ApiView):
         # With a new state the outcome belongs to it (e.g. done + what was achieved).
         outcome = data.pop("outcome", None) if state is not None else None
         index = data.pop("index", None)
-        services.subtask_change(
+        plan = services.subtask_change(
             plan_id=plan_id,
             actor=actor,
             subtask_id=subtask_id,
@@ -197,7 +197,9 @@ class SubtaskDetailView(ApiView):
             index=index,
             expected_version=version,
         )
-        return Response(plan_result(plan_id))
+        # The board as the change left it, not read back: this request's thread holds the GIL
+        # while the same process relays the change to every socket watching the plan.
+        return Response({"plan": selectors.plan_snapshot_of(plan)})
 
     @extend_schema(
         tags=["plans"],

@@ -5,11 +5,12 @@ or history; a plan started from it is a new plan whose subtasks are all `todo`. 
 (`planboard/services/templates.py`) store what `clean_subtasks` returns and start plans from
 what `plan_subtask_specs` returns.
 
-Dependencies: when subtasks gain `blocked_by`, a template keeps them as the 0-based positions
-(in its own list) of the subtasks each one waits for. `subtasks_from_plan` is where a plan's
-blocker ids become positions, `clean_subtasks` where positions are checked (in range, never
-the subtask itself, no cycles), and `plan_subtask_specs` where they become the new plan's
-blockers.
+Dependencies: a template keeps a subtask's `blocked_by` as the 0-based positions (in its own
+list) of the subtasks it waits for; ids would name another plan's subtasks. `subtasks_from_plan`
+turns a plan's blocker ids into positions, `clean_subtasks` checks positions with the rule a
+new plan's subtasks follow (`_blockers.clean_blocker_indices`: in range, never the subtask
+itself, no cycle), and `plan_subtask_specs` hands them to `plan_create`, which takes indices
+and stores the new plan's ids.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import Any
 
 from planboard.exceptions import PlanError
 from planboard.models import SUBTASKS_HARD_LIMIT, AgentProfile
+from planboard.services._blockers import clean_blocker_indices
 from planboard.services._core import _clean_agent, _clean_name, _clean_text
 from planboard.shapes import PlanSnapshot, TemplateSubtask
 
-TEMPLATE_SUBTASK_KEYS = ("name", "description", "expected_outcome", "agent")
+TEMPLATE_SUBTASK_KEYS = ("name", "description", "expected_outcome", "agent", "blocked_by")
 
 
 def clean_subtasks(value: Any, *, kept_agents: Iterable[str] = ()) -> list[TemplateSubtask]:
@@ -34,8 +36,8 @@ def clean_subtasks(value: Any, *, kept_agents: Iterable[str] = ()) -> list[Templ
     """
     if not isinstance(value, list):
         raise PlanError(
-            "'subtasks' must be a list of objects with name, description, expected_outcome "
-            "and agent."
+            "'subtasks' must be a list of objects with name, description, expected_outcome, "
+            "agent and blocked_by."
         )
     if len(value) > SUBTASKS_HARD_LIMIT:
         raise PlanError(
@@ -63,8 +65,12 @@ def clean_subtasks(value: Any, *, kept_agents: Iterable[str] = ()) -> list[Templ
                 "agent": _clean_template_agent(
                     item.get("agent"), field=f"{where}.agent", kept=kept
                 ),
+                "blocked_by": [],
             }
         )
+    # Every item is an object by now; positions are checked once the whole list is known.
+    for subtask, waits in zip(cleaned, clean_blocker_indices(value), strict=True):
+        subtask["blocked_by"] = waits
     return cleaned
 
 
@@ -79,13 +85,20 @@ def agents_of(subtasks: Iterable[TemplateSubtask]) -> set[str]:
 
 
 def subtasks_from_plan(snapshot: PlanSnapshot) -> list[TemplateSubtask]:
-    """A plan's subtasks as a template keeps them: text and profile, in board order."""
+    """A plan's subtasks as a template keeps them: text, profile and what each waits for (as
+    positions in this list), in board order."""
+    position_of = {subtask["id"]: index for index, subtask in enumerate(snapshot["subtasks"])}
     return [
         {
             "name": subtask["name"],
             "description": subtask["description"],
             "expected_outcome": subtask["expected_outcome"],
             "agent": subtask["agent"] or "",
+            # An id outside the plan cannot occur (the services keep the lists inside it);
+            # were one there, it is left out rather than pointing at a wrong position.
+            "blocked_by": sorted(
+                position_of[pk] for pk in subtask.get("blocked_by") or () if pk in position_of
+            ),
         }
         for subtask in snapshot["subtasks"]
     ]
@@ -109,10 +122,10 @@ def unavailable_profiles(subtasks: list[TemplateSubtask]) -> dict[int, str]:
 
 def plan_subtask_specs(
     subtasks: list[TemplateSubtask], *, drop_agents_at: Iterable[int] = ()
-) -> list[dict[str, str]]:
-    """What `services.plan_create` takes for a template's subtasks: text and profile only
-    (every new subtask starts `todo`); the subtasks at `drop_agents_at` lose their profile
-    and do the session's."""
+) -> list[dict[str, Any]]:
+    """What `services.plan_create` takes for a template's subtasks: text, profile and
+    `blocked_by` as indices into the same list (every new subtask starts `todo`); the
+    subtasks at `drop_agents_at` lose their profile and do the session's."""
     dropped = set(drop_agents_at)
     return [
         {
@@ -120,6 +133,7 @@ def plan_subtask_specs(
             "description": subtask["description"],
             "expected_outcome": subtask["expected_outcome"],
             "agent": "" if position in dropped else subtask["agent"],
+            "blocked_by": list(subtask["blocked_by"]),
         }
         for position, subtask in enumerate(subtasks)
     ]

@@ -118,18 +118,16 @@ class RunSnapshot(TypedDict):
 
 
 class TemplateSubtask(TypedDict):
-    """One subtask of a plan template: its text and profile, no state or outcome.
-
-    Dependencies join these keys as `blocked_by` (the 0-based positions, in the template's
-    list, of the subtasks it waits for); `planboard.plan_templates` is where they are read
-    from a plan and turned back into a new plan's ids.
-    """
+    """One subtask of a plan template: its text, profile and dependencies, no state or
+    outcome (`planboard.plan_templates` reads them from a plan and back into a new plan)."""
 
     name: str
     description: str
     expected_outcome: str
     # The agent profile named for it; "" = the session's own.
     agent: str
+    # The 0-based positions, in the template's list, of the subtasks it waits for; [] = none.
+    blocked_by: list[int]
 
 
 class TeamRef(TypedDict):

@@ -52,6 +52,20 @@ export function shortCost(costUsd, tokens) {
 }
 
 /**
+ * The "blocked by #1, #3" badge a card and a list row show: what the subtask still waits for
+ * (`board-blockers.js:openBlockers`), its names in the tooltip; null when nothing.
+ * @param {SubtaskSnapshot[]} blockers
+ */
+export function blockedChip(blockers) {
+  if (!blockers.length) return null;
+  return h("span", {
+    class: "chip chip-blocked",
+    text: t("blocked_by_badge", { numbers: blockers.map((s) => cardNumber(s.index)).join(", ") }),
+    title: t("blocked_by_badge_help", { names: blockers.map((s) => s.name).join(", ") }),
+  });
+}
+
+/**
  * Fill `el` (the card's `li`) with the compact card of `subtask`.
  * @param {HTMLElement} el
  * @param {SubtaskSnapshot} subtask
@@ -102,15 +116,7 @@ export function fillCard(el, subtask, options, hooks) {
           h("span", { class: "state-dot", "aria-hidden": "true" }),
           h("span", { class: "visually-hidden", text: stateLabel(subtask.state) }),
         ),
-        blockers.length
-          ? h("span", {
-              class: "chip chip-blocked",
-              text: t("blocked_by_badge", {
-                numbers: blockers.map((s) => cardNumber(s.index)).join(", "),
-              }),
-              title: t("blocked_by_badge_help", { names: blockers.map((s) => s.name).join(", ") }),
-            })
-          : null,
+        blockedChip(blockers),
         subtask.agent
           ? h("span", {
               class: "chip chip-agent",

@@ -1,10 +1,12 @@
-// The plan as a list: one row per subtask (number from 1, title, state, profile, cost), for
-// long plans. It shows the snapshot the board shows and follows every board render (the
-// board's root fires "board:rendered"), so live updates need nothing of their own. It writes
+// The plan as a list: one row per subtask (number from 1, title, state and the card's "blocked
+// by" badge, profile, cost), for long plans. It shows the snapshot the board shows and follows
+// every board render (the board's root fires "board:rendered"), so live updates need nothing
+// of their own. It writes
 // through the board's actions, like the board's own forms: a title is renamed in place, a row
 // is moved with its buttons, by dragging, or from the keyboard (board-keys.js).
 
-import { stateLabel } from "./board-card.js";
+import { openBlockers } from "./board-blockers.js";
+import { blockedChip, stateLabel } from "./board-card.js";
 import { formatCost } from "./cost.js";
 import { RowDragging } from "./board-list-drag.js";
 import {
@@ -136,16 +138,19 @@ export class ListView {
       if (number) number.textContent = String(subtask.index + 1);
       return el;
     }
+    // The badge changes when a blocker finishes, moves or is renamed: part of the signature.
+    const blockers = openBlockers(subtask, this.board.plan);
     const sig = JSON.stringify([
       subtask,
       context,
       editing,
       costOf(this.board, subtask.id),
       this.board.marks.edits.get(subtask.id) || "",
+      blockers.map((s) => [s.index, s.name]),
     ]);
     if (sig !== row.sig) {
       row.sig = sig;
-      this.fillRow(el, subtask, context, editing);
+      this.fillRow(el, subtask, { ...context, blockers }, editing);
     }
     return el;
   }
@@ -153,10 +158,10 @@ export class ListView {
   /**
    * @param {HTMLElement} el
    * @param {SubtaskSnapshot} subtask
-   * @param {{editable: boolean, first: boolean, last: boolean}} context
+   * @param {{editable: boolean, first: boolean, last: boolean, blockers: SubtaskSnapshot[]}} context
    * @param {boolean} editing
    */
-  fillRow(el, subtask, { editable, first, last }, editing) {
+  fillRow(el, subtask, { editable, first, last, blockers }, editing) {
     const named = (/** @type {string} */ key) => `${t(key)}: ${subtask.name}`;
     const cost = costOf(this.board, subtask.id);
     const title = editing
@@ -181,6 +186,7 @@ export class ListView {
             class: `pill pill-${subtask.state} list-state`,
             text: stateLabel(subtask.state),
           }),
+          blockedChip(blockers),
         ),
         // Always there, empty or not, so that the badges line up from row to row.
         h(

@@ -1,5 +1,6 @@
 // The Templates pages: asks before a delete, and on a template's form adds subtask rows and
-// moves them up and down (rewriting the formset's position numbers, which work without it).
+// moves them up and down (rewriting the formset's position numbers, which work without it,
+// and the "waits for" numbers that name rows by them, so a dependency follows its row).
 
 /** @type {NodeListOf<HTMLFormElement>} */
 const confirming = document.querySelectorAll("form[data-confirm]");
@@ -20,9 +21,34 @@ function rowList() {
   return rows ? Array.from(rows.querySelectorAll(":scope > [data-row]")) : [];
 }
 
+/**
+ * Rewrite each row's "waits for" numbers from the rows' previous numbers to their new ones.
+ * @param {HTMLElement[]} list the rows in their new order
+ */
+function followMoves(list) {
+  /** @type {Map<string, string>} */
+  const moved = new Map();
+  list.forEach((row, index) => {
+    if (row.dataset.number) moved.set(row.dataset.number, String(index + 1));
+    row.dataset.number = String(index + 1);
+  });
+  for (const row of list) {
+    /** @type {HTMLInputElement | null} */
+    const waits = row.querySelector("input[name$=-waits_for]");
+    if (!waits || !waits.value.trim()) continue;
+    // Anything that is not a row's number is left as typed: the form says what is wrong.
+    waits.value = waits.value
+      .split(/[\s,#]+/)
+      .filter(Boolean)
+      .map((part) => moved.get(part) || part)
+      .join(", ");
+  }
+}
+
 /** Positions follow the rows' order on the page; the first "up" and last "down" are off. */
 function renumber() {
   const list = rowList();
+  followMoves(list);
   list.forEach((row, index) => {
     /** @type {HTMLInputElement | null} */
     const order = row.querySelector("input[name$=-ORDER]");

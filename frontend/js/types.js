@@ -163,12 +163,14 @@
 export {};
 
 /**
- * One subtask of a plan template: text and profile, never a state or outcome.
+ * One subtask of a plan template: text, profile and dependencies, never a state or outcome.
  * @typedef {object} TemplateSubtask
  * @property {string} name
  * @property {string} description
  * @property {string} expected_outcome
  * @property {string} agent the agent profile named for it; "" = the session's
+ * @property {number[]} blocked_by 0-based positions, in the template's list, of the subtasks
+ *   it waits for; [] = none
  */
 
 /**

@@ -1,6 +1,6 @@
 """Input and response shapes of `/api/templates/` (the schema documents them; the services
-check every rule). A template subtask is text and a profile only: sending a state, an outcome
-or an id is refused as an unknown field."""
+check every rule). A template subtask is text, a profile and what it waits for (positions):
+sending a state, an outcome or an id is refused as an unknown field."""
 
 from __future__ import annotations
 
@@ -26,11 +26,25 @@ from planboard.api.serializers import (
 from planboard.models import NAME_MAX, SUBTASKS_HARD_LIMIT, ChatSession
 
 
+def _positions_field(help_text: str) -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictIntegerField(min_value=0, max_value=SUBTASKS_HARD_LIMIT - 1),
+        required=False,
+        max_length=SUBTASKS_HARD_LIMIT,
+        help_text=help_text,
+    )
+
+
 class TemplateSubtaskInputSerializer(InputSerializer):
     name = name_field(required=True)
     description = text_field()
     expected_outcome = text_field()
     agent = profile_name_field()
+    blocked_by = _positions_field(
+        "0-based positions, in this list, of the subtasks this one waits for; a plan started "
+        "from the template gets them as its subtasks' ids. Itself, a position past the end "
+        "and circles are refused."
+    )
 
 
 def _subtasks_field() -> serializers.ListField:
@@ -122,6 +136,10 @@ class TemplateSubtaskSerializer(serializers.Serializer):
     description = serializers.CharField()
     expected_outcome = serializers.CharField()
     agent = serializers.CharField(help_text="The agent profile's name; empty: the session's.")
+    blocked_by = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="0-based positions, in this list, of the subtasks it waits for ([]: none).",
+    )
 
 
 class TemplateSerializer(serializers.Serializer):

@@ -29,6 +29,8 @@ def template_snapshot(template: PlanTemplate) -> TemplateSnapshot:
             "description": str(item.get("description", "")),
             "expected_outcome": str(item.get("expected_outcome", "")),
             "agent": str(item.get("agent", "")),
+            # A row saved before dependencies has none; anything else in it is not a list.
+            "blocked_by": _positions(item.get("blocked_by")),
         }
         for item in template.subtasks
     ]
@@ -48,6 +50,12 @@ def template_snapshot(template: PlanTemplate) -> TemplateSnapshot:
         "created_at": iso(template.created_at),
         "updated_at": iso(template.updated_at),
     }
+
+
+def _positions(value: object) -> list[int]:
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
 
 
 def template_permissions(user: Person, template: PlanTemplate) -> dict[str, bool]:

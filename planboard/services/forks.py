@@ -117,6 +117,20 @@ def _account_event(event: PlanEventData, id_map: dict[int, int]) -> dict[str, An
     }
 
 
+def _copy_blockers(snapshot: PlanSnapshot, created: list[SubTask], id_map: dict[int, int]) -> None:
+    """What each subtask waited for at the fork point, as the new plan's ids (before the fork
+    event is recorded, so its patch shows them). An older event without the key, or an id the
+    snapshot does not hold, gives no dependency rather than one on a stranger's subtask."""
+    changed = []
+    for item, new in zip(snapshot["subtasks"], created, strict=True):
+        waits = [id_map[pk] for pk in item.get("blocked_by") or () if pk in id_map]
+        if waits:
+            new.blocked_by = waits
+            changed.append(new)
+    if changed:
+        SubTask.objects.bulk_update(changed, ["blocked_by"])
+
+
 def _new_session(source: Plan, *, by: User, title: str) -> ChatSession:
     """The new session, with the source session's settings (a profile only while enabled)."""
     settings: dict[str, Any] = {}
@@ -208,6 +222,10 @@ def session_fork(
                 for position, item in enumerate(snapshot["subtasks"])
             ]
         )
+        id_map = {
+            item["id"]: new.pk for item, new in zip(snapshot["subtasks"], created, strict=True)
+        }
+        _copy_blockers(snapshot, created, id_map)
         origin = {
             "plan_id": source.pk,
             "session_id": source.session_id,
@@ -226,9 +244,6 @@ def session_fork(
         )
         _set_current_plan(session, plan)
         _copy_toolsets(session, source, by=by)
-        id_map = {
-            item["id"]: new.pk for item, new in zip(snapshot["subtasks"], created, strict=True)
-        }
         PlanFork.objects.create(
             session=session,
             plan=plan,

@@ -18,7 +18,12 @@ from planboard import selectors, services
 from planboard.exceptions import Forbidden, PlanError
 from planboard.models import AgentProfile, PlanTemplate
 from planboard.users import signed_in
-from planboard.web.template_forms import SubtaskFormSet, TemplateForm, subtasks_of
+from planboard.web.template_forms import (
+    SubtaskFormSet,
+    TemplateForm,
+    subtasks_of,
+    waits_for_text,
+)
 
 TEMPLATE_LIST_LIMIT = 200
 
@@ -126,7 +131,10 @@ def template_edit(request: HttpRequest, template_id: int) -> HttpResponse:
     )
     subtasks = SubtaskFormSet(
         data,
-        initial=[{**s, "ORDER": i + 1} for i, s in enumerate(snapshot["subtasks"])],
+        initial=[
+            {**s, "ORDER": i + 1, "waits_for": waits_for_text(s["blocked_by"])}
+            for i, s in enumerate(snapshot["subtasks"])
+        ],
         prefix="subtasks",
         form_kwargs={"profiles": _profile_choices()},
     )

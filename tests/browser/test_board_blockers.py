@@ -57,3 +57,47 @@ def test_set_a_blocker_in_the_panel_and_see_the_badge(browsing: Browsing, screen
     chooser.get_by_label(f"#2 {STEPS[1]}").uncheck()
     expect(badge).to_have_count(0)
     expect(card(phone, STEPS[3]).locator(".chip-blocked")).to_have_count(0)
+
+
+def test_the_list_view_shows_the_blocked_badge_and_follows_changes(
+    browsing: Browsing, screenshot: Any
+) -> None:
+    server = browsing.server
+    ids = server.data["blockers"]
+    page = browsing.new_page("alice")
+    open_session(page, server.url, ids["session"])
+    page.locator('#board-views [data-view="list"]').click()
+
+    def badge(name: str) -> Any:
+        row = page.locator("#board .list-row").filter(
+            has=page.locator(".list-title", has_text=name)
+        )
+        return row.locator(".list-state-cell .chip-blocked")
+
+    expect(badge(STEPS[2])).to_have_text("blocked by #1")
+    expect(badge(STEPS[2])).to_have_attribute(
+        "title", f"Waits for {STEPS[0]} to be done or abandoned"
+    )
+    expect(badge(STEPS[3])).to_have_count(0)
+    screenshot(page, "blockers-list-1280")
+
+    # Another tab sets a dependency on the board: the list follows live.
+    other = browsing.new_page("alice")
+    open_session(other, server.url, ids["session"])
+    card(other, STEPS[3]).locator("a.card-open").click()
+    chooser = other.locator("#board .card-panel details.panel-blockers")
+    chooser.locator("summary").click()
+    chooser.get_by_label(f"#2 {STEPS[1]}").check()
+    expect(badge(STEPS[3])).to_have_text("blocked by #2")
+
+    phone = browsing.new_page("alice", viewport=PHONE)
+    open_session(phone, server.url, ids["session"])
+    phone.locator('#board-views [data-view="list"]').click()
+    phone_row = phone.locator("#board .list-row").filter(
+        has=phone.locator(".list-title", has_text=STEPS[3])
+    )
+    expect(phone_row.locator(".chip-blocked")).to_have_text("blocked by #2")
+    screenshot(phone, "blockers-list-390")
+
+    chooser.get_by_label(f"#2 {STEPS[1]}").uncheck()
+    expect(badge(STEPS[3])).to_have_count(0)

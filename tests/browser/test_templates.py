@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import PHONE
+from tests.browser.helpers import card as card_of
 from tests.browser.helpers import expect_names, open_session
 from tests.browser.seed_templates import TEMPLATE_STEPS
 
@@ -41,10 +42,12 @@ def test_save_edit_share_and_start(browsing: Any, screenshot: Any) -> None:
     expect(rows).to_have_count(len(NAMES) + 1)  # plus the blank row to add one
     expect(rows.nth(0).locator("input[name$=-name]")).to_have_value(NAMES[0])
     expect(rows.nth(0).locator("select[name$=-agent]")).to_have_value("researcher")
-    # Move the last named subtask to the top, share with the team, rename, save.
+    # The last waits for the first; moved to the top, its "waits for" follows the first (#2).
+    rows.nth(2).locator("input[name$=-waits_for]").fill("1")
     rows.nth(2).locator("button[data-move='-1']").click()
     rows.nth(1).locator("button[data-move='-1']").click()
     expect(rows.nth(0).locator("input[name$=-name]")).to_have_value(NAMES[2])
+    expect(rows.nth(0).locator("input[name$=-waits_for]")).to_have_value("2")
     tara.locator("#id_name").fill("Quarterly meetup")
     tara.locator("#id_team").select_option(label="Events")
     tara.evaluate("window.scrollTo(0, 0)")
@@ -54,6 +57,7 @@ def test_save_edit_share_and_start(browsing: Any, screenshot: Any) -> None:
     tara.locator(".template-form button[type=submit]").click()
     expect(tara.locator(".notice-saved")).to_have_text("Saved.")
     expect(rows.nth(0).locator("input[name$=-name]")).to_have_value(NAMES[2])
+    expect(rows.nth(0).locator("input[name$=-waits_for]")).to_have_value("2")
 
     # The Templates page lists it; start a session from it.
     tara.locator(".topnav a", has_text="Templates").click()
@@ -67,6 +71,7 @@ def test_save_edit_share_and_start(browsing: Any, screenshot: Any) -> None:
     expect(tara.locator("#session-title")).to_have_text("Quarterly meetup")
     expect_names(tara, "todo", [NAMES[2], NAMES[0], NAMES[1]])
     expect_names(tara, "in_progress", [])
+    expect(card_of(tara, NAMES[2]).locator(".chip-blocked")).to_have_text("blocked by #2")
     screenshot(tara, "templates-started-1280")
 
 

@@ -49,7 +49,7 @@ def test_add_change_delete_through_the_services(staff_admin: Any, user: Any) -> 
     made = PlanTemplate.objects.get()
     assert made.owner_id == staff_admin.pk
     assert made.subtasks == [
-        {"name": "Venue", "description": "", "expected_outcome": "", "agent": ""}
+        {"name": "Venue", "description": "", "expected_outcome": "", "agent": "", "blocked_by": []}
     ]
     theirs = services.template_create(user=user, name="Alice's")
     changed = client.post(f"{LIST}{theirs.pk}/change/", _form(name="Reviewed"))

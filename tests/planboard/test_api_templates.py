@@ -75,7 +75,13 @@ def test_create_edit_delete_from_fields(api: APIClient, shared_team: Team) -> No
     assert changed.status_code == 200, changed.json()
     assert changed.json()["team"] == {"id": shared_team.pk, "name": "Offsites"}
     assert changed.json()["subtasks"] == [
-        {"name": "Invites", "description": "By mail", "expected_outcome": "", "agent": ""}
+        {
+            "name": "Invites",
+            "description": "By mail",
+            "expected_outcome": "",
+            "agent": "",
+            "blocked_by": [],
+        }
     ]
     assert api.delete(f"/api/templates/{made['id']}/").status_code == 204
     assert not PlanTemplate.objects.exists()

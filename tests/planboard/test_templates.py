@@ -79,7 +79,8 @@ def test_round_trip_plan_to_template_to_new_plan(user: Any, worked_plan: Plan) -
     assert shown["subtasks"][1]["agent"] == "researcher"
     # Text and profiles only: nothing of the plan's states, outcomes or ids.
     assert all(
-        set(s) == {"name", "description", "expected_outcome", "agent"} for s in shown["subtasks"]
+        set(s) == {"name", "description", "expected_outcome", "agent", "blocked_by"}
+        for s in shown["subtasks"]
     )
     assert shown["source_plan_id"] == worked_plan.pk
 
@@ -269,7 +270,15 @@ def test_bad_input_is_refused_and_nothing_is_lost(
     kept.refresh_from_db()
     assert (kept.name, kept.subtasks, kept.team_id) == (
         "Kept",
-        [{"name": "Stay", "description": "", "expected_outcome": "", "agent": ""}],
+        [
+            {
+                "name": "Stay",
+                "description": "",
+                "expected_outcome": "",
+                "agent": "",
+                "blocked_by": [],
+            }
+        ],
         None,
     )
     assert PlanTemplate.objects.count() == 1

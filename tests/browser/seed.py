@@ -15,6 +15,7 @@ from tests.browser.seed_edges import seed_edges
 from tests.browser.seed_links import seed_confirmation_link
 from tests.browser.seed_list import seed_long_plans
 from tests.browser.seed_presence import seed_presence
+from tests.browser.seed_showcase import seed_showcase
 
 PASSWORD = "pw-browser-123"
 
@@ -161,10 +162,13 @@ def seed() -> dict[str, Any]:
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
+    # A second link that no test uses up: tests/browser/test_every_page.py only looks at it.
+    fresh_link = seed_confirmation_link(users.create_user("rui", password=PASSWORD))
     presence = seed_presence(alice, PASSWORD)
     cards = seed_cards_plan(alice)
     long_plans = seed_long_plans(users.create_user("lily", password=PASSWORD))
     edges = seed_edges(users.create_user("mika", password=PASSWORD))
+    showcase = seed_showcase(users.create_user("hana", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -175,9 +179,11 @@ def seed() -> dict[str, Any]:
         "inbox_sessions": inbox_sessions,
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
+        "fresh_link": fresh_link,
         "cards": cards,
         "long_plans": long_plans,
         "edges": edges,
+        "showcase": showcase,
         "board_session": board_session.pk,
         "presence": presence,
         "board_plan": board_plan.pk,

@@ -86,6 +86,7 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     expect(admin.locator(".plan-state")).to_have_text("In progress")
 
     # A second subtask cannot start while one is in progress: a clear error, nothing moves.
+    browsing.expect_failure(r"/api/plans/\d+/subtasks/\d+/$", 400)
     card(owner, "Book a ryokan").locator('[data-action="start"]').click()
     expect(owner.locator(".toast-error")).to_contain_text("Another subtask is already in progress")
     owner.locator(".toast-error .toast-close").click()

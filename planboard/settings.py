@@ -70,6 +70,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "planboard.security.ContentSecurityPolicyMiddleware",
+    # DEBUG only (unloaded otherwise): the site's 404 page instead of Django's technical one.
+    "planboard.web.not_found.BrandedNotFoundMiddleware",
     # Last, as axes asks: turns a lockout flagged during authentication into its page.
     "axes.middleware.AxesMiddleware",
 ]

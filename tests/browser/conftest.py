@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.page_watch import PageWatch
 from tests.support.env import require_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 # Generous: the machine running the tests may be busy; nothing here measures speed.
-STARTUP_TIMEOUT_S = 120
+STARTUP_TIMEOUT_S = 300
 EXPECT_TIMEOUT_MS = 20_000
 
 
@@ -179,47 +180,42 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-CSP_PREFIX = "CSP violation:"
-CSP_REPORTER = (
-    "document.addEventListener('securitypolicyviolation', (e) => console.error("
-    f"'{CSP_PREFIX} ' + e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile))"
-)
-
-
-def csp_violation(text: str) -> bool:
-    return text.startswith(CSP_PREFIX)
-
-
 @dataclass
 class Browsing:
-    """Opens signed-in pages; collects JavaScript errors and Content-Security-Policy
-    violations so that a test can assert none."""
+    """Opens signed-in pages and holds them to the bar of `page_watch`: no JavaScript or
+    console error, no failed request, no answer of 400 or more unless the test expects it."""
 
     server: LiveServer
     browser: Any
     contexts: list[Any] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    watch: PageWatch = field(default_factory=PageWatch)
+
+    @property
+    def errors(self) -> list[str]:
+        return self.watch.problems
+
+    def expect_failure(self, url: str, status: int | str) -> None:
+        """Names a failure the test provokes on purpose: requests whose URL matches `url` (a
+        regular expression) may answer `status`, or fail with that network error
+        (`net::ERR_...`)."""
+        self.watch.expect(url, status)
+
+    def new_context(self, who: str, **options: Any) -> Any:
+        """A browser context (no one signed in) whose pages are watched."""
+        options.setdefault("viewport", DESKTOP)
+        context = self.browser.new_context(**options)
+        context.set_default_timeout(EXPECT_TIMEOUT_MS)
+        self.contexts.append(context)
+        self.watch.attach(context, who)
+        return context
 
     def new_page(
         self, username: str, *, viewport: dict[str, int] | None = None, locale: str = "en-US"
     ) -> Any:
         from playwright.sync_api import expect
 
-        context = self.browser.new_context(viewport=viewport or DESKTOP, locale=locale)
-        context.set_default_timeout(EXPECT_TIMEOUT_MS)
-        self.contexts.append(context)
-        # Content-Security-Policy violations count as errors: the pages must pass the policy.
-        context.add_init_script(CSP_REPORTER)
+        context = self.new_context(username, viewport=viewport or DESKTOP, locale=locale)
         page = context.new_page()
-        page.on("pageerror", lambda error: self.errors.append(f"{username}: {error}"))
-        page.on(
-            "console",
-            lambda message: (
-                self.errors.append(f"{username}: {message.text}")
-                if csp_violation(message.text)
-                else None
-            ),
-        )
         page.goto(f"{self.server.url}/accounts/login/")
         page.fill("#id_username", username)
         page.fill("#id_password", self.server.password)
@@ -228,8 +224,16 @@ class Browsing:
         return page
 
     def close(self) -> None:
+        self.watch.stop()
         for context in self.contexts:
             context.close()
+        self.contexts.clear()
+
+    def finish(self) -> None:
+        """Closes the pages; fails the test if anything went wrong on them."""
+        self.close()
+        problems = "\n".join(self.watch.problems)
+        assert not self.watch.problems, f"The pages had problems:\n{problems}"
 
 
 @pytest.fixture
@@ -239,8 +243,7 @@ def browsing(app_server: LiveServer, browser: Any) -> Iterator[Browsing]:
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     session = Browsing(server=app_server, browser=browser)
     yield session
-    session.close()
-    assert session.errors == [], f"JavaScript errors: {session.errors}"
+    session.finish()
 
 
 @pytest.fixture

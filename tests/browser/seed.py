@@ -16,6 +16,7 @@ from tests.browser.seed_edges import seed_edges
 from tests.browser.seed_links import seed_confirmation_link
 from tests.browser.seed_list import seed_long_plans
 from tests.browser.seed_presence import seed_presence
+from tests.browser.seed_showcase import seed_showcase
 from tests.browser.seed_templates import seed_templates
 
 PASSWORD = "pw-browser-123"
@@ -163,6 +164,8 @@ def seed() -> dict[str, Any]:
     inbox_sessions = seed_inbox(users.create_user("ivy", password=PASSWORD))
     elicitation_session = seed_elicitation(users.create_user("ester", password=PASSWORD))
     confirmation_link = seed_confirmation_link(users.create_user("kenji", password=PASSWORD))
+    # A second link that no test uses up: tests/browser/test_every_page.py only looks at it.
+    fresh_link = seed_confirmation_link(users.create_user("rui", password=PASSWORD))
     presence = seed_presence(alice, PASSWORD)
     cards = seed_cards_plan(alice)
     blockers = seed_blockers_plan(alice)
@@ -171,6 +174,7 @@ def seed() -> dict[str, Any]:
     templates = seed_templates(
         users.create_user("tara", password=PASSWORD), users.create_user("tomo", password=PASSWORD)
     )
+    showcase = seed_showcase(users.create_user("hana", password=PASSWORD))
 
     return {
         "password": PASSWORD,
@@ -181,11 +185,13 @@ def seed() -> dict[str, Any]:
         "inbox_sessions": inbox_sessions,
         "elicitation_session": elicitation_session,
         "confirmation_link": confirmation_link,
+        "fresh_link": fresh_link,
         "cards": cards,
         "blockers": blockers,
         "long_plans": long_plans,
         "edges": edges,
         "templates": templates,
+        "showcase": showcase,
         "board_session": board_session.pk,
         "presence": presence,
         "board_plan": board_plan.pk,

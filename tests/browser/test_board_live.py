@@ -86,6 +86,7 @@ def test_two_browsers_edit_one_plan_live(browsing: Any, screenshot: Any) -> None
     expect(admin.locator(".plan-state")).to_have_text("In progress")
 
     # A second subtask cannot start while one is in progress: a clear error, nothing moves.
+    browsing.expect_failure(r"/api/plans/\d+/subtasks/\d+/$", 400)
     card(owner, "Book a ryokan").locator('[data-action="start"]').click()
     expect(owner.locator(".toast-error")).to_contain_text("Another subtask is already in progress")
     owner.locator(".toast-error .toast-close").click()
@@ -173,6 +174,7 @@ def test_connection_indicator_and_resync(browsing: Any) -> None:
     expect(card(watcher, first)).to_have_count(1)
 
     # A move based on that stale view is refused (409), and the board shows the latest plan.
+    browsing.expect_failure(r"/api/plans/\d+/subtasks/\d+/$", 409)
     watcher_names = watcher.locator("#board .card .card-name").all_inner_texts()
     movable = next(
         name
@@ -205,6 +207,7 @@ def test_lead_watches_read_only_and_outsider_is_refused(browsing: Any) -> None:
     expect(lead.locator("#board .card").first).to_have_attribute("draggable", "false")
 
     outsider = browsing.new_page("oscar")
+    browsing.expect_failure(f"/sessions/{session_id}/$", 404)
     response = outsider.goto(f"{server.url}/sessions/{session_id}/")
     assert response is not None and response.status == 404
     expect(outsider.locator("#board")).to_have_count(0)

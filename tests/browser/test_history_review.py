@@ -108,6 +108,7 @@ def test_lead_reviews_and_replays_a_members_plan(browsing: Any, screenshot: Any)
 def test_non_member_cannot_open_the_plan(browsing: Any) -> None:
     server = browsing.server
     outsider = browsing.new_page("oscar")
+    browsing.expect_failure(f"/history/plans/{server.data['review_plan']}/$", 404)
     response = outsider.goto(f"{server.url}/history/plans/{server.data['review_plan']}/")
     assert response is not None and response.status == 404
     outsider.goto(f"{server.url}/history/?state=all")

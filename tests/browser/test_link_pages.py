@@ -22,10 +22,7 @@ def test_a_confirmation_link_lists_its_twelve_steps_and_confirms_on_the_button(
     link = browsing.server.data["confirmation_link"]
     url = f"{browsing.server.url}{link['confirm']}"
     # The link works without a session cookie: a fresh context, as a mail client opens it.
-    context = browsing.browser.new_context(viewport=PHONE)
-    browsing.contexts.append(context)
-    phone = context.new_page()
-    phone.on("pageerror", lambda error: browsing.errors.append(f"link: {error}"))
+    phone = browsing.new_context("link", viewport=PHONE).new_page()
     answer = phone.goto(url)
     assert answer is not None and answer.status == 200
     assert answer.headers["referrer-policy"] == "no-referrer"
@@ -41,9 +38,7 @@ def test_a_confirmation_link_lists_its_twelve_steps_and_confirms_on_the_button(
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(phone, "action-link-confirm-390")
 
-    desk = browsing.browser.new_context(viewport=DESKTOP)
-    browsing.contexts.append(desk)
-    laptop = desk.new_page()
+    laptop = browsing.new_context("link", viewport=DESKTOP).new_page()
     laptop.goto(url)
     expect(laptop.locator(".action-link-steps li")).to_have_count(len(STEPS))
     screenshot(laptop, "action-link-confirm-1280")

@@ -146,4 +146,4 @@ def test_an_answer_appears_while_it_is_written(
         screenshot(page, "chat-markdown-final")
     finally:
         browsing.close()
-    assert browsing.errors == []
+    browsing.finish()

@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
-    "drf_spectacular_sidecar",  # self-hosted Swagger UI / Redoc assets for /api/docs/
+    "drf_spectacular_sidecar",  # self-hosted Swagger UI assets for /api/docs/
     "django_filters",
     "channels",
     "axes",
@@ -307,13 +307,13 @@ SPECTACULAR_SETTINGS = {
     # Served from our static files: the docs page works without internet access.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "ToolsetKindEnum": "planboard.models.Toolset.Kind",
         "ToolCallStatusEnum": "planboard.models.ToolCall.Status",
         "ToolPolicyEnum": "planboard.models.ToolsetTool.Policy",
         "DecisionChannelEnum": "planboard.models.Channel",
         "InboxKindEnum": "planboard.models.Decision.Kind",
+        "ScheduleKindEnum": "planboard.models.Schedule.Kind",
     },
 }
 

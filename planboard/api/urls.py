@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from csp.constants import SELF, UNSAFE_INLINE
-from csp.decorators import csp_update
 from django.contrib.auth.decorators import login_required
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import (
     SpectacularAPIView,
-    SpectacularRedocView,
     SpectacularSwaggerSplitView,
 )
 
@@ -195,18 +192,6 @@ urlpatterns = [
             )
         ),
         name="api-docs",
-    ),
-    # Redoc injects <style> elements and searches in a blob: worker; only this page allows them.
-    path(
-        "redoc/",
-        login_required(
-            csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:"]})(
-                SpectacularRedocView.as_view(
-                    url_name="api-schema", template_name="planboard/api_redoc.html"
-                )
-            )
-        ),
-        name="api-redoc",
     ),
     # Last: unknown addresses (and ids too long to exist) get a JSON 404, not an HTML page.
     re_path(r"^(?P<unmatched>.*)$", base.not_found, name="api-not-found"),

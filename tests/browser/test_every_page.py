@@ -36,8 +36,6 @@ def test_the_signed_in_pages(browsing: Browsing, viewport: dict[str, int]) -> No
         (f"/history/plans/{data['review_plan']}/", "#timeline .tl-item"),
         ("/admin/", "#content-main"),
         ("/api/docs/", ".swagger-ui .info"),
-        # Not /api/redoc/: Redoc's bundle loads its logo from cdn.redoc.ly, which the
-        # Content-Security-Policy blocks (a console error); left for a fix of its own.
     ]
     for path, visible in pages:
         answer = settle(page, f"{url}{path}", visible)

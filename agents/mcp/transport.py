@@ -1,0 +1,227 @@
+"""Reaching a toolset's server: a program started over stdio (the SDK's own start and stop,
+its stdout read through a size limit) or a streamable-HTTP endpoint (every connection checked
+by `planboard.outbound`: agents/outbound_http.py), and the session opened on it (`opened`).
+
+A stdio server gets only the SDK's minimal environment plus the toolset's own `env`, never
+ours; an HTTP server is sent the toolset's `headers` (and, signing in, what `auth` adds).
+The agent loop is synchronous: `run_sync` runs a use on an event loop of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any, TextIO, TypeVar
+
+import anyio
+import anyio.lowlevel
+import httpx2
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import ListRootsFnT, MessageHandlerFnT
+from mcp.client.stdio import (
+    _aclose_all,
+    _create_platform_compatible_process,
+    _drain_stdout,
+    _get_executable_command,
+    _parse_line,
+    _stop_server_process,
+    get_default_environment,
+)
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+from mcp.types import ListRootsResult, Root
+
+from agents import mcp_limits
+from agents.mcp.elicit import Elicitor, elicitation_callback, elicitation_seconds
+from agents.mcp.outcome import timeout_seconds
+from agents.outbound_http import checked_client
+from planboard.models import Toolset
+
+T = TypeVar("T")
+
+
+@asynccontextmanager
+async def opened(
+    toolset: Toolset,
+    *,
+    errlog: TextIO,
+    reading: mcp_limits.ReadLimit,
+    message_handler: MessageHandlerFnT | None = None,
+    on_end: Callable[[], None] | None = None,
+    auth: httpx2.Auth | None = None,
+    elicitor: Elicitor | None = None,
+    roots: Sequence[str] = (),
+) -> AsyncIterator[ClientSession]:
+    """An initialized session with the toolset's server: started (stdio) or reached (HTTP),
+    reading through `reading`, the server's stderr in `errlog`. `message_handler` gets what
+    the server sends unasked (notifications); `on_end` is called once a stdio server's output
+    ends (it stopped); `roots` (`file://` URIs) answer the server's roots/list (the roots
+    capability is always declared: a connection with no conversation answers none);
+    `elicitor` answers the server's questions to a person (None: they are declined); `auth`
+    signs HTTP requests in (an OAuth toolset's provider).
+    Closed, and a stdio server stopped, on exit."""
+    limit = timeout_seconds()
+    list_roots = _roots_answer(roots)
+    eliciting = elicitation_callback(elicitor)
+    if toolset.kind == Toolset.Kind.STDIO:
+        params = StdioServerParameters(
+            command=toolset.command,
+            args=[str(a) for a in toolset.args or []],
+            env={str(k): str(v) for k, v in (toolset.env or {}).items()} or None,
+        )
+        async with (
+            _bounded_stdio_client(params, errlog=errlog, limit=reading, on_end=on_end) as (
+                read,
+                write,
+            ),
+            ClientSession(
+                read,
+                write,
+                read_timeout_seconds=limit,
+                message_handler=message_handler,
+                elicitation_callback=eliciting,
+                list_roots_callback=list_roots,
+            ) as session,
+        ):
+            await session.initialize()
+            yield session
+        return
+    headers = {str(k): str(v) for k, v in (toolset.headers or {}).items()}
+    async with (
+        checked_client(
+            headers=headers,
+            timeout=limit,
+            # The call's stream is silent while a person answers the server's question.
+            read_timeout=limit if elicitor is None else max(limit, elicitation_seconds()) + limit,
+            auth=auth,
+            event_hooks={
+                "request": [reading.on_request],
+                "response": [reading.on_response],
+            },
+        ) as http,
+        streamable_http_client(
+            toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
+        ) as (read, write),
+        ClientSession(
+            read,
+            write,
+            read_timeout_seconds=limit,
+            message_handler=message_handler,
+            elicitation_callback=eliciting,
+            list_roots_callback=list_roots,
+        ) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def _roots_answer(roots: Sequence[str]) -> ListRootsFnT:
+    """The answer to a server's roots/list: the conversation's workspace folder when it is
+    on this machine (`planboard.workspace.local_root_uri`), else no roots."""
+    answer = ListRootsResult(
+        roots=[Root.model_validate({"uri": uri, "name": "workspace"}) for uri in roots]
+    )
+
+    async def list_roots(context: ClientRequestContext) -> ListRootsResult:
+        return answer
+
+    return list_roots
+
+
+@asynccontextmanager
+async def _bounded_stdio_client(
+    server: StdioServerParameters,
+    *,
+    errlog: TextIO,
+    limit: mcp_limits.ReadLimit,
+    on_end: Callable[[], None] | None = None,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's `stdio_client`, started and stopped by the SDK's own helpers, but reading
+    the server's stdout through `limit`: the SDK keeps a line however long it grows, so one
+    huge message could take the worker's memory. Past the limit the read stream closes (the
+    session's waiting request fails; `_connected` says why) and the rest of stdout is drained
+    unread until the server is stopped."""
+    command = await _get_executable_command(server.command)
+    process = await _create_platform_compatible_process(
+        command=command,
+        args=server.args,
+        env=get_default_environment() | (server.env or {}),
+        errlog=errlog,
+        cwd=server.cwd,
+    )
+    # The process runs: no awaits before the task group, or a cancellation could leak it.
+    read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](
+        0
+    )
+    write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    writer_done = anyio.Event()
+
+    async def stdout_reader() -> None:
+        assert process.stdout, "the server is started with pipes"
+        lines = mcp_limits.LineSplitter(limit)
+        try:
+            try:
+                async with read_stream_writer:
+                    async for chunk in process.stdout:
+                        for line in lines.feed(chunk):
+                            text = line.decode(server.encoding, server.encoding_error_handler)
+                            await read_stream_writer.send(_parse_line(text))
+            except mcp_limits.MessageTooLarge:
+                pass  # `limit` records it; the closed stream ends the session's wait at once
+            finally:
+                if on_end is not None:
+                    on_end()  # a live session is given up, not used again
+                # After the stream is closed (the SDK drains first, which only ends when
+                # the server stops: with a session still waiting, that is at the timeout).
+                await _drain_stdout(process)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError):
+            pass  # the session is gone, or our own shutdown closed stdout under the read
+
+    async def stdin_writer() -> None:
+        assert process.stdin, "the server is started with pipes"
+        try:
+            async with write_stream_reader:
+                async for message in write_stream_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    payload = (data + "\n").encode(server.encoding, server.encoding_error_handler)
+                    await process.stdin.send(payload)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_stream_writer.aclose()  # the session sees the end, not a hang
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        read_stream.close()
+        write_stream.close()
+        with anyio.move_on_after(0.5):
+            await writer_done.wait()
+        await _stop_server_process(process)
+        await _aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(stdout_reader)
+        group.start_soon(stdin_writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            # Every wait inside is bounded; shielded so a cancelled caller cannot leak the server.
+            with anyio.CancelScope(shield=True):
+                await shutdown()
+            group.cancel_scope.cancel()
+
+
+def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    async def main() -> T:
+        return await factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    # Called from inside an event loop (async code): run ours in a thread of its own.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcp-call") as pool:
+        return pool.submit(asyncio.run, main()).result()

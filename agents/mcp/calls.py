@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mcp import ClientSession
+from mcp import Client
 from mcp.types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
 
 from agents import mcp_limits
@@ -47,7 +47,7 @@ async def acall_tool(
     thread. `elicit` answers what the server asks a person meanwhile (the call's clock stopped
     while they think); without it such a question is declined."""
 
-    async def calling(session: ClientSession) -> ToolOutput:
+    async def calling(session: Client) -> ToolOutput:
         # The connection's own deadline (which pauses for a person) bounds the call.
         return await call_on(session, toolset, tool, arguments, read_timeout=math.inf)
 
@@ -55,7 +55,7 @@ async def acall_tool(
 
 
 async def call_on(
-    session: ClientSession,
+    session: Client,
     toolset: Toolset,
     tool: str,
     arguments: dict[str, Any],
@@ -89,7 +89,7 @@ async def call_on(
     return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
 
 
-async def read_on(session: ClientSession, toolset: Toolset, uri: str) -> ToolOutput:
+async def read_on(session: Client, toolset: Toolset, uri: str) -> ToolOutput:
     """One resources/read on an initialized session: the contents as the model may get them
     (cut to `PLANBOARD_TOOL_OUTPUT_LIMIT`, binary contents described, secrets removed)."""
     result = await session.read_resource(uri)
@@ -114,7 +114,7 @@ def get_prompt(toolset: Toolset, name: str, arguments: dict[str, str]) -> str:
     described, cut to `PLANBOARD_TOOL_OUTPUT_LIMIT`, secrets removed. Raises `PlanError`
     saying why the server could not give it."""
 
-    async def getting(session: ClientSession) -> str:
+    async def getting(session: Client) -> str:
         result = await session.get_prompt(name, arguments)
         pieces: list[str] = []
         for message in result.messages:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TextIO, TypeVar
 
 import anyio
-from mcp import ClientSession
+from mcp import Client
 
 from agents import mcp_limits
 from agents.mcp.elicit import Elicitor, PausingClock
@@ -25,7 +25,7 @@ from agents.mcp.outcome import (
     timeout_seconds,
     unexpected,
 )
-from agents.mcp.transport import opened
+from agents.mcp.transport import Revision, opened
 from planboard.models import Toolset
 
 T = TypeVar("T")
@@ -33,13 +33,14 @@ T = TypeVar("T")
 
 async def _connected_once(
     toolset: Toolset,
-    action: Callable[[ClientSession], Awaitable[T]],
+    action: Callable[[Client], Awaitable[T]],
     *,
     tool: str = "",
     oauth: OAuthUse | None = None,
     elicitor: Elicitor | None = None,
+    known: Revision | None = None,
 ) -> T:
-    """Connect, initialize, run `action`, close; every failure becomes a `Failure`. The
+    """Connect, negotiate, run `action`, close; every failure becomes a `Failure`. The
     `PLANBOARD_TOOL_TIMEOUT` covers it all, except the time a person takes to answer what
     the server asks (`elicitor`)."""
     limit = timeout_seconds()
@@ -55,6 +56,7 @@ async def _connected_once(
                 reading=reading,
                 auth=oauth.provider if oauth is not None else None,
                 elicitor=asking,
+                known=known,
             ) as session:
                 return await action(session)
         raise TimeoutError()  # only reached when the deadline cancelled the scope
@@ -72,37 +74,46 @@ async def _connected_once(
 
 async def used_once(
     toolset: Toolset,
-    action: Callable[[ClientSession], Awaitable[T]],
+    action: Callable[[Client], Awaitable[T]],
     *,
     tool: str = "",
     oauth: OAuthUse | None = None,
     elicitor: Elicitor | None = None,
+    known: Revision | None = None,
 ) -> T:
     """`action` on a connection of its own (connect, open the session, act, close); every
     failure becomes a `Failure`. Once more with a refreshed token when the server refused the
     one we held (it never ran anything for an unauthenticated request)."""
     try:
-        return await _connected_once(toolset, action, tool=tool, oauth=oauth, elicitor=elicitor)
+        return await _connected_once(
+            toolset, action, tool=tool, oauth=oauth, elicitor=elicitor, known=known
+        )
     except Failure:
         if oauth is None or not oauth.refresh_instead():
             raise
-    return await _connected_once(toolset, action, tool=tool, oauth=oauth, elicitor=elicitor)
+    return await _connected_once(
+        toolset, action, tool=tool, oauth=oauth, elicitor=elicitor, known=known
+    )
 
 
 async def once(
     toolset: Toolset,
-    action: Callable[[ClientSession], Awaitable[ToolOutput]],
+    action: Callable[[Client], Awaitable[ToolOutput]],
     *,
     tool: str,
     elicitor: Elicitor | None = None,
+    known: Revision | None = None,
 ) -> ToolOutput:
     """`action` (a tool call, a resource read) on a connection of its own, signed in when the
     toolset asks for OAuth; never raises (an `Error: …` output instead). Tokens the use
-    refreshed come back on the output (`ToolOutput.oauth_tokens`) for the caller to store."""
+    refreshed come back on the output (`ToolOutput.oauth_tokens`) for the caller to store.
+    `known`: the stateless revision the server spoke before (adopted without asking)."""
     started = time.monotonic()
     oauth = oauth_for(toolset)
     try:
-        output = await used_once(toolset, action, tool=tool, oauth=oauth, elicitor=elicitor)
+        output = await used_once(
+            toolset, action, tool=tool, oauth=oauth, elicitor=elicitor, known=known
+        )
     except Failure as failure:
         output = ToolOutput(f"Error: {failure.message}", ok=False)
     except Exception as exc:  # a bug of ours or of the SDK: still an answer for the model

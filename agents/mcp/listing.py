@@ -13,9 +13,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp import ClientSession
+from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp.types import PaginatedRequestParams
 
 from agents.mcp.connection import used_once
 from agents.mcp.oauth import oauth_for
@@ -48,7 +47,7 @@ def discover_tools(toolset: Toolset) -> list[dict[str, Any]]:
 
     oauth = oauth_for(toolset)
 
-    async def listing_all(session: ClientSession) -> Discovered:
+    async def listing_all(session: Client) -> Discovered:
         found = Discovered(await _listing(session))
         found.catalog = await _catalog(session)
         return found
@@ -73,7 +72,7 @@ class Discovered(list[dict[str, Any]]):
     catalog: dict[str, list[dict[str, Any]]]
 
 
-async def _catalog(session: ClientSession) -> dict[str, list[dict[str, Any]]]:
+async def _catalog(session: Client) -> dict[str, list[dict[str, Any]]]:
     """The server's resources, resource templates and prompts, as far as it offers them
     (its capabilities say so) and at most one item past `tool_listing.max_catalog_items()`
     each (the service keeps the first ones). A server that fails to list one of them lists
@@ -103,8 +102,7 @@ async def _pages(
     cursor: str | None = None
     try:
         for _ in range(MAX_TOOL_PAGES):
-            params = PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await lister(params=params)
+            page = await lister(cursor=cursor)
             for item in getattr(page, field_name):
                 found.append(shape(item))
                 if len(found) >= keep:
@@ -155,14 +153,13 @@ def _prompt(item: Any) -> dict[str, Any]:
     }
 
 
-async def _listing(session: ClientSession) -> list[dict[str, Any]]:
+async def _listing(session: Client) -> list[dict[str, Any]]:
     """The server's tools as `discover_tools` describes them (with their `weight`)."""
     found: list[dict[str, Any]] = []
     weight = 0
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
-        params = PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
+        page = await session.list_tools(cursor=cursor)
         for tool in page.tools:
             found.append(_listed(tool))
             weight += found[-1].get("weight", 0)
@@ -174,7 +171,7 @@ async def _listing(session: ClientSession) -> list[dict[str, Any]]:
     return found
 
 
-async def listing_digest(session: ClientSession) -> str:
+async def listing_digest(session: Client) -> str:
     """A hash of what an open session's server lists now, tools, resources and prompts (to
     tell whether it changed)."""
     found = {"tools": await _listing(session), **(await _catalog(session))}

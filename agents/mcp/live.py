@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
 import anyio
-from mcp import ClientSession
+from mcp import Client
 
 from agents import mcp_limits
 from agents.mcp.elicit import NOBODY_ASKS, Elicited, Elicitor, ElicitReply
@@ -35,7 +35,7 @@ from agents.mcp.outcome import (
     is_tools_changed,
     timeout_seconds,
 )
-from agents.mcp.transport import opened
+from agents.mcp.transport import Revision, opened, revision_of
 from planboard import workspace
 from planboard.models import Toolset
 
@@ -118,7 +118,7 @@ class Gone(Exception):
 @dataclass
 class Job:
     tool: str
-    action: Callable[[ClientSession], Awaitable[Any]]
+    action: Callable[[Client], Awaitable[Any]]
     deadline: float  # the loop's clock
     future: asyncio.Future[Any]
     call: bool = True  # a tool call (the server may keep state of it), not a listing
@@ -173,6 +173,7 @@ class Live:
         self.why = ""
         self.errlog: TextIO | None = None
         self.current: Job | None = None  # the job being served
+        self.revision = Revision("")  # what the server speaks, once open
         self.scope: anyio.CancelScope | None = None  # its deadline is the job's
         self._pauses = 0
         self._budget = 0.0  # what was left of the job's time when a person was asked
@@ -273,13 +274,15 @@ class Live:
                     elicitor=self._on_elicit,
                 ) as session:
                     scope.deadline = math.inf
+                    self.revision = revision_of(session)
                     _settle(self.ready)
                     while (job := await self.jobs.get()) is not None:
                         if self.ended:
                             _settle(job.future, error=Gone())
                             continue
                         current = self.current = job
-                        self.served = self.served or job.call
+                        # A stateless server keeps nothing of the conversation between calls.
+                        self.served = self.served or (job.call and not self.revision.stateless)
                         scope.deadline = job.deadline
                         self._pauses = 0
                         try:

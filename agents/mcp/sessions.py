@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from mcp import ClientSession
+from mcp import Client
 
 from agents.mcp import calls
 from agents.mcp.connection import once
@@ -61,6 +61,7 @@ from agents.mcp.live import (
 )
 from agents.mcp.oauth import signs_in
 from agents.mcp.outcome import Failure, ToolOutput, finished, timeout_seconds, unexpected
+from agents.mcp.transport import Revision
 from planboard.models import Toolset
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,9 @@ class SessionPool:
     # Told the chat session's id after each call served on a session here (the run host
     # records the conversation as warm on this worker: `agents.runtime.affinity`).
     on_served: Callable[[int], None] | None = None
+    # Toolsets (by fingerprint) whose HTTP server speaks a stateless revision (2026-07-28):
+    # their calls need no live session, so each is sent on a connection of its own.
+    stateless: dict[str, Revision] = field(default_factory=dict)
 
     # --- calls -------------------------------------------------------------------------------
 
@@ -125,7 +129,7 @@ class SessionPool:
         self,
         toolset: Toolset,
         tool: str,
-        action: Callable[[ClientSession], Awaitable[ToolOutput]],
+        action: Callable[[Client], Awaitable[ToolOutput]],
         conversation: Conversation,
         elicit: Elicitor | None = None,
     ) -> ToolOutput:
@@ -135,6 +139,15 @@ class SessionPool:
         be stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built."""
         if signs_in(toolset):
             return await once(toolset, action, tool=tool, elicitor=elicit)
+        fingerprint = fingerprint_of(toolset)
+        known = self.stateless.get(fingerprint)
+        if known is not None:
+            # Nothing of the conversation lives on the server: no session to keep, any
+            # worker may serve the next call, and a restarted server answers as before.
+            output = await once(toolset, action, tool=tool, elicitor=elicit, known=known)
+            if not output.ok:
+                self.stateless.pop(fingerprint, None)  # negotiated afresh next time
+            return output
         started = time.monotonic()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_seconds()
@@ -162,7 +175,11 @@ class SessionPool:
                 finally:
                     live.busy -= 1
                     live.last_used = self.clock()
-                if self.on_served is not None:
+                if live.revision.stateless and toolset.kind == Toolset.Kind.HTTP:
+                    self.stateless[fingerprint] = live.revision
+                    self._close(live, "its server keeps no session")
+                    note = ""  # nothing was kept, so nothing was lost
+                elif self.on_served is not None:
                     self.on_served(conversation.session_id)
                 break
             else:

@@ -13,12 +13,14 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
 import anyio
 import anyio.lowlevel
 import httpx2
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, StdioServerParameters
+from mcp.client import Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import ListRootsFnT, MessageHandlerFnT
 from mcp.client.stdio import (
@@ -32,7 +34,8 @@ from mcp.client.stdio import (
 )
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
-from mcp.types import ListRootsResult, Root
+from mcp.types import DiscoverResult, ListRootsResult, Root
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents import mcp_limits
 from agents.mcp.elicit import Elicitor, elicitation_callback, elicitation_seconds
@@ -41,6 +44,23 @@ from agents.outbound_http import checked_client
 from planboard.models import Toolset
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Revision:
+    """The protocol revision a server spoke: `version`, and for a 2026-era (stateless)
+    server its `server/discover` answer, to adopt on the next connection without asking."""
+
+    version: str
+    discovered: DiscoverResult | None = None
+
+    @property
+    def stateless(self) -> bool:
+        return self.version in MODERN_PROTOCOL_VERSIONS
+
+
+def revision_of(client: Client) -> Revision:
+    return Revision(client.protocol_version, client.session.discover_result)
 
 
 @asynccontextmanager
@@ -54,68 +74,72 @@ async def opened(
     auth: httpx2.Auth | None = None,
     elicitor: Elicitor | None = None,
     roots: Sequence[str] = (),
-) -> AsyncIterator[ClientSession]:
-    """An initialized session with the toolset's server: started (stdio) or reached (HTTP),
-    reading through `reading`, the server's stderr in `errlog`. `message_handler` gets what
-    the server sends unasked (notifications); `on_end` is called once a stdio server's output
-    ends (it stopped); `roots` (`file://` URIs) answer the server's roots/list (the roots
-    capability is always declared: a connection with no conversation answers none);
-    `elicitor` answers the server's questions to a person (None: they are declined); `auth`
-    signs HTTP requests in (an OAuth toolset's provider).
-    Closed, and a stdio server stopped, on exit."""
-    limit = timeout_seconds()
-    list_roots = _roots_answer(roots)
-    eliciting = elicitation_callback(elicitor)
+    known: Revision | None = None,
+) -> AsyncIterator[Client]:
+    """A session with the toolset's server, its revision negotiated: started (stdio) or
+    reached (HTTP), reading through `reading`, the server's stderr in `errlog`.
+    `message_handler` gets what the server sends unasked (notifications); `on_end` is called
+    once a stdio server's output ends (it stopped); `roots` (`file://` URIs) answer the
+    server's roots/list (the roots capability is always declared: a connection with no
+    conversation answers none); `elicitor` answers the server's questions to a person (None:
+    they are declined); `auth` signs HTTP requests in (an OAuth toolset's provider).
+
+    The SDK negotiates (`Client(mode="auto")`): it asks `server/discover` for the newest
+    revision both sides speak and falls back to the `initialize` handshake with a server that
+    does not answer it. `known`: a stateless revision this server spoke before, adopted
+    without asking again. Closed, and a stdio server stopped, on exit."""
     if toolset.kind == Toolset.Kind.STDIO:
         params = StdioServerParameters(
             command=toolset.command,
             args=[str(a) for a in toolset.args or []],
             env={str(k): str(v) for k, v in (toolset.env or {}).items()} or None,
         )
-        async with (
-            _bounded_stdio_client(params, errlog=errlog, limit=reading, on_end=on_end) as (
-                read,
-                write,
-            ),
-            ClientSession(
-                read,
-                write,
-                read_timeout_seconds=limit,
-                message_handler=message_handler,
-                elicitation_callback=eliciting,
-                list_roots_callback=list_roots,
-            ) as session,
-        ):
-            await session.initialize()
-            yield session
+        transport = _bounded_stdio_client(params, errlog=errlog, limit=reading, on_end=on_end)
+        async with _negotiated(transport, message_handler, elicitor, roots, known) as client:
+            yield client
         return
+    limit = timeout_seconds()
     headers = {str(k): str(v) for k, v in (toolset.headers or {}).items()}
-    async with (
-        checked_client(
-            headers=headers,
-            timeout=limit,
-            # The call's stream is silent while a person answers the server's question.
-            read_timeout=limit if elicitor is None else max(limit, elicitation_seconds()) + limit,
-            auth=auth,
-            event_hooks={
-                "request": [reading.on_request],
-                "response": [reading.on_response],
-            },
-        ) as http,
-        streamable_http_client(
+    async with checked_client(
+        headers=headers,
+        timeout=limit,
+        # The call's stream is silent while a person answers the server's question.
+        read_timeout=limit if elicitor is None else max(limit, elicitation_seconds()) + limit,
+        auth=auth,
+        event_hooks={
+            "request": [reading.on_request],
+            "response": [reading.on_response],
+        },
+    ) as http:
+        transport = streamable_http_client(
             toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
-        ) as (read, write),
-        ClientSession(
-            read,
-            write,
-            read_timeout_seconds=limit,
-            message_handler=message_handler,
-            elicitation_callback=eliciting,
-            list_roots_callback=list_roots,
-        ) as session,
-    ):
-        await session.initialize()
-        yield session
+        )
+        async with _negotiated(transport, message_handler, elicitor, roots, known) as client:
+            yield client
+
+
+def _negotiated(
+    transport: Transport,
+    message_handler: MessageHandlerFnT | None,
+    elicitor: Elicitor | None,
+    roots: Sequence[str],
+    known: Revision | None,
+) -> Client:
+    """The SDK's client over `transport`: one code path for every revision (the SDK keeps
+    what differs: the handshake or discovery, session ids, a stateless server's questions to
+    a person sent back as input requests, answered by the same callback). Planboard keeps no
+    response cache: every listing and read asks the server."""
+    adopt = known is not None and known.stateless and known.discovered is not None
+    return Client(
+        transport,
+        mode=known.version if adopt and known else "auto",
+        prior_discover=known.discovered if adopt and known else None,
+        read_timeout_seconds=timeout_seconds(),
+        message_handler=message_handler,
+        elicitation_callback=elicitation_callback(elicitor),
+        list_roots_callback=_roots_answer(roots),
+        cache=None,
+    )
 
 
 def _roots_answer(roots: Sequence[str]) -> ListRootsFnT:

@@ -1,0 +1,60 @@
+"""Planboard speaks the newest MCP revision a server speaks, against the SDK's real servers:
+a 2026-07-28-only one, a dual one and a handshake-only one (tests/support/mcp_revisions.py),
+each restarted in the middle of a conversation, whose next call must still succeed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agents.mcp import calls, listing, sessions
+from agents.mcp.sessions import Conversation
+from planboard.models import Toolset
+from tests.support.mcp_revisions import MODERN, RevisionServer, revision_toolset
+from tests.support.runs import HostLoop
+
+HANDSHAKE = "2025-11-25"
+
+
+@pytest.fixture(params=["modern", "dual"])
+def stateless_server(request: pytest.FixtureRequest) -> Iterator[RevisionServer]:
+    with RevisionServer(request.param) as server:
+        yield server
+
+
+def echo(host: HostLoop, toolset: Toolset, text: str, chat: int = 1) -> Any:
+    return host.run(
+        sessions.acall_tool(toolset, "echo", {"text": text}, conversation=Conversation(chat))
+    )
+
+
+def test_a_server_speaking_2026_is_spoken_to_in_2026_and_survives_a_restart(
+    staff: Any, stateless_server: RevisionServer
+) -> None:
+    server = stateless_server
+    remote = revision_toolset(staff, server)  # the refresh lists over the new revision
+    assert "echo" in {tool.name for tool in remote.tools.all()}
+    assert server.versions_of("initialize") == []
+    assert set(server.versions_of("tools/list")) == {MODERN}
+    with HostLoop() as host:
+        assert echo(host, remote, "before").text == "before"
+        server.restart()
+        after = echo(host, remote, "after")
+        assert after.ok and after.text == "after"  # no session to lose: no note either
+        assert echo(host, remote, "later").text == "later"
+        pool = host.pool()
+        assert not pool.live  # a stateless server needs no live session
+        assert pool.stateless[sessions.fingerprint_of(remote)].version == MODERN
+    assert server.versions_of("initialize") == []
+    assert set(server.versions_of("tools/call")) == {MODERN}
+
+
+def test_a_connection_of_its_own_negotiates_the_same_way(staff: Any) -> None:
+    with RevisionServer("modern") as modern, RevisionServer("handshake") as old:
+        for server, spoken in ((modern, MODERN), (old, HANDSHAKE)):
+            toolset = revision_toolset(staff, server, name=f"t{server.port}")
+            assert calls.call_tool(toolset, "echo", {"text": "hi"}).text == "hi"
+            assert "echo" in {tool["name"] for tool in listing.discover_tools(toolset)}
+            assert spoken in server.versions_of("tools/call")

@@ -31,11 +31,10 @@ from agents.mcp.listing import listing_digest
 from agents.mcp.outcome import (
     failure_of,
     is_refusal,
-    is_session_gone,
     is_tools_changed,
     timeout_seconds,
 )
-from agents.mcp.transport import Revision, opened, revision_of
+from agents.mcp.transport import Revision, SessionLoss, opened, revision_of
 from planboard import workspace
 from planboard.models import Toolset
 
@@ -137,10 +136,10 @@ def _settle(
         future.set_result(value)
 
 
-def _keeps_session(exc: BaseException, reading: mcp_limits.ReadLimit) -> bool:
+def _keeps_session(exc: BaseException, reading: mcp_limits.ReadLimit, loss: SessionLoss) -> bool:
     """An error answer of the server (unknown tool, bad arguments): the session is fine.
     Anything else (a timeout, the connection gone, a message over the limit) ends it."""
-    return not reading.exceeded and is_refusal(exc)
+    return not reading.exceeded and not loss.gone and is_refusal(exc)
 
 
 class Live:
@@ -258,6 +257,7 @@ class Live:
         _append_only(errlog)
         self.errlog = errlog
         reading = mcp_limits.ReadLimit()
+        loss = SessionLoss()
         scope = anyio.CancelScope(deadline=anyio.current_time() + timeout_seconds())
         self.scope = scope
         current: Job | None = None
@@ -272,6 +272,7 @@ class Live:
                     on_end=self._stopped,
                     roots=self.roots,
                     elicitor=self._on_elicit,
+                    loss=loss,
                 ) as session:
                     scope.deadline = math.inf
                     self.revision = revision_of(session)
@@ -288,12 +289,12 @@ class Live:
                         try:
                             value = await job.action(session)
                         except Exception as exc:
-                            if is_session_gone(exc):
+                            if loss.gone:
                                 # Refused unread: the call goes to a new session.
                                 self.why = "the server no longer knew its session"
                                 _settle(job.future, error=Gone())
                                 raise
-                            if not _keeps_session(exc, reading):
+                            if not _keeps_session(exc, reading, loss):
                                 raise
                             error = failure_of(
                                 exc, self.toolset, tool=job.tool, errlog=errlog, reading=reading

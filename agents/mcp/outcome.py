@@ -104,19 +104,13 @@ def leaf(exc: BaseException) -> BaseException:
 
 def is_refusal(exc: BaseException) -> bool:
     """Whether a call's error is the server's answer (unknown tool, bad arguments) on a
-    connection that still works, rather than a timeout or the connection gone."""
+    connection that still works, rather than a timeout or the connection gone. (A session
+    the server no longer knows is told by the HTTP status: `transport.SessionLoss`.)"""
     error = leaf(exc)
-    if not isinstance(error, MCPError) or is_session_gone(exc):
+    if not isinstance(error, MCPError):
         return False
     message = error.message.lower()
     return "closed" not in message and "timed out" not in message
-
-
-def is_session_gone(exc: BaseException) -> bool:
-    """Whether an HTTP server answered that it no longer knows the session (404 for its id,
-    e.g. after a restart): the request was refused unread, and may be sent on a new one."""
-    error = leaf(exc)
-    return isinstance(error, MCPError) and "session terminated" in error.message.lower()
 
 
 def is_tools_changed(message: Any) -> bool:

@@ -32,7 +32,7 @@ from mcp.client.stdio import (
     _stop_server_process,
     get_default_environment,
 )
-from mcp.client.streamable_http import streamable_http_client
+from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
 from mcp.shared.message import SessionMessage
 from mcp.types import DiscoverResult, ListRootsResult, Root
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
@@ -44,6 +44,19 @@ from agents.outbound_http import checked_client
 from planboard.models import Toolset
 
 T = TypeVar("T")
+
+
+class SessionLoss:
+    """Whether an HTTP server answered 404 to a request naming our session id: it no longer
+    knows the session (it restarted, or dropped it), whatever its body says. The request was
+    refused unread; the spec has the client open a new session and send it again."""
+
+    def __init__(self) -> None:
+        self.gone = False
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        if response.status_code == 404 and response.request.headers.get(MCP_SESSION_ID):
+            self.gone = True
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,7 @@ async def opened(
     auth: httpx2.Auth | None = None,
     elicitor: Elicitor | None = None,
     roots: Sequence[str] = (),
+    loss: SessionLoss | None = None,
     known: Revision | None = None,
 ) -> AsyncIterator[Client]:
     """A session with the toolset's server, its revision negotiated: started (stdio) or
@@ -82,7 +96,8 @@ async def opened(
     once a stdio server's output ends (it stopped); `roots` (`file://` URIs) answer the
     server's roots/list (the roots capability is always declared: a connection with no
     conversation answers none); `elicitor` answers the server's questions to a person (None:
-    they are declined); `auth` signs HTTP requests in (an OAuth toolset's provider).
+    they are declined); `auth` signs HTTP requests in (an OAuth toolset's provider); `loss`
+    hears an HTTP server say it no longer knows the session.
 
     The SDK negotiates (`Client(mode="auto")`): it asks `server/discover` for the newest
     revision both sides speak and falls back to the `initialize` handshake with a server that
@@ -108,7 +123,7 @@ async def opened(
         auth=auth,
         event_hooks={
             "request": [reading.on_request],
-            "response": [reading.on_response],
+            "response": [reading.on_response, *([loss.on_response] if loss else [])],
         },
     ) as http:
         transport = streamable_http_client(

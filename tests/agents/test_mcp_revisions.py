@@ -51,6 +51,29 @@ def test_a_server_speaking_2026_is_spoken_to_in_2026_and_survives_a_restart(
     assert set(server.versions_of("tools/call")) == {MODERN}
 
 
+def test_a_handshake_only_server_keeps_its_session_and_a_restart_reopens_it(
+    staff: Any,
+) -> None:
+    with RevisionServer("handshake") as server:
+        remote = revision_toolset(staff, server)
+        with HostLoop() as host:
+            assert echo(host, remote, "before").text == "before"
+            opened = len(server.versions_of("initialize"))
+            server.restart()  # the old session id now answers 404 "Session not found"
+            again = echo(host, remote, "after")
+            assert again.ok, again.text
+            assert again.text == "after\n\n" + sessions.lost_note(
+                "remote", "the server no longer knew its session"
+            )
+            assert len(server.versions_of("initialize")) == opened + 1  # a new session
+            assert echo(host, remote, "later").text == "later"
+            assert len(host.pool().live) == 1 and not host.pool().stateless
+        assert server.versions_of("initialize")
+        calls_made = server.versions_of("tools/call")
+        # Stamped with the handshake's revision, never a 2026 one.
+        assert calls_made and MODERN not in calls_made and HANDSHAKE in calls_made
+
+
 def test_a_connection_of_its_own_negotiates_the_same_way(staff: Any) -> None:
     with RevisionServer("modern") as modern, RevisionServer("handshake") as old:
         for server, spoken in ((modern, MODERN), (old, HANDSHAKE)):

@@ -15,6 +15,7 @@ import pytest
 
 from agents import tasks
 from agents.mcp import sessions
+from agents.mcp.live import STDERR_KEEP_BYTES
 from agents.mcp.sessions import Conversation
 from agents.runtime.host import RunHost
 from planboard import selectors, services
@@ -382,11 +383,11 @@ def test_a_live_servers_stderr_is_trimmed_and_a_crash_still_quoted(counting: Too
                 sessions.acall_tool(counting, tool, arguments, conversation=Conversation(1))
             )
 
-        assert call("shout", size=sessions.STDERR_KEEP_BYTES // 2).ok
+        assert call("shout", size=STDERR_KEEP_BYTES // 2).ok
         (live,) = pool.live.values()
         assert live.errlog is not None
-        assert os.fstat(live.errlog.fileno()).st_size > sessions.STDERR_KEEP_BYTES // 2
-        assert call("shout", size=sessions.STDERR_KEEP_BYTES).ok
+        assert os.fstat(live.errlog.fileno()).st_size > STDERR_KEEP_BYTES // 2
+        assert call("shout", size=STDERR_KEEP_BYTES).ok
         assert os.fstat(live.errlog.fileno()).st_size == 0  # emptied after the call
         assert call("shout", size=10).ok
         # The server writes at the file's new end, not at its old offset (no hole).

@@ -17,14 +17,9 @@ a REPL, a login) thus keeps its state across calls, approval waits and runs. A s
 - given up after a call timed out, the server stopped, or the connection failed; the next call
   opens a new one.
 
-When a new session replaces one the chat session had used (here, or — asked from the database —
-on another worker or before a restart), the server's state is gone: the call's result then ends
-with a short note from Planboard saying so (`lost_note`).
-
-A server's `notifications/tools/list_changed` is answered by listing its tools on that session;
-a listing new to this pool refreshes the toolset through the same service as the refresh button
-(`services.toolset_discover`, with the toolset's own settings), where a listing never lowers
-caution.
+When a new session replaces one the chat session had used (here, or on another worker or
+before a restart), the result ends with Planboard's note saying so (`lost_note`). An OAuth
+toolset, and a stateless (2026-07-28) HTTP server, get a connection of their own per call.
 """
 
 from __future__ import annotations

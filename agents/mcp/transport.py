@@ -144,11 +144,11 @@ def _negotiated(
     what differs: the handshake or discovery, session ids, a stateless server's questions to
     a person sent back as input requests, answered by the same callback). Planboard keeps no
     response cache: every listing and read asks the server."""
-    adopt = known is not None and known.stateless and known.discovered is not None
+    adopted = known if known is not None and known.stateless and known.discovered else None
     return Client(
         transport,
-        mode=known.version if adopt and known else "auto",
-        prior_discover=known.discovered if adopt and known else None,
+        mode=adopted.version if adopted is not None else "auto",
+        prior_discover=adopted.discovered if adopted is not None else None,
         read_timeout_seconds=timeout_seconds(),
         message_handler=message_handler,
         elicitation_callback=elicitation_callback(elicitor),

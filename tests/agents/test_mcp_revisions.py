@@ -40,10 +40,13 @@ def test_a_server_speaking_2026_is_spoken_to_in_2026_and_survives_a_restart(
     assert set(server.versions_of("tools/list")) == {MODERN}
     with HostLoop() as host:
         assert echo(host, remote, "before").text == "before"
+        asked = len(server.versions_of("server/discover"))
         server.restart()
         after = echo(host, remote, "after")
         assert after.ok and after.text == "after"  # no session to lose: no note either
         assert echo(host, remote, "later").text == "later"
+        # The revision is remembered, not asked again for every call.
+        assert len(server.versions_of("server/discover")) == asked
         pool = host.pool()
         assert not pool.live  # a stateless server needs no live session
         assert pool.stateless[sessions.fingerprint_of(remote)].version == MODERN

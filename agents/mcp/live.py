@@ -282,8 +282,11 @@ class Live:
                             _settle(job.future, error=Gone())
                             continue
                         current = self.current = job
-                        # A stateless server keeps nothing of the conversation between calls.
-                        self.served = self.served or (job.call and not self.revision.stateless)
+                        # A stateless HTTP server keeps nothing of the conversation between
+                        # calls; a stdio server's process does, whatever revision it speaks.
+                        stdio = self.toolset.kind == Toolset.Kind.STDIO
+                        keeps = not self.revision.stateless or stdio
+                        self.served = self.served or (job.call and keeps)
                         scope.deadline = job.deadline
                         self._pauses = 0
                         try:

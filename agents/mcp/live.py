@@ -34,7 +34,7 @@ from agents.mcp.outcome import (
     is_tools_changed,
     timeout_seconds,
 )
-from agents.mcp.transport import Revision, SessionLoss, opened, revision_of
+from agents.mcp.transport import Revision, SessionLoss, change_notices, opened, revision_of
 from planboard import workspace
 from planboard.models import Toolset
 
@@ -273,7 +273,7 @@ class Live:
                     roots=self.roots,
                     elicitor=self._on_elicit,
                     loss=loss,
-                ) as session:
+                ) as session, change_notices(session, limit=timeout_seconds()):
                     scope.deadline = math.inf
                     self.revision = revision_of(session)
                     _settle(self.ready)

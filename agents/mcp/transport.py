@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import ListRootsFnT, MessageHandlerFnT
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.client.stdio import (
     _aclose_all,
     _create_platform_compatible_process,
@@ -33,6 +34,7 @@ from mcp.client.stdio import (
     get_default_environment,
 )
 from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import DiscoverResult, ListRootsResult, Root
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
@@ -131,6 +133,33 @@ async def opened(
         )
         async with _negotiated(transport, message_handler, elicitor, roots, known) as client:
             yield client
+
+
+@asynccontextmanager
+async def change_notices(client: Client, *, limit: float) -> AsyncIterator[None]:
+    """While it is entered, the server's notices that its tools, resources or prompts changed
+    reach the client's message handler, whatever revision it speaks. A handshake session gets
+    them unasked; on a 2026-07-28 connection they come only on a `subscriptions/listen` stream
+    the client opens, so it is opened here (its acknowledgment waited for at most `limit`
+    seconds) and ended on exit. The SDK hands the stream's notices to the message handler
+    too; the stream's own backlog is never read but stays tiny (it keeps one of each kind). A
+    server that does not serve the stream is used without notices."""
+    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        yield
+        return
+    async with AsyncExitStack() as stack:
+        with anyio.move_on_after(limit):
+            try:
+                await stack.enter_async_context(
+                    client.listen(
+                        tools_list_changed=True,
+                        resources_list_changed=True,
+                        prompts_list_changed=True,
+                    )
+                )
+            except (MCPError, SubscriptionLost, TimeoutError):
+                pass  # used without change notices
+        yield
 
 
 def _negotiated(

@@ -198,8 +198,16 @@ def _add_hostile_prompt(server: MCPServer) -> None:
 
 
 async def _announce(ctx: Any, line: str) -> None:
-    """Tell the client what `grow` changed."""
-    if line.startswith("resource:"):
+    """Tell the client what `grow` changed, the way each revision has it: on a 2026-07-28
+    connection to its `subscriptions/listen` streams, in a handshake session as a
+    notification of the session."""
+    resources = line.startswith("resource:")
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if resources:
+            await ctx.notify_resources_changed()
+        else:
+            await ctx.notify_tools_changed()
+    elif resources:
         await ctx.session.send_resource_list_changed()
     else:
         await ctx.session.send_tool_list_changed()

@@ -41,7 +41,6 @@ from mcp import Client
 from agents.mcp import calls
 from agents.mcp.connection import once
 from agents.mcp.elicit import Elicitor, Progress
-from agents.mcp.listing import Refresher, refresh_in_thread
 from agents.mcp.live import (
     ELSEWHERE,
     Conversation,
@@ -54,6 +53,7 @@ from agents.mcp.live import (
     identity_of,
     lost_note,
 )
+from agents.mcp.notices import ChangeNotices
 from agents.mcp.oauth import signs_in
 from agents.mcp.outcome import Failure, ToolOutput, finished, timeout_seconds, unexpected
 from agents.mcp.transport import Revision
@@ -82,12 +82,9 @@ class SessionPool:
     """The live sessions of one event loop (a worker's run host, or one `execute_run`)."""
 
     clock: Callable[[], float] = time.monotonic
-    refresher: Refresher = refresh_in_thread
     live: OrderedDict[Key, Live] = field(default_factory=OrderedDict)  # least recent first
     seen: OrderedDict[Pair, str] = field(default_factory=OrderedDict)  # "" while open
-    _refreshing: dict[int, bool] = field(default_factory=dict)
-    _listings: dict[int, str] = field(default_factory=dict)  # toolset: digest last refreshed
-    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    notices: ChangeNotices = field(default_factory=ChangeNotices)
     _owners: dict[asyncio.Task[Any], Live] = field(default_factory=dict)  # running
     _reaper: asyncio.Task[Any] | None = None
     # Told the chat session's id after each call served on a session here (the run host
@@ -308,10 +305,10 @@ class SessionPool:
         stopped."""
         for live in list(self.live.values()):
             self._close(live, "the worker stopped")
-        for task in [self._reaper, *self._tasks]:
+        for task in [self._reaper, *self.notices.tasks]:
             if task is not None:
                 task.cancel()
-        waiting = [*self._owners, *self._tasks]
+        waiting = [*self._owners, *self.notices.tasks]
         if waiting:
             await asyncio.wait(waiting, timeout=timeout)
 
@@ -319,8 +316,8 @@ class SessionPool:
         """Wait until every session asked to close has stopped its server, and every refresh
         a server asked for has finished."""
         closing = [live.task for live in self._closing()]
-        if closing or self._tasks:
-            await asyncio.wait([*closing, *self._tasks])
+        if closing or self.notices.tasks:
+            await asyncio.wait([*closing, *self.notices.tasks])
 
     def _closing(self) -> list[Live]:
         return [v for v in self._owners.values() if v.ended and self.live.get(v.key) is not v]
@@ -328,38 +325,7 @@ class SessionPool:
     # --- the server's own notices ------------------------------------------------------------
 
     def tools_changed(self, live: Live) -> None:
-        """A server said its tools changed: list them on its session and, when the listing
-        is new to this pool, refresh the toolset (once at a time; a notice during a refresh
-        asks for one more). Servers that announce a change right after they start (tools
-        that depend on the client's capabilities) cost one listing per session, not a
-        refresh each."""
-        toolset_id = live.key[1]
-        if toolset_id in self._refreshing:
-            self._refreshing[toolset_id] = True
-            return
-        self._refreshing[toolset_id] = False
-        task = asyncio.get_running_loop().create_task(self._refresh(live))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _refresh(self, live: Live) -> None:
-        toolset_id = live.key[1]
-        try:
-            while True:
-                try:
-                    digest = await live.listing_digest()
-                    if self._listings.get(toolset_id) != digest:
-                        self._listings[toolset_id] = digest
-                        await self.refresher(toolset_id)
-                except (Gone, Failure):
-                    pass  # the session ended meanwhile: its successor lists for itself
-                except Exception:
-                    logger.warning("refreshing toolset %s failed", toolset_id, exc_info=True)
-                if not self._refreshing.get(toolset_id):
-                    break
-                self._refreshing[toolset_id] = False
-        finally:
-            self._refreshing.pop(toolset_id, None)
+        self.notices.heard(live)
 
 
 # --- one pool per event loop ------------------------------------------------------------------

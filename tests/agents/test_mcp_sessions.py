@@ -322,7 +322,7 @@ def test_a_notice_whose_listing_did_not_change_refreshes_nothing(
 
     with HostLoop() as host:
         pool = host.pool()
-        pool.refresher = count
+        pool.notices.refresher = count
         for line in ("extra:one", "noop", "noop", "extra:two"):
             output = host.run(
                 sessions.acall_tool(toolset, "grow", {"line": line}, conversation=Conversation(1))

@@ -264,16 +264,19 @@ class Live:
         failure: BaseException | None = None
         try:
             with scope:
-                async with opened(
-                    self.toolset,
-                    errlog=errlog,
-                    reading=reading,
-                    message_handler=self._on_message,
-                    on_end=self._stopped,
-                    roots=self.roots,
-                    elicitor=self._on_elicit,
-                    loss=loss,
-                ) as session, change_notices(session, limit=timeout_seconds()):
+                async with (
+                    opened(
+                        self.toolset,
+                        errlog=errlog,
+                        reading=reading,
+                        message_handler=self._on_message,
+                        on_end=self._stopped,
+                        roots=self.roots,
+                        elicitor=self._on_elicit,
+                        loss=loss,
+                    ) as session,
+                    change_notices(session, limit=timeout_seconds()),
+                ):
                     scope.deadline = math.inf
                     self.revision = revision_of(session)
                     _settle(self.ready)

@@ -23,7 +23,6 @@ from mcp import Client, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.context import ClientRequestContext
 from mcp.client.session import ListRootsFnT, MessageHandlerFnT
-from mcp.client.subscriptions import SubscriptionLost
 from mcp.client.stdio import (
     _aclose_all,
     _create_platform_compatible_process,
@@ -34,6 +33,7 @@ from mcp.client.stdio import (
     get_default_environment,
 )
 from mcp.client.streamable_http import MCP_SESSION_ID, streamable_http_client
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import DiscoverResult, ListRootsResult, Root

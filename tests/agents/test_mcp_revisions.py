@@ -84,3 +84,23 @@ def test_a_connection_of_its_own_negotiates_the_same_way(staff: Any) -> None:
             assert calls.call_tool(toolset, "echo", {"text": "hi"}).text == "hi"
             assert "echo" in {tool["name"] for tool in listing.discover_tools(toolset)}
             assert spoken in server.versions_of("tools/call")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_handshake_only_servers_change_notice_still_arrives_unasked(
+    staff: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No listen stream before 2026-07-28: the session hears the notice as it always did.
+    monkeypatch.setenv("TOOLS_FILE", str(tmp_path / "tools"))
+    with RevisionServer("handshake") as server:
+        remote = revision_toolset(staff, server)
+        with HostLoop() as host:
+            grown = host.run(
+                sessions.acall_tool(
+                    remote, "grow", {"line": "extra:shiny"}, conversation=Conversation(1)
+                )
+            )
+            assert grown.ok, grown.text
+            host.run(host.pool().settled())  # the refresh the notice started
+        assert not server.versions_of("subscriptions/listen")
+    assert remote.tools.filter(name="shiny").exists()

@@ -311,6 +311,29 @@ def test_a_servers_tools_changed_notice_refreshes_the_toolset_without_lowering_c
     assert relabelled.policy == "ask" and relabelled.needs_review
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_server_that_serves_no_listen_stream_is_still_used_without_notices(
+    superuser: Any, tmp_path: Path
+) -> None:
+    env = {"TOOLS_FILE": str(tmp_path / "t"), "NO_LISTEN": "1"}
+    toolset = stdio_toolset(superuser, name="deaf", env=env)
+    with HostLoop() as host:
+        grown = host.run(
+            sessions.acall_tool(
+                toolset, "grow", {"line": "extra:shiny"}, conversation=Conversation(1)
+            )
+        )
+        assert grown.ok, grown.text
+        host.run(host.pool().settled())
+        counted = [
+            host.run(sessions.acall_tool(toolset, "counter_add", {}, conversation=Conversation(1)))
+            for _ in range(2)
+        ]
+    assert counted[0].text.startswith("total 1 in pid ")
+    assert counted[1].text == counted[0].text.replace("total 1", "total 2")  # one live session
+    assert not ToolsetTool.objects.filter(toolset=toolset, name="shiny").exists()  # none heard
+
+
 def test_a_notice_whose_listing_did_not_change_refreshes_nothing(
     superuser: Any, tmp_path: Path
 ) -> None:

@@ -35,7 +35,10 @@ FORGED_HINT = (
 
 
 def build_server(notes_path: str | None = None) -> MCPServer:
-    server = MCPServer("planboard-test-tools")
+    # `$NO_LISTEN`: a 2026-07-28 server that serves no `subscriptions/listen` stream.
+    server = MCPServer(
+        "planboard-test-tools", subscriptions=False if os.environ.get("NO_LISTEN") else None
+    )
     notes = Path(notes_path or os.environ.get("NOTES_FILE") or os.devnull)
 
     @server.tool(annotations=READ_ONLY)

@@ -4,7 +4,7 @@ before its next model call, and stored in the transcript as data from that serve
 A person's message carries references only (`Message.attachments`: toolset and URI, checked
 when it was posted). The run driving the session finds the ones without contents yet in the
 transcript it reads anyway (no query when there are none), reads each through the
-conversation's live MCP session with the server (`agents.mcp_sessions`, as a tool call does,
+conversation's live MCP session with the server (`agents.mcp.sessions`, as a tool call does,
 bounded like a tool result: `PLANBOARD_TOOL_OUTPUT_LIMIT`, secrets removed), and stores what
 it read as a message of its own (`services.message_record_attachment`, once per attachment).
 The model gets it framed by Planboard (`agents.context`): which server it comes from, that it
@@ -17,7 +17,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from agents import mcp_client, mcp_sessions
+from agents.mcp import outcome, sessions
 from agents.runtime.lanes import Lane
 from planboard import selectors, services
 from planboard.exceptions import PlanError
@@ -80,10 +80,10 @@ async def read_and_store(attachments: Attachments, *, lane: Lane) -> None:
     run = attachments.run
     for reading in attachments.readings:
         if reading.toolset is None:
-            output = mcp_client.ToolOutput(reading.refused, ok=False)
+            output = outcome.ToolOutput(reading.refused, ok=False)
         else:
-            conversation = mcp_sessions.Conversation(run.session_id)
-            output = await mcp_sessions.aread_resource(
+            conversation = sessions.Conversation(run.session_id)
+            output = await sessions.aread_resource(
                 reading.toolset, reading.uri, conversation=conversation
             )
             if output.oauth_tokens is not None:
@@ -97,7 +97,7 @@ async def read_and_store(attachments: Attachments, *, lane: Lane) -> None:
         await lane.run(_store, run, reading, output)
 
 
-def _store(run: AgentRun, reading: Reading, output: mcp_client.ToolOutput) -> None:
+def _store(run: AgentRun, reading: Reading, output: outcome.ToolOutput) -> None:
     try:
         services.message_record_attachment(
             session_id=run.session_id,

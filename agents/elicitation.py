@@ -1,6 +1,6 @@
 """A server's question to a person during a run's tool call (MCP elicitation).
 
-`asker` makes the `Elicitor` a call hands to its live session (`agents.mcp_sessions`): when
+`asker` makes the `Elicitor` a call hands to its live session (`agents.mcp.sessions`): when
 the server sends `elicitation/create`, the question is recorded (`services.elicitation_open`:
 shown on the session page and in the inbox of the people who may answer), and the call waits
 for the answer by polling it every `POLL_SECONDS` in a short unit of the run's lane — no
@@ -13,7 +13,7 @@ transaction, lock or connection of the run is held while a person thinks. It end
   worker hands it off (the record is marked `cancelled`);
 - an error to the server when its form is not one the specification allows.
 
-The call's own `PLANBOARD_TOOL_TIMEOUT` is stopped meanwhile (`mcp_sessions._Live._on_elicit`):
+The call's own `PLANBOARD_TOOL_TIMEOUT` is stopped meanwhile (`sessions._Live._on_elicit`):
 it measures the server, and a person's time is bounded by the elicitation timeout instead.
 """
 
@@ -24,7 +24,7 @@ import logging
 
 import anyio
 
-from agents.mcp_client import Elicited, Elicitor, ElicitReply, elicitation_seconds
+from agents.mcp.elicit import Elicited, Elicitor, ElicitReply, elicitation_seconds
 from agents.runtime.control import RunControl
 from agents.runtime.lanes import Lane
 from planboard import selectors, services

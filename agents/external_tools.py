@@ -11,7 +11,7 @@ anything happens:
 
 Running a call: mark it `running` (committed first, so a dead worker leaves evidence), call
 the server with no transaction open — in the chat session's live session with it
-(`agents.mcp_sessions`), so a stateful server keeps its state for the conversation — then
+(`agents.mcp.sessions`), so a stateful server keeps its state for the conversation — then
 store the result and the final status together.
 A call whose result is stored is never run again (a result is unique per call id). A call
 found `running` when a run resumes lost its worker: a read-only tool is simply called again;
@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import elicitation, markers, mcp_client, mcp_sessions, workspace
+from agents import elicitation, markers, workspace
+from agents.mcp import calls, elicit, outcome, sessions
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
 from agents.runtime.control import RunControl
@@ -342,21 +343,21 @@ def resource_template_matches(template: str, uri: str) -> bool:
     return bool(template) and re.fullmatch(pattern, uri) is not None
 
 
-def server_output(record: ToolCall) -> mcp_client.ToolOutput:
+def server_output(record: ToolCall) -> outcome.ToolOutput:
     assert record.toolset is not None, "a claimed external call has its toolset"
     try:
         if record.reads_resource:
             uri = str((record.arguments or {}).get("uri"))
-            return mcp_client.read_resource(record.toolset, uri)
-        return mcp_client.call_tool(record.toolset, record.tool, record.arguments or {})
+            return calls.read_resource(record.toolset, uri)
+        return calls.call_tool(record.toolset, record.tool, record.arguments or {})
     except Exception as exc:
         return _unexpected(record, exc)
 
 
 async def aserver_output(
     record: ToolCall, *, lane: Lane, control: RunControl | None = None
-) -> mcp_client.ToolOutput:
-    """The call, in the chat session's live session with the server (`agents.mcp_sessions`,
+) -> outcome.ToolOutput:
+    """The call, in the chat session's live session with the server (`agents.mcp.sessions`,
     on the loop driving the run); `lane` asks the database, only when a session has to be
     opened, whether an earlier one of the conversation was lost, and polls the answer to a
     question the server asks a person meanwhile (`agents.elicitation`; `control`: the run's
@@ -371,12 +372,12 @@ async def aserver_output(
             call_id=record.pk,
         )
 
-    conversation = mcp_sessions.Conversation(record.session_id, used_before=used_before)
+    conversation = sessions.Conversation(record.session_id, used_before=used_before)
     try:
         if record.reads_resource:
             uri = str((record.arguments or {}).get("uri"))
-            return await mcp_sessions.aread_resource(record.toolset, uri, conversation=conversation)
-        return await mcp_sessions.acall_tool(
+            return await sessions.aread_resource(record.toolset, uri, conversation=conversation)
+        return await sessions.acall_tool(
             record.toolset,
             record.tool,
             record.arguments or {},
@@ -392,7 +393,7 @@ async def aserver_output(
 PROGRESS_EVERY_SECONDS = 0.25
 
 
-def progress_reporter(record: ToolCall, *, lane: Lane) -> mcp_client.Progress:
+def progress_reporter(record: ToolCall, *, lane: Lane) -> elicit.Progress:
     """What a call tells people of the progress its server reports: `tool.progress` events
     for the session (`planboard.streams`), sent off the loop in order, at most one per
     `PROGRESS_EVERY_SECONDS` unless the call is done."""
@@ -418,19 +419,19 @@ def progress_reporter(record: ToolCall, *, lane: Lane) -> mcp_client.Progress:
     return report
 
 
-def _unexpected(record: ToolCall, exc: Exception) -> mcp_client.ToolOutput:
+def _unexpected(record: ToolCall, exc: Exception) -> outcome.ToolOutput:
     # The client turns every failure it knows into an Error result; anything else is a
     # bug there, and still must not take the run down (found by tests/system fuzzing).
     logger.exception("tool %s failed unexpectedly in run %s", record.tool_name, record.run_id)
     name = record.toolset.name if record.toolset is not None else "?"
-    return mcp_client.ToolOutput(
+    return outcome.ToolOutput(
         f"Error: toolset '{name}': the call failed unexpectedly "
         f"({type(exc).__name__}); its outcome is unknown.",
         ok=False,
     )
 
 
-def finish_call(*, record: ToolCall, output: mcp_client.ToolOutput) -> Outcome:
+def finish_call(*, record: ToolCall, output: outcome.ToolOutput) -> Outcome:
     """Store what the server answered a claimed call (`advance_call`), and the OAuth tokens
     the call refreshed (or that the provider refused: the person connects again)."""
     if output.oauth_tokens is not None and record.toolset is not None:

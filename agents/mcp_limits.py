@@ -16,7 +16,7 @@ structured content are taken up to the characters it may get (`PLANBOARD_TOOL_OU
 plus room for redaction, base64 blobs (images, audio, binary resources) are described, never
 decoded, and `cut` adds a note saying how much the tool returned.
 
-This module imports no part of the MCP SDK (`agents.mcp_client` does): it works on httpx's
+This module imports no part of the MCP SDK (`agents.mcp` does): it works on httpx's
 streams, bytes, and the duck-typed content blocks of a tool result.
 """
 

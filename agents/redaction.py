@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
 from planboard.models import Toolset
-from planboard.url_secrets import url_credentials
+from planboard.url_secrets import redact_urls_in_text, url_credentials
 
 PLACEHOLDER = "[secret]"
 # Shorter values would hide ordinary words; a secret is longer than this in practice.
@@ -104,3 +104,10 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 def redact_for(text: str, toolset: Toolset) -> str:
     """`text` with every form of the toolset's secrets replaced by `[secret]`."""
     return redact(text, toolset_secrets(toolset))
+
+
+def redact_server_text(text: str, toolset: Toolset) -> str:
+    """What a toolset's server said, as the model, the transcript and people may see it: its
+    secrets hidden (encoded too), and so are the credentials of any URL the text names."""
+    hidden = redact_for(text, toolset)
+    return redact_urls_in_text(hidden)

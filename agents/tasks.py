@@ -57,14 +57,14 @@ def warm_up_worker(**_: object) -> None:
 def host_runs_in_this_worker(**_: object) -> None:
     """Runs are hosted in worker processes (the host itself starts on first use, so a
     prefork parent, which never runs a task, never starts one)."""
-    run_host.enable()
+    run_host.enable(send_on=send_to_any_worker)
 
 
 @worker_process_init.connect
 def start_run_host(**_: object) -> None:
     """Every process that executes runs hosts them, and sweeps for runs of dead workers (a
     prefork child, or the solo pool's one process; not the prefork parent)."""
-    run_host.enable()
+    run_host.enable(send_on=send_to_any_worker)
     run_host.current()
     start_process_sweeper()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
-from agents.mcp_client import ToolOutput, output_limit
+from agents.mcp.outcome import ToolOutput, output_limit
 from planboard import selectors, services, workspace
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ToolCall

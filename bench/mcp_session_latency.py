@@ -4,9 +4,9 @@ For each server (the test server of tests/support, Python over stdio; the refere
 "everything" server pinned in package.json, Node over stdio, when `npm ci` installed it) the
 same `echo` call is timed three ways, one call at a time:
 
-- cold: `agents.mcp_client.acall_tool`, a fresh connection per call (start the server,
+- cold: `agents.mcp.calls.acall_tool`, a fresh connection per call (start the server,
   initialize, call, stop it): what every call cost before calls shared a live session;
-- warm: `agents.mcp_sessions.acall_tool`, the call as a run makes it, in the conversation's
+- warm: `agents.mcp.sessions.acall_tool`, the call as a run makes it, in the conversation's
   live session (opened by one call before the timing starts): queue to the session's task,
   call, render, redact, cut;
 - server round trip: the MCP SDK's `call_tool` on an open session of Planboard's own
@@ -72,28 +72,29 @@ def servers() -> list[tuple[str, dict[str, Any], str, dict[str, Any]]]:
 async def measure(
     fields: dict[str, Any], tool: str, arguments: dict[str, Any], calls: int
 ) -> dict[str, list[float]]:
-    from agents import mcp_client, mcp_limits, mcp_sessions
+    from agents import mcp_limits
+    from agents.mcp import calls, sessions, transport
     from planboard.models import Toolset
 
     toolset = Toolset(pk=1, name="bench", kind=Toolset.Kind.STDIO, **fields)
     times: dict[str, list[float]] = {"cold": [], "warm": [], "round trip": []}
     for _ in range(calls):
         started = time.perf_counter()
-        output = await mcp_client.acall_tool(toolset, tool, arguments)
+        output = await calls.acall_tool(toolset, tool, arguments)
         times["cold"].append(time.perf_counter() - started)
         assert output.ok, output.text
 
-    conversation = mcp_sessions.Conversation(1)
-    first = await mcp_sessions.acall_tool(toolset, tool, arguments, conversation=conversation)
+    conversation = sessions.Conversation(1)
+    first = await sessions.acall_tool(toolset, tool, arguments, conversation=conversation)
     assert first.ok, first.text
     with tempfile.TemporaryFile(mode="w+") as errlog:
-        async with mcp_client.opened(
+        async with transport.opened(
             toolset, errlog=errlog, reading=mcp_limits.ReadLimit()
         ) as session:
             await session.call_tool(tool, arguments)
             for _ in range(calls):
                 started = time.perf_counter()
-                output = await mcp_sessions.acall_tool(
+                output = await sessions.acall_tool(
                     toolset, tool, arguments, conversation=conversation
                 )
                 times["warm"].append(time.perf_counter() - started)
@@ -101,7 +102,7 @@ async def measure(
                 started = time.perf_counter()
                 await session.call_tool(tool, arguments)
                 times["round trip"].append(time.perf_counter() - started)
-    await mcp_sessions.close_pool()
+    await sessions.close_pool()
     return times
 
 

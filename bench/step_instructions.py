@@ -192,6 +192,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from django.conf import settings
 
     from agents.runtime import host as run_host
+    from agents.tasks import send_to_any_worker
 
     server, base_url = common.start_paced_model(
         delay=args.delay, answers=args.answers, final_words=args.final_words
@@ -199,7 +200,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         settings.PLANBOARD_LLM_API_BASE = base_url
         settings.PLANBOARD_LLM_API_KEY = "sk-bench"
-        run_host.enable(recycle=False)
+        run_host.enable(send_on=send_to_any_worker, recycle=False)
         with Requests() as warm:
             drive_runs(2, 2)  # litellm's lazy set-up, the first statements, the host
         warm.again(2)

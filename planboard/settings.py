@@ -440,13 +440,13 @@ PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 # then the server is told "decline". The wait does not count against PLANBOARD_TOOL_TIMEOUT.
 PLANBOARD_ELICITATION_TIMEOUT = float(os.environ.get("PLANBOARD_ELICITATION_TIMEOUT", "600"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
-PLANBOARD_TOOL_DISCOVERER = "agents.mcp_client.discover_tools"
+PLANBOARD_TOOL_DISCOVERER = "agents.mcp.listing.discover_tools"
 # Gets an MCP prompt's text for the composer (prompts/get on a connection of its own).
-PLANBOARD_TOOL_PROMPT_GETTER = "agents.mcp_client.get_prompt"
+PLANBOARD_TOOL_PROMPT_GETTER = "agents.mcp.calls.get_prompt"
 # "Connect" for OAuth toolsets: begin (discovery, registration, PKCE) and finish (the code
 # exchanged for tokens) through the MCP SDK (docs/TOOLS.md).
-PLANBOARD_TOOL_OAUTH_START = "agents.mcp_client.oauth_start"
-PLANBOARD_TOOL_OAUTH_FINISH = "agents.mcp_client.oauth_finish"
+PLANBOARD_TOOL_OAUTH_START = "agents.mcp.oauth.oauth_start"
+PLANBOARD_TOOL_OAUTH_FINISH = "agents.mcp.oauth.oauth_finish"
 # Networks staff-entered URLs (toolsets, a profile's api_base) may reach although they are not
 # public: comma-separated CIDRs. Loopback, private, link-local (cloud metadata) and the like are
 # refused otherwise (planboard/outbound.py). The embedded mode may reach its own machine.
@@ -484,7 +484,7 @@ PLANBOARD_TOOLSET_MAX_CATALOG_ITEMS = int(
 PLANBOARD_MCP_MESSAGE_MAX_BYTES = int(
     os.environ.get("PLANBOARD_MCP_MESSAGE_MAX_BYTES", str(4 * 1024 * 1024))
 )
-# Live MCP sessions (agents/mcp_sessions.py): one per chat session and toolset, kept open on
+# Live MCP sessions (agents/mcp/sessions.py): one per chat session and toolset, kept open on
 # the worker between calls and runs; closed after this many seconds unused, and the least
 # recently used one closed past this many open on one worker process.
 PLANBOARD_MCP_SESSION_IDLE_SECONDS = float(

@@ -1,7 +1,7 @@
 """Warm-host affinity: offer a chat session's next run to the worker process whose MCP sessions
-for it are still open (issue 24), best effort.
+for it are still open, best effort.
 
-A conversation's MCP sessions (`agents.mcp_sessions`) live on the run host that served its tool
+A conversation's MCP sessions (`agents.mcp.sessions`) live on the run host that served its tool
 calls. Each time that host serves a call it records itself in Redis as the conversation's warm
 host (`planboard:warm-host:<chat session>` = its worker name, expiring with the sessions' idle
 limit, `PLANBOARD_MCP_SESSION_IDLE_SECONDS`). Each host listens on a pub/sub channel of its own
@@ -34,7 +34,7 @@ import redis
 import redis.asyncio as aredis
 from django.conf import settings
 
-from agents import mcp_sessions
+from agents.mcp import sessions
 from planboard import selectors
 
 logger = logging.getLogger(__name__)
@@ -138,12 +138,12 @@ class Listener:
         if now - self._refreshed.get(session_id, -REFRESH_SECONDS) < REFRESH_SECONDS:
             return
         self._refreshed[session_id] = now
-        if len(self._refreshed) > mcp_sessions.REMEMBERED:
+        if len(self._refreshed) > sessions.REMEMBERED:
             self._refreshed.clear()
         self._spawn(self._record(session_id))
 
     async def _record(self, session_id: int) -> None:
-        ttl = max(1, int(mcp_sessions.idle_seconds()))
+        ttl = max(1, int(sessions.idle_seconds()))
         try:
             await self.client.set(warm_key(session_id), self.worker, ex=ttl)
         except Exception:

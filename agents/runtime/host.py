@@ -41,7 +41,8 @@ from typing import Any
 
 from django.conf import settings
 
-from agents import loop, mcp_sessions
+from agents import loop
+from agents.mcp import sessions
 from agents.runtime import affinity, memory_limit
 from agents.runtime.control import ModelSlots, RunControl
 from agents.runtime.lanes import Lane, PoolLane
@@ -59,6 +60,12 @@ TOOL_SESSION_SWEEP_SECONDS = 30.0
 STOP_MARGIN_SECONDS = 5.0
 
 
+# Queues a run for any worker through Celery (`agents.tasks.send_to_any_worker`), for a run
+# this host is offered but cannot take. Handed in by whoever enables hosting: `agents.tasks`
+# imports this module, so this module does not import it.
+SendOn = Callable[[int], None]
+
+
 def _terminate_this_process() -> None:
     """Recycle: a pool process ends as on SIGTERM (Celery's pool starts another); the solo
     pool's worker shuts down warm, for its supervisor to start again."""
@@ -69,10 +76,12 @@ class RunHost:
     def __init__(
         self,
         *,
+        send_on: SendOn,
         recycle: bool = True,
         meter: memory_limit.MemoryMeter | None = None,
         exit_process: Callable[[], None] = _terminate_this_process,
     ) -> None:
+        self.send_on = send_on
         # One owner name for all the host's leases: one statement renews them all.
         self.pid = os.getpid()
         self.worker = f"{socket.gethostname()}:{self.pid}:{uuid.uuid4().hex[:12]}"
@@ -128,7 +137,7 @@ class RunHost:
     # --- warm-host affinity -----------------------------------------------------------------
 
     async def _listen(self, listener: affinity.Listener) -> None:
-        mcp_sessions.pool().on_served = listener.served
+        sessions.pool().on_served = listener.served
         try:
             await listener.listen()
         finally:
@@ -143,7 +152,7 @@ class RunHost:
     async def _take_offered(self, run_id: int, session_id: int) -> None:
         """A run offered to this host because its conversation's MCP sessions are open here:
         take it like `run_agent` does, or send it through Celery when this host cannot."""
-        pool = mcp_sessions.pool_of(self.loop)
+        pool = sessions.pool_of(self.loop)
         if not self.accepting or pool is None or not pool.holds(session_id):
             if self.accepting and self.listener is not None:
                 await self.listener.forget(session_id)
@@ -157,11 +166,9 @@ class RunHost:
         await self._start(run_id)
 
     async def _send_on(self, run_id: int) -> None:
-        from agents.tasks import send_to_any_worker  # agents.tasks imports this module
-
         def send() -> None:
             try:
-                send_to_any_worker(run_id)
+                self.send_on(run_id)
             finally:
                 close_thread_connection()
 
@@ -195,7 +202,7 @@ class RunHost:
                     entry[1].cancel()
 
     async def _sweep_tool_sessions(self) -> None:
-        pool = mcp_sessions.pool_of(self.loop)
+        pool = sessions.pool_of(self.loop)
         if pool is not None and pool.live:
             pool.reap_idle()
 
@@ -362,7 +369,7 @@ class RunHost:
             task.cancel()
         # The runs are handed off: their MCP sessions' servers are stopped (a run continued
         # elsewhere is told its servers were restarted).
-        await mcp_sessions.close_pool(timeout=STOP_MARGIN_SECONDS - 1)  # within the margin
+        await sessions.close_pool(timeout=STOP_MARGIN_SECONDS - 1)  # within the margin
         return len(self.runs)
 
 
@@ -371,27 +378,30 @@ class RunHost:
 _host: RunHost | None = None
 _enabled = False
 _recycle = True
+_send_on: SendOn | None = None  # set by `enable`
 _lock = threading.Lock()
 
 
-def enable(*, recycle: bool = True) -> None:
+def enable(*, send_on: SendOn, recycle: bool = True) -> None:
     """Mark this process (a worker) as one whose runs are hosted; the host starts on demand.
-    `recycle=False` where the process must never end itself (the embedded worker, inside the
-    web server): past the memory limit the host only fails the run that grew it."""
-    global _enabled, _recycle
+    `send_on` queues a run the host cannot take for any worker. `recycle=False` where the
+    process must never end itself (the embedded worker, inside the web server): past the
+    memory limit the host only fails the run that grew it."""
+    global _enabled, _recycle, _send_on
     _enabled = True
     _recycle = _recycle and recycle
+    _send_on = send_on
 
 
 def current() -> RunHost | None:
     """This process's host, started on first use; None where runs are not hosted (tests,
     the web process): `agents.loop.execute_run` drives them on the calling thread there."""
     global _host
-    if not _enabled:
+    if not _enabled or _send_on is None:
         return None
     with _lock:
         if _host is None or _host.pid != os.getpid():
-            _host = RunHost(recycle=_recycle).start()
+            _host = RunHost(send_on=_send_on, recycle=_recycle).start()
         return _host
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from django.db import InterfaceError, OperationalError
 
-from agents import mcp_sessions
+from agents.mcp import sessions
 from planboard.sql import close_thread_connection
 
 logger = logging.getLogger(__name__)
@@ -207,7 +207,7 @@ class CallerLane:
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> T:
         """Run `main(self)` on a fresh event loop in a helper thread, doing its units here;
-        returns when it does. The loop's live MCP sessions (`agents.mcp_sessions`) close with
+        returns when it does. The loop's live MCP sessions (`agents.mcp.sessions`) close with
         it. `loop`: an event loop already running on another thread instead, whose sessions
         stay open after `main` (a run host's, as the tests stand one in)."""
         outcome: dict[str, Any] = {}
@@ -221,7 +221,7 @@ class CallerLane:
                 try:
                     return await main(self)
                 finally:
-                    await mcp_sessions.close_pool()
+                    await sessions.close_pool()
 
             def on_loop() -> None:
                 try:

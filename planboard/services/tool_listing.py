@@ -84,7 +84,7 @@ def clean_listing(toolset: Toolset, items: Iterable[Mapping[str, Any]]) -> Listi
                 code="toolset_too_large",
             )
         if item.get("too_large") is True and isinstance(item.get("name"), str):
-            # The discoverer measured it and kept nothing of it (`mcp_client.discover_tools`).
+            # The discoverer measured it and kept nothing of it (`listing.discover_tools`).
             listing.too_large.append(str(item["name"])[:TOOL_NAME_MAX])
             continue
         clean = _clean_discovered(item)

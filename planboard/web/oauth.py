@@ -7,7 +7,7 @@ toolset's registration, so a link from anywhere (another site, an email, a prefe
 do it. Its button POSTs back to the same address (CSRF-protected); only then does the MCP SDK
 discover the authorization server, register Planboard there when needed and build the
 authorization request with PKCE (`settings.PLANBOARD_TOOL_OAUTH_START`, in
-`agents.mcp_client`: planboard never imports the SDK). Both ask
+`agents.mcp`: planboard never imports the SDK). Both ask
 `services.toolset_oauth_connectable` first (a per-person toolset the person may use; a shared
 one only staff allowed to change toolsets). The state, the PKCE verifier and where to return (a
 path of this site only) are kept server-side in the person's session (the database), bound to

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from agents import external_tools, hints, mcp_sessions
+from agents import external_tools, hints
+from agents.mcp import sessions
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
 from tests.support import db
@@ -282,18 +283,18 @@ def _answer_left_running(
     """A run whose worker died while the server worked on the call `r`: the answer and the
     `running` record are stored, the result is not."""
     scripted_model.script.append(tool_calls(call(tool, call_id="r", **arguments)))
-    real = mcp_sessions.acall_tool
+    real = sessions.acall_tool
 
     async def die(*args: Any, **kwargs: Any) -> Any:
         raise SystemExit("the worker died")
 
-    mcp_sessions.acall_tool = die  # type: ignore[assignment]
+    sessions.acall_tool = die  # type: ignore[assignment]
     try:
         run = post(session, user)
         with pytest.raises(SystemExit):
             drive(run)
     finally:
-        mcp_sessions.acall_tool = real  # type: ignore[assignment]
+        sessions.acall_tool = real  # type: ignore[assignment]
     assert record(session, "r").status == "running"
     # The broker hands the run to another worker once the dead one's lease has expired.
     AgentRun.objects.filter(pk=run.pk).update(lease_expires_at=None, lease_owner="")
@@ -331,7 +332,7 @@ def test_no_transaction_is_open_while_a_server_works(
     toolset = http_toolset(staff, mcp_http)
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
     seen: list[tuple[bool, str]] = []
-    real = mcp_sessions.acall_tool
+    real = sessions.acall_tool
     # The run's database work is done on this thread (`agents.loop.execute_run`).
     database_thread_in_transaction = db.transaction_probe()
 
@@ -347,14 +348,14 @@ def test_no_transaction_is_open_while_a_server_works(
         seen.append((database_thread_in_transaction(), status))
         return await real(toolset, tool, arguments, **how)
 
-    mcp_sessions.acall_tool = spy  # type: ignore[assignment]
+    sessions.acall_tool = spy  # type: ignore[assignment]
     try:
         scripted_model.script.extend(
             [tool_calls(call("remote__echo", call_id="e", text="t")), say("ok")]
         )
         assert drive(post(session, user)).status == AgentRun.Status.SUCCEEDED
     finally:
-        mcp_sessions.acall_tool = real  # type: ignore[assignment]
+        sessions.acall_tool = real  # type: ignore[assignment]
     # Outside any transaction, and the `running` mark already committed before the call.
     assert seen == [(False, "running")]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agents import mcp_client
+from agents.mcp import calls, listing
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import Toolset
@@ -37,7 +37,7 @@ def program(superuser: Any, name: str, command: str, *args: str) -> Toolset:
 
 
 def test_discovers_tools_with_their_schemas_and_read_only_hints(local: Toolset) -> None:
-    tools = {t["name"]: t for t in mcp_client.discover_tools(local)}
+    tools = {t["name"]: t for t in listing.discover_tools(local)}
     assert {"echo", "add", "write_note", "crash", "slow", "huge", "weather"} <= set(tools)
     assert tools["echo"]["read_only"] is True and tools["write_note"]["read_only"] is False
     assert tools["add"]["description"] == "Add two whole numbers."
@@ -49,9 +49,9 @@ def test_discovers_tools_with_their_schemas_and_read_only_hints(local: Toolset) 
 def test_a_server_that_cannot_start_is_a_clear_error(superuser: Any) -> None:
     missing = program(superuser, "ghost", "/nonexistent/mcp-server")
     with pytest.raises(PlanError, match="toolset 'ghost': could not start its server") as error:
-        mcp_client.discover_tools(missing)
+        listing.discover_tools(missing)
     assert error.value.code == "toolset_unreachable"
-    output = mcp_client.call_tool(missing, "echo", {"text": "hi"})
+    output = calls.call_tool(missing, "echo", {"text": "hi"})
     assert not output.ok
     assert output.text.startswith("Error: toolset 'ghost': could not start its server")
     assert "No such file or directory" in output.text
@@ -61,7 +61,7 @@ def test_a_server_that_exits_at_once_is_a_clear_error(superuser: Any) -> None:
     quitter = program(
         superuser, "quitter", sys.executable, "-c", "import sys; print('bye', file=sys.stderr)"
     )
-    output = mcp_client.call_tool(quitter, "echo", {"text": "hi"})
+    output = calls.call_tool(quitter, "echo", {"text": "hi"})
     assert not output.ok
     assert output.text.startswith("Error: toolset 'quitter': the server stopped unexpectedly")
     assert "bye" in output.text  # what the server said on its way out
@@ -71,27 +71,27 @@ def test_a_server_that_exits_at_once_is_a_clear_error(superuser: Any) -> None:
 
 
 def test_a_call_returns_the_tools_text(local: Toolset, tmp_path: Path) -> None:
-    assert mcp_client.call_tool(local, "add", {"a": 2, "b": 40}).text == "42"
-    written = mcp_client.call_tool(local, "write_note", {"text": "hello"})
+    assert calls.call_tool(local, "add", {"a": 2, "b": 40}).text == "42"
+    written = calls.call_tool(local, "write_note", {"text": "hello"})
     assert (written.ok, written.text) == (True, "noted: hello")
     assert notes_written(tmp_path / "notes.txt") == ["hello"]
     assert written.duration_ms > 0
 
 
 def test_the_toolset_env_reaches_the_server_but_never_the_model(local: Toolset) -> None:
-    assert mcp_client.call_tool(local, "secret_length", {"name": "TOKEN"}).text == (
+    assert calls.call_tool(local, "secret_length", {"name": "TOKEN"}).text == (
         "TOKEN has 12 characters"
     )
     # A server echoing a secret value: redacted before anyone stores or reads it.
-    assert mcp_client.call_tool(local, "reveal", {"name": "TOKEN"}).text == "[secret]"
+    assert calls.call_tool(local, "reveal", {"name": "TOKEN"}).text == "[secret]"
     # Our own environment is not handed to tool servers.
-    assert mcp_client.call_tool(
-        local, "secret_length", {"name": "DJANGO_SETTINGS_MODULE"}
-    ).text == ("DJANGO_SETTINGS_MODULE has 0 characters")
+    assert calls.call_tool(local, "secret_length", {"name": "DJANGO_SETTINGS_MODULE"}).text == (
+        "DJANGO_SETTINGS_MODULE has 0 characters"
+    )
 
 
 def test_a_crash_mid_call_is_a_clear_error(local: Toolset) -> None:
-    output = mcp_client.call_tool(local, "crash", {})
+    output = calls.call_tool(local, "crash", {})
     assert not output.ok
     assert output.text.startswith("Error: toolset 'local': the server stopped unexpectedly")
     assert "Its last words: about to crash" in output.text
@@ -100,7 +100,7 @@ def test_a_crash_mid_call_is_a_clear_error(local: Toolset) -> None:
 def test_a_slow_call_times_out(local: Toolset, settings: Any) -> None:
     settings.PLANBOARD_TOOL_TIMEOUT = 1.5
     started = time.monotonic()
-    output = mcp_client.call_tool(local, "slow", {"seconds": 30})
+    output = calls.call_tool(local, "slow", {"seconds": 30})
     assert time.monotonic() - started < 15  # the server is stopped, not waited for
     assert not output.ok
     assert output.text == (
@@ -110,20 +110,20 @@ def test_a_slow_call_times_out(local: Toolset, settings: Any) -> None:
 
 
 def test_unknown_tools_bad_arguments_and_tool_errors_are_errors(local: Toolset) -> None:
-    unknown = mcp_client.call_tool(local, "nope", {})
+    unknown = calls.call_tool(local, "nope", {})
     assert not unknown.ok
     assert unknown.text.startswith("Error: toolset 'local': the tool 'nope' failed:")
     assert "Unknown tool" in unknown.text
-    bad = mcp_client.call_tool(local, "add", {"a": "two", "b": 1})
+    bad = calls.call_tool(local, "add", {"a": "two", "b": 1})
     assert not bad.ok and "toolset 'local'" in bad.text and "valid integer" in bad.text
-    failed = mcp_client.call_tool(local, "fail", {"reason": "disk full"})
+    failed = calls.call_tool(local, "fail", {"reason": "disk full"})
     assert not failed.ok
     assert failed.text.startswith("Error: toolset 'local': the tool 'fail' failed:")
 
 
 def test_huge_output_is_cut_with_a_note(local: Toolset, settings: Any) -> None:
     settings.PLANBOARD_TOOL_OUTPUT_LIMIT = 1000
-    output = mcp_client.call_tool(local, "huge", {"size": 50_000})
+    output = calls.call_tool(local, "huge", {"size": 50_000})
     assert output.ok
     assert output.text.startswith("x" * 1000 + "\n\n[Output cut:")
     assert "returned 50000 characters; only the first 1000 are shown" in output.text
@@ -132,11 +132,11 @@ def test_huge_output_is_cut_with_a_note(local: Toolset, settings: Any) -> None:
 
 def test_output_is_passed_on_as_data(local: Toolset) -> None:
     # The client neither runs nor hides it; the request builder neutralises hint tags.
-    assert mcp_client.call_tool(local, "weather", {}).text == FORGED_HINT
+    assert calls.call_tool(local, "weather", {}).text == FORGED_HINT
 
 
 async def test_calls_work_from_inside_an_event_loop(local: Toolset) -> None:
-    assert mcp_client.call_tool(local, "echo", {"text": "from async"}).text == "from async"
+    assert calls.call_tool(local, "echo", {"text": "from async"}).text == "from async"
 
 
 # --- streamable HTTP --------------------------------------------------------------------------
@@ -144,29 +144,29 @@ async def test_calls_work_from_inside_an_event_loop(local: Toolset) -> None:
 
 def test_http_toolsets_send_their_headers(staff: Any, mcp_http: HttpServer) -> None:
     remote = http_toolset(staff, mcp_http)
-    assert "echo" in {t["name"] for t in mcp_client.discover_tools(remote)}
-    assert mcp_client.call_tool(remote, "echo", {"text": "over http"}).text == "over http"
-    assert mcp_client.call_tool(remote, "write_note", {"text": "remote"}).ok
+    assert "echo" in {t["name"] for t in listing.discover_tools(remote)}
+    assert calls.call_tool(remote, "echo", {"text": "over http"}).text == "over http"
+    assert calls.call_tool(remote, "write_note", {"text": "remote"}).ok
     assert notes_written(mcp_http.notes) == ["remote"]
     assert mcp_http.seen_keys and set(mcp_http.seen_keys) == {"test-key-5f2c9e"}
 
 
 def test_http_failures_are_clear_errors(staff: Any, mcp_http: HttpServer) -> None:
     keyless = services.toolset_create(user=staff, name="keyless", kind="http", url=mcp_http.url)
-    output = mcp_client.call_tool(keyless, "echo", {"text": "hi"})
+    output = calls.call_tool(keyless, "echo", {"text": "hi"})
     assert not output.ok
     assert output.text.startswith("Error: toolset 'keyless': the server refused: Server returned")
     gone = services.toolset_create(
         user=staff, name="gone", kind="http", url="http://127.0.0.1:9/mcp"
     )
     with pytest.raises(PlanError, match="toolset 'gone': the server could not be reached"):
-        mcp_client.discover_tools(gone)
+        listing.discover_tools(gone)
     remote = http_toolset(staff, mcp_http, name="remote")
-    unknown = mcp_client.call_tool(remote, "nope", {})
+    unknown = calls.call_tool(remote, "nope", {})
     assert not unknown.ok and "toolset 'remote'" in unknown.text
 
 
-def test_only_the_mcp_client_imports_the_sdk() -> None:
+def test_only_the_mcp_package_imports_the_sdk() -> None:
     root = Path(__file__).resolve().parents[2]
     importers = sorted(
         str(path.relative_to(root))
@@ -177,4 +177,4 @@ def test_only_the_mcp_client_imports_the_sdk() -> None:
             for line in path.read_text().splitlines()
         )
     )
-    assert importers == ["agents/mcp_client.py"]
+    assert importers and all(path.startswith("agents/mcp/") for path in importers)

@@ -17,7 +17,8 @@ import httpx2
 import mcp_types
 import pytest
 
-from agents import mcp_client, mcp_limits
+from agents import mcp_limits
+from agents.mcp import calls, listing
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import Toolset
@@ -52,25 +53,25 @@ def remote(request: Any, superuser: Any) -> Iterator[Toolset]:
 def test_a_huge_stdio_result_is_given_up_with_bounded_memory(
     local: Toolset, small_messages: None
 ) -> None:
-    output, peak = peak_of(lambda: mcp_client.call_tool(local, "huge", {"size": 40 * MIB}))
+    output, peak = peak_of(lambda: calls.call_tool(local, "huge", {"size": 40 * MIB}))
     assert output.duration_ms < 30_000  # given up at once, not at the call's timeout
     assert not output.ok
     assert output.text.startswith("Error: toolset 'local': the server sent a message larger")
     assert "PLANBOARD_MCP_MESSAGE_MAX_BYTES = 1048576" in output.text
     assert peak < 8 * MIB, f"peak {peak / MIB:.1f} MiB for a 40 MiB answer"
     # The next call starts afresh and works.
-    assert mcp_client.call_tool(local, "echo", {"text": "still fine"}).text == "still fine"
+    assert calls.call_tool(local, "echo", {"text": "still fine"}).text == "still fine"
 
 
 def test_a_huge_http_result_is_given_up_with_bounded_memory(
     remote: Toolset, small_messages: None
 ) -> None:
-    output, peak = peak_of(lambda: mcp_client.call_tool(remote, "huge", {"size": 40 * MIB}))
+    output, peak = peak_of(lambda: calls.call_tool(remote, "huge", {"size": 40 * MIB}))
     assert not output.ok
     assert output.text.startswith(f"Error: toolset '{remote.name}': the server sent")
     assert "PLANBOARD_MCP_MESSAGE_MAX_BYTES = 1048576" in output.text
     assert peak < 8 * MIB, f"peak {peak / MIB:.1f} MiB for a 40 MiB answer"
-    assert mcp_client.call_tool(remote, "echo", {"text": "still fine"}).text == "still fine"
+    assert calls.call_tool(remote, "echo", {"text": "still fine"}).text == "still fine"
 
 
 def test_a_result_within_the_limit_reaches_the_model_cut_with_a_note(
@@ -78,7 +79,7 @@ def test_a_result_within_the_limit_reaches_the_model_cut_with_a_note(
 ) -> None:
     settings.PLANBOARD_TOOL_OUTPUT_LIMIT = 1000
     # (The message carries the text twice: as text content and as structured content.)
-    output = mcp_client.call_tool(local, "huge", {"size": MIB})
+    output = calls.call_tool(local, "huge", {"size": MIB})
     assert output.ok
     assert output.text.startswith("x" * 1000 + "\n\n[Output cut:")
     assert f"the tool returned {MIB} characters; only the first 1000 are shown" in output.text
@@ -158,7 +159,7 @@ def test_a_listing_stops_once_the_server_is_over_a_toolset_limit(
     local: Toolset, settings: Any
 ) -> None:
     settings.PLANBOARD_TOOLSET_MAX_TOOLS = 3
-    found = mcp_client.discover_tools(local)
+    found = listing.discover_tools(local)
     assert len(found) == 4  # one more than the limit: enough to refuse it
     with pytest.raises(PlanError) as refused:
         services.toolset_refresh_tools(toolset_id=local.pk)
@@ -166,7 +167,7 @@ def test_a_listing_stops_once_the_server_is_over_a_toolset_limit(
 
     settings.PLANBOARD_TOOLSET_MAX_TOOLS = 200
     settings.PLANBOARD_TOOL_SCHEMA_MAX_BYTES = 120
-    found = mcp_client.discover_tools(local)
+    found = listing.discover_tools(local)
     oversized = [t for t in found if t.get("too_large")]
     assert oversized and all(set(t) == {"name", "too_large"} for t in oversized)
     result = services.toolset_refresh_tools(toolset_id=local.pk)
@@ -185,6 +186,6 @@ def test_a_server_flooding_stderr_is_quoted_from_its_end_only(superuser: Any) ->
         command=sys.executable,
         args=["-c", "import sys; sys.stderr.write('x' * 30_000_000 + '\\nmy last words\\n')"],
     )
-    output, peak = peak_of(lambda: mcp_client.call_tool(noisy, "echo", {"text": "hi"}))
+    output, peak = peak_of(lambda: calls.call_tool(noisy, "echo", {"text": "hi"}))
     assert not output.ok and output.text.endswith("my last words")
     assert peak < 8 * MIB, f"peak {peak / MIB:.1f} MiB for 30 MB of stderr"

@@ -12,9 +12,9 @@ from django.core.files.storage import InMemoryStorage
 from django.test import Client
 from rest_framework.test import APIClient
 
-from agents import mcp_sessions
 from agents.external_tools import resource_template_matches
-from agents.mcp_sessions import Conversation
+from agents.mcp import sessions
+from agents.mcp.sessions import Conversation
 from planboard import services, workspace
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Toolset, ToolsetTool
@@ -436,7 +436,7 @@ def test_workspace_storage_elsewhere_gives_no_roots(
     assert workspace.local_root_uri(session.pk) is None
     with HostLoop() as host:
         output = host.run(
-            mcp_sessions.acall_tool(
+            sessions.acall_tool(
                 everything, "get-roots-list", {}, conversation=Conversation(session.pk)
             )
         )
@@ -453,7 +453,7 @@ def test_a_servers_resources_changed_notice_refreshes_the_catalog(
     assert not ToolsetTool.objects.filter(toolset=toolset, name=RESOURCE_TOOL).exists()
     with HostLoop() as host:
         output = host.run(
-            mcp_sessions.acall_tool(
+            sessions.acall_tool(
                 toolset, "grow", {"line": "resource:plan"}, conversation=Conversation(1)
             )
         )

@@ -1,4 +1,4 @@
-"""Live MCP sessions (agents/mcp_sessions.py) against the test server as a real stdio child:
+"""Live MCP sessions (agents/mcp/sessions.py) against the test server as a real stdio child:
 one server process per conversation and toolset, kept across calls, approval waits and runs;
 closed when idle, past the cap, when the toolset is disabled or changed; always reaped; and
 a result that says so when the server's state was lost."""
@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from agents import mcp_sessions
-from agents.mcp_sessions import Conversation
+from agents import tasks
+from agents.mcp import sessions
+from agents.mcp.live import STDERR_KEEP_BYTES
+from agents.mcp.sessions import Conversation
 from agents.runtime.host import RunHost
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Toolset, ToolsetTool
@@ -48,7 +50,7 @@ def counting(superuser: Any, session: ChatSession) -> Toolset:
 def add(host: HostLoop, toolset: Toolset, chat: int) -> tuple[int, int, str]:
     """`counter_add` straight through the loop's pool for chat session `chat`."""
     output = host.run(
-        mcp_sessions.acall_tool(toolset, "counter_add", {"n": 1}, conversation=Conversation(chat))
+        sessions.acall_tool(toolset, "counter_add", {"n": 1}, conversation=Conversation(chat))
     )
     assert output.ok, output.text
     return (*counted(output.text), output.text)
@@ -118,7 +120,7 @@ def test_a_run_on_a_loop_of_its_own_says_its_server_was_started_afresh(
     assert drive(post(session, user, "Again")).status == "succeeded"
     text = result_of(session, "a2")
     assert counted(text)[0] == 1
-    assert text.endswith("\n\n" + mcp_sessions.lost_note("counting", mcp_sessions.ELSEWHERE))
+    assert text.endswith("\n\n" + sessions.lost_note("counting", sessions.ELSEWHERE))
 
 
 # --- lifetime ---------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ def test_an_idle_session_is_closed_and_its_server_reaped(counting: Toolset, sett
         assert gone(pid)
         total, new_pid, text = add(host, counting, 1)
         assert total == 1 and new_pid != pid
-        assert text.endswith(mcp_sessions.lost_note("counting", "it was unused for 600 seconds"))
+        assert text.endswith(sessions.lost_note("counting", "it was unused for 600 seconds"))
 
 
 def test_past_the_cap_the_least_recently_used_session_is_closed(
@@ -170,7 +172,7 @@ def test_more_conversations_starting_at_once_than_the_cap_all_get_their_call(
     async def at_once() -> list[Any]:
         return await asyncio.gather(
             *(
-                mcp_sessions.acall_tool(
+                sessions.acall_tool(
                     counting, "counter_add", {"n": 1}, conversation=Conversation(chat)
                 )
                 for chat in range(1, 6)
@@ -234,9 +236,7 @@ def test_changed_settings_start_a_new_server_and_say_so(superuser: Any, counting
 def test_a_crashed_server_is_started_again_at_the_next_call(counting: Toolset) -> None:
     with HostLoop() as host:
         pid = add(host, counting, 1)[1]
-        crashed = host.run(
-            mcp_sessions.acall_tool(counting, "crash", {}, conversation=Conversation(1))
-        )
+        crashed = host.run(sessions.acall_tool(counting, "crash", {}, conversation=Conversation(1)))
         assert not crashed.ok and "stopped unexpectedly" in crashed.text
         total, new_pid, text = add(host, counting, 1)
         assert total == 1 and new_pid != pid and gone(pid)
@@ -250,7 +250,7 @@ def test_a_server_error_answer_keeps_the_session(counting: Toolset) -> None:
         pid = add(host, counting, 1)[1]
         for tool, arguments in (("nope", {}), ("add", {"a": "two", "b": 1}), ("fail", {})):
             output = host.run(
-                mcp_sessions.acall_tool(counting, tool, arguments, conversation=Conversation(1))
+                sessions.acall_tool(counting, tool, arguments, conversation=Conversation(1))
             )
             assert not output.ok and output.text.startswith("Error: toolset 'counting'")
         assert add(host, counting, 1)[:2] == (2, pid)
@@ -261,7 +261,7 @@ def test_a_call_that_times_out_gives_its_session_up(counting: Toolset, settings:
         pid = add(host, counting, 1)[1]
         settings.PLANBOARD_TOOL_TIMEOUT = 1
         slow = host.run(
-            mcp_sessions.acall_tool(counting, "slow", {"seconds": 30}, conversation=Conversation(1))
+            sessions.acall_tool(counting, "slow", {"seconds": 30}, conversation=Conversation(1))
         )
         assert not slow.ok and "did not answer within 1 seconds" in slow.text
         settings.PLANBOARD_TOOL_TIMEOUT = 60
@@ -279,7 +279,7 @@ def test_a_server_that_cannot_start_is_an_error_and_leaves_nothing_open(
     )
     with HostLoop() as host:
         output = host.run(
-            mcp_sessions.acall_tool(broken, "echo", {"text": "x"}, conversation=Conversation(1))
+            sessions.acall_tool(broken, "echo", {"text": "x"}, conversation=Conversation(1))
         )
         assert not output.ok and "could not start its server" in output.text
         assert "[Planboard" not in output.text
@@ -299,9 +299,7 @@ def test_a_servers_tools_changed_notice_refreshes_the_toolset_without_lowering_c
     with HostLoop() as host:
         for line in ("extra:shiny", "relabel"):
             output = host.run(
-                mcp_sessions.acall_tool(
-                    toolset, "grow", {"line": line}, conversation=Conversation(1)
-                )
+                sessions.acall_tool(toolset, "grow", {"line": line}, conversation=Conversation(1))
             )
             assert output.ok, output.text
             host.run(host.pool().settled())  # the refresh the notice started
@@ -311,6 +309,29 @@ def test_a_servers_tools_changed_notice_refreshes_the_toolset_without_lowering_c
     relabelled = tools["write_note"]
     assert relabelled.read_only is True
     assert relabelled.policy == "ask" and relabelled.needs_review
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_server_that_serves_no_listen_stream_is_still_used_without_notices(
+    superuser: Any, tmp_path: Path
+) -> None:
+    env = {"TOOLS_FILE": str(tmp_path / "t"), "NO_LISTEN": "1"}
+    toolset = stdio_toolset(superuser, name="deaf", env=env)
+    with HostLoop() as host:
+        grown = host.run(
+            sessions.acall_tool(
+                toolset, "grow", {"line": "extra:shiny"}, conversation=Conversation(1)
+            )
+        )
+        assert grown.ok, grown.text
+        host.run(host.pool().settled())
+        counted = [
+            host.run(sessions.acall_tool(toolset, "counter_add", {}, conversation=Conversation(1)))
+            for _ in range(2)
+        ]
+    assert counted[0].text.startswith("total 1 in pid ")
+    assert counted[1].text == counted[0].text.replace("total 1", "total 2")  # one live session
+    assert not ToolsetTool.objects.filter(toolset=toolset, name="shiny").exists()  # none heard
 
 
 def test_a_notice_whose_listing_did_not_change_refreshes_nothing(
@@ -324,12 +345,10 @@ def test_a_notice_whose_listing_did_not_change_refreshes_nothing(
 
     with HostLoop() as host:
         pool = host.pool()
-        pool.refresher = count
+        pool.notices.refresher = count
         for line in ("extra:one", "noop", "noop", "extra:two"):
             output = host.run(
-                mcp_sessions.acall_tool(
-                    toolset, "grow", {"line": line}, conversation=Conversation(1)
-                )
+                sessions.acall_tool(toolset, "grow", {"line": line}, conversation=Conversation(1))
             )
             assert output.ok, output.text
             host.run(pool.settled())
@@ -350,7 +369,7 @@ def test_the_run_hosts_sweep_and_shutdown_close_its_sessions(
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
     kept = services.session_create(owner=user, need_user_confirm=False)
     services.session_set_toolsets(session_id=kept.pk, toolset_ids=[toolset.pk])
-    host = RunHost().start()
+    host = RunHost(send_on=tasks.send_to_any_worker).start()
     try:
 
         def on_host(coroutine: Any) -> Any:
@@ -359,12 +378,12 @@ def test_the_run_hosts_sweep_and_shutdown_close_its_sessions(
         def add_in(chat: int) -> int:
             conversation = Conversation(chat)
             output = on_host(
-                mcp_sessions.acall_tool(toolset, "counter_add", {}, conversation=conversation)
+                sessions.acall_tool(toolset, "counter_add", {}, conversation=conversation)
             )
             return counted(output.text)[1]
 
         pid, kept_pid = add_in(session.pk), add_in(kept.pk)
-        pool = mcp_sessions.pool_of(host.loop)
+        pool = sessions.pool_of(host.loop)
         assert pool is not None
         on_host(host._sweep_tool_sessions())
         assert len(pool.live) == 2  # both still wanted
@@ -375,7 +394,7 @@ def test_the_run_hosts_sweep_and_shutdown_close_its_sessions(
     finally:
         host.stop(timeout=10)
     assert gone(kept_pid)  # the host's shutdown closed the rest
-    assert mcp_sessions.pool_of(host.loop) is None
+    assert sessions.pool_of(host.loop) is None
 
 
 def test_a_live_servers_stderr_is_trimmed_and_a_crash_still_quoted(counting: Toolset) -> None:
@@ -384,14 +403,14 @@ def test_a_live_servers_stderr_is_trimmed_and_a_crash_still_quoted(counting: Too
 
         def call(tool: str, **arguments: Any) -> Any:
             return host.run(
-                mcp_sessions.acall_tool(counting, tool, arguments, conversation=Conversation(1))
+                sessions.acall_tool(counting, tool, arguments, conversation=Conversation(1))
             )
 
-        assert call("shout", size=mcp_sessions.STDERR_KEEP_BYTES // 2).ok
+        assert call("shout", size=STDERR_KEEP_BYTES // 2).ok
         (live,) = pool.live.values()
         assert live.errlog is not None
-        assert os.fstat(live.errlog.fileno()).st_size > mcp_sessions.STDERR_KEEP_BYTES // 2
-        assert call("shout", size=mcp_sessions.STDERR_KEEP_BYTES).ok
+        assert os.fstat(live.errlog.fileno()).st_size > STDERR_KEEP_BYTES // 2
+        assert call("shout", size=STDERR_KEEP_BYTES).ok
         assert os.fstat(live.errlog.fileno()).st_size == 0  # emptied after the call
         assert call("shout", size=10).ok
         # The server writes at the file's new end, not at its old offset (no hole).
@@ -410,9 +429,7 @@ def test_an_http_toolsets_calls_share_one_mcp_session_per_conversation(
 
         def echo(chat: int, text: str) -> str:
             output = host.run(
-                mcp_sessions.acall_tool(
-                    remote, "echo", {"text": text}, conversation=Conversation(chat)
-                )
+                sessions.acall_tool(remote, "echo", {"text": text}, conversation=Conversation(chat))
             )
             assert output.ok, output.text
             return output.text
@@ -435,16 +452,14 @@ def test_a_session_the_http_server_forgot_is_replaced_and_the_call_made_there(
 
         def echo(text: str) -> Any:
             return host.run(
-                mcp_sessions.acall_tool(
-                    remote, "echo", {"text": text}, conversation=Conversation(1)
-                )
+                sessions.acall_tool(remote, "echo", {"text": text}, conversation=Conversation(1))
             )
 
         assert echo("before").text == "before"
         (old,) = {s for s in mcp_http.seen_sessions[start:] if s}
         mcp_http.forgotten.add(old)  # the server restarted
         again = echo("after")
-        assert again.ok and again.text == "after\n\n" + mcp_sessions.lost_note(
+        assert again.ok and again.text == "after\n\n" + sessions.lost_note(
             "remote", "the server no longer knew its session"
         )
         assert len({s for s in mcp_http.seen_sessions[start:] if s} - {old}) == 1

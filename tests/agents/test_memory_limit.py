@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agents import loop
+from agents import loop, tasks
 from agents.lease import new_worker_id
 from agents.models import AgentStep
 from agents.runtime import memory_limit
@@ -174,7 +174,12 @@ def host_with(
 ) -> tuple[RunHost, Exits]:
     settings.PLANBOARD_TOOL_TIMEOUT = 5
     exits = Exits()
-    host = RunHost(recycle=recycle, meter=rss.meter(1000), exit_process=exits)
+    host = RunHost(
+        send_on=tasks.send_to_any_worker,
+        recycle=recycle,
+        meter=rss.meter(1000),
+        exit_process=exits,
+    )
     assert host.meter is not None
     for run_id in runs:
         task: Any = host.loop.create_future()  # stands for the run's task

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from agents import llm, mcp_client
+from agents import llm
+from agents.mcp import calls
 from agents.outbound_http import checked_client
 from planboard import outbound, services
 from planboard.exceptions import PlanError
@@ -101,10 +102,10 @@ def test_an_address_refused_since_saving_is_not_reached(
     staff: Any, mcp_http: HttpServer, settings: Any
 ) -> None:
     toolset = remote(staff, mcp_http.url)
-    assert mcp_client.call_tool(toolset, "echo", {"text": "hi"}).text == "hi"
+    assert calls.call_tool(toolset, "echo", {"text": "hi"}).text == "hi"
     reached = len(mcp_http.seen_keys)
     settings.PLANBOARD_TOOL_ALLOWED_NETWORKS = []  # the operator closed loopback
-    output = mcp_client.call_tool(toolset, "echo", {"text": "hi"})
+    output = calls.call_tool(toolset, "echo", {"text": "hi"})
     assert not output.ok
     assert output.text.startswith("Error: toolset 'remote': ")
     assert "127.0.0.1 is a loopback address" in output.text
@@ -133,7 +134,7 @@ def test_a_name_rebound_inside_after_saving_is_refused(
     fake_dns.names["rebind.test"] = ["127.0.0.1"]
     toolset = remote(staff, f"http://rebind.test:{port}/mcp")
     fake_dns.names["rebind.test"] = ["127.0.0.2"]  # the DNS answer changes after the check
-    output = mcp_client.call_tool(toolset, "echo", {"text": "hi"})
+    output = calls.call_tool(toolset, "echo", {"text": "hi"})
     assert not output.ok
     assert "rebind.test resolves to 127.0.0.2, which is a loopback address" in output.text
     with pytest.raises(PlanError, match=re.escape("127.0.0.2, which is a loopback")):
@@ -225,7 +226,7 @@ def test_urls_in_logs_lose_their_credentials(
     try:
         credentialed = mcp_http.url.replace("http://", "http://bot:pw-9z8y7x@") + f"?key={secret}"
         toolset = remote(staff, credentialed)
-        assert mcp_client.call_tool(toolset, "echo", {"text": "logged"}).ok
+        assert calls.call_tool(toolset, "echo", {"text": "logged"}).ok
     finally:
         console.setStream(previous)
     log = written.getvalue()

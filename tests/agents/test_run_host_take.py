@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from agents import tasks
 from agents.runtime.host import RunHost
 from planboard import services
 from planboard.models import AgentRun
@@ -23,7 +24,7 @@ from tests.support.scripted import ScriptedModel, say
 @pytest.fixture
 def host(postgres: None, settings: Any) -> Iterator[RunHost]:
     settings.PLANBOARD_TOOL_TIMEOUT = 5
-    running = RunHost(recycle=False).start()
+    running = RunHost(send_on=tasks.send_to_any_worker, recycle=False).start()
     yield running
     running.stop(timeout=5)
 
@@ -70,7 +71,8 @@ def test_a_run_another_worker_holds_is_left_alone(host: RunHost, user: Any) -> N
 
 
 def test_a_stopping_host_takes_nothing() -> None:
-    host = RunHost(recycle=False)  # its loop never started: nothing may reach it
+    # Its loop never started: nothing may reach it.
+    host = RunHost(send_on=tasks.send_to_any_worker, recycle=False)
     try:
         host.accepting = False
         assert host.take(1) is False

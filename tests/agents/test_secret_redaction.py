@@ -13,7 +13,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from agents import mcp_client
+from agents.mcp import calls
 from agents.redaction import redact, toolset_secrets
 from planboard import services
 from planboard.models import Toolset
@@ -68,7 +68,7 @@ def local(superuser: Any, tmp_path: Path) -> Toolset:
 @pytest.mark.parametrize("encoding", list(encodings(TOKEN)))
 def test_an_echoed_env_secret_is_hidden_in_every_encoding(local: Toolset, encoding: str) -> None:
     said = f"here it is: {encodings(TOKEN)[encoding]} (done)"
-    output = mcp_client.call_tool(local, "echo", {"text": said})
+    output = calls.call_tool(local, "echo", {"text": said})
     assert output.ok and "[secret]" in output.text
     assert leaked(output.text, TOKEN) == []
     assert output.text.startswith("here it is: ") and output.text.endswith(" (done)")
@@ -91,9 +91,9 @@ def test_header_tokens_and_url_credentials_are_secrets(
     )
     for secret in (bearer, password, url_key, API_KEY):
         for form in (secret, b64(secret), secret.encode().hex()):
-            output = mcp_client.call_tool(toolset, "echo", {"text": f"[{form}]"})
+            output = calls.call_tool(toolset, "echo", {"text": f"[{form}]"})
             assert output.ok and output.text == "[[secret]]", (secret, form, output.text)
-    output = mcp_client.call_tool(toolset, "echo", {"text": f"ops:{password}"})
+    output = calls.call_tool(toolset, "echo", {"text": f"ops:{password}"})
     assert password not in output.text
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from agents import mcp_client
+from agents.mcp import oauth
 from planboard import services
 from planboard.models import Toolset, ToolsetCredential
 from tests.support.mcp_oauth_server import OAuthServer, oauth_mcp_server
@@ -31,13 +31,13 @@ def starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Each time Planboard begins a sign-in at a provider (discovery, registration): the
     toolset's id. The real start still runs."""
     seen: list[int] = []
-    real = mcp_client.oauth_start
+    real = oauth.oauth_start
 
     def recorded(toolset: Toolset, *, redirect_uri: str) -> dict[str, Any]:
         seen.append(toolset.pk)
         return real(toolset, redirect_uri=redirect_uri)
 
-    monkeypatch.setattr(mcp_client, "oauth_start", recorded)
+    monkeypatch.setattr(oauth, "oauth_start", recorded)
     return seen
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agents import mcp_client
+from agents.mcp import calls, listing, outcome
 from planboard import selectors, services
 from planboard.models import ChatSession, Toolset, ToolsetCredential
 from tests.support.mcp_oauth_server import OAuthServer, oauth_mcp_server
@@ -33,7 +33,7 @@ def as_called(toolset: Toolset, session: ChatSession) -> Toolset:
     return called
 
 
-def store(called: Toolset, output: mcp_client.ToolOutput) -> None:
+def store(called: Toolset, output: outcome.ToolOutput) -> None:
     """What the caller of a call does with the tokens it changed (`finish_call`)."""
     assert output.oauth_tokens is not None and output.oauth_replaces is not None
     services.toolset_oauth_tokens_store(
@@ -62,8 +62,8 @@ def test_a_refused_stale_refresh_stored_after_the_fresh_one_keeps_the_fresh_one(
     oauth_server.provider.expire_access_tokens()
     # Two calls start from the same stored tokens; the first to ask refreshes them.
     winner, loser = as_called(toolset, session), as_called(toolset, session)
-    won = mcp_client.call_tool(winner, "whoami", {})
-    lost = mcp_client.call_tool(loser, "whoami", {})
+    won = calls.call_tool(winner, "whoami", {})
+    lost = calls.call_tool(loser, "whoami", {})
     assert won.ok and won.oauth_tokens and won.oauth_replaces == before
     assert not lost.ok and "Reconnect remote" in lost.text
     assert lost.oauth_tokens == {} and lost.oauth_replaces == before
@@ -71,7 +71,7 @@ def test_a_refused_stale_refresh_stored_after_the_fresh_one_keeps_the_fresh_one(
     store(winner, won)
     store(loser, lost)  # the refusal was of tokens no longer stored: nothing changes
     assert stored_tokens(toolset, user) == won.oauth_tokens
-    assert mcp_client.call_tool(as_called(toolset, session), "whoami", {}).ok
+    assert calls.call_tool(as_called(toolset, session), "whoami", {}).ok
 
 
 def test_older_tokens_stored_last_never_replace_newer_ones(
@@ -85,7 +85,7 @@ def test_older_tokens_stored_last_never_replace_newer_ones(
     start = stored_tokens(toolset, user)
     oauth_server.provider.expire_access_tokens()
     slow = as_called(toolset, session)
-    slow_out = mcp_client.call_tool(slow, "whoami", {})
+    slow_out = calls.call_tool(slow, "whoami", {})
     assert slow_out.oauth_tokens and slow_out.oauth_replaces == start
     assert connect(user, toolset, oauth_server)
     newest = stored_tokens(toolset, user)
@@ -106,8 +106,8 @@ def test_a_refusal_stored_first_asks_to_reconnect_and_the_late_refresh_brings_no
     session = services.session_create(owner=user, need_user_confirm=False)
     oauth_server.provider.expire_access_tokens()
     winner, loser = as_called(toolset, session), as_called(toolset, session)
-    won = mcp_client.call_tool(winner, "whoami", {})
-    lost = mcp_client.call_tool(loser, "whoami", {})
+    won = calls.call_tool(winner, "whoami", {})
+    lost = calls.call_tool(loser, "whoami", {})
     store(loser, lost)
     assert stored_tokens(toolset, user) is None  # not connected: tools no longer offered
     store(winner, won)
@@ -122,7 +122,7 @@ def test_tokens_refreshed_for_a_server_the_toolset_no_longer_uses_are_not_stored
     session = services.session_create(owner=user, need_user_confirm=False)
     oauth_server.provider.expire_access_tokens()
     called = as_called(toolset, session)
-    out = mcp_client.call_tool(called, "whoami", {})
+    out = calls.call_tool(called, "whoami", {})
     assert out.oauth_tokens
     # Staff point the toolset elsewhere while the call runs: its tokens were cleared.
     elsewhere = oauth_server.url.replace("127.0.0.1", "localhost")
@@ -139,10 +139,10 @@ def test_discovery_stores_what_it_refreshed_only_over_the_tokens_it_started_from
     oauth_server.provider.expire_access_tokens()
     stale = Toolset.objects.get(pk=toolset.pk)
     fresh = Toolset.objects.get(pk=toolset.pk)
-    assert mcp_client.discover_tools(fresh)  # refreshes and stores
+    assert listing.discover_tools(fresh)  # refreshes and stores
     refreshed = stored_tokens(toolset, user)
     assert refreshed != stale.oauth_tokens
     # A second listing from the tokens read before: refused, and the refusal is not stored.
     with pytest.raises(Exception, match="Reconnect remote"):
-        mcp_client.discover_tools(stale)
+        listing.discover_tools(stale)
     assert stored_tokens(toolset, user) == refreshed

@@ -20,7 +20,8 @@ import pytest
 import redis
 from django.utils import timezone
 
-from agents import mcp_sessions, sweeper, tasks
+from agents import sweeper, tasks
+from agents.mcp import sessions
 from agents.runtime import affinity
 from agents.runtime.host import RunHost
 from agents.runtime.lanes import CallerLane
@@ -202,14 +203,15 @@ def host(monkeypatch: pytest.MonkeyPatch) -> Iterator[RunHost]:
     """A run host (not started: its offers are taken on the test's thread, with the database
     work done right there, so the test's transaction sees it) whose MCP pool holds an open
     session for the chat sessions in `host.warm`."""
-    made = RunHost(recycle=False)
+    # Sent on through `tasks.send_to_any_worker` as it is when called (`sent` replaces it).
+    made = RunHost(send_on=lambda run_id: tasks.send_to_any_worker(run_id), recycle=False)
     caller = CallerLane()  # the units are done on the test's thread
     monkeypatch.setattr(made.lane, "run", caller.run)
     made.caller = caller  # type: ignore[attr-defined]
     warm: set[int] = set()
-    pool = mcp_sessions.SessionPool()
+    pool = sessions.SessionPool()
     monkeypatch.setattr(pool, "holds", warm.__contains__)
-    mcp_sessions._pools[made.loop] = pool
+    sessions._pools[made.loop] = pool
     made.warm = warm  # type: ignore[attr-defined]
     yield made
     adopted = [task for task, _ in made.runs.values()]

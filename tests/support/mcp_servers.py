@@ -85,12 +85,16 @@ class HttpServer:
 
 @pytest.fixture
 def mcp_http(tmp_path: Path) -> Iterator[HttpServer]:
-    """The test server over streamable HTTP; it refuses requests without the API key."""
+    """The test server over streamable HTTP, speaking the handshake-era revisions; it refuses
+    requests without the API key."""
     # Imported here: the MCP SDK takes a second to load, and every test run loads this plugin.
+    from tests.support.mcp_revisions import revision_filter
     from tests.support.mcp_test_server import build_server
 
     notes = tmp_path / "http-notes.txt"
-    app = build_server(str(notes)).streamable_http_app()
+    # A server of the handshake era: its sessions (ids, 404 once forgotten) are what the tests
+    # here look at; tests/agents/test_mcp_revisions.py has the 2026 (stateless) ones.
+    app = revision_filter(build_server(str(notes)).streamable_http_app(), "handshake", [])
     port = free_port()
     server = HttpServer(url=f"http://127.0.0.1:{port}/mcp", notes=notes)
 

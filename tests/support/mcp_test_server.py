@@ -17,7 +17,15 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resources.types import TextResource
-from mcp.types import ToolAnnotations
+from mcp.types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+    ToolAnnotations,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 FORGED_HINT = (
@@ -27,7 +35,10 @@ FORGED_HINT = (
 
 
 def build_server(notes_path: str | None = None) -> MCPServer:
-    server = MCPServer("planboard-test-tools")
+    # `$NO_LISTEN`: a 2026-07-28 server that serves no `subscriptions/listen` stream.
+    server = MCPServer(
+        "planboard-test-tools", subscriptions=False if os.environ.get("NO_LISTEN") else None
+    )
     notes = Path(notes_path or os.environ.get("NOTES_FILE") or os.devnull)
 
     @server.tool(annotations=READ_ONLY)
@@ -124,22 +135,38 @@ def build_server(notes_path: str | None = None) -> MCPServer:
 
 def add_ask(server: MCPServer) -> None:
     @server.tool()
-    async def ask(ctx: Context, mode: str = "form") -> str:  # type: ignore[type-arg]
+    async def ask(
+        ctx: Context,  # type: ignore[type-arg]  # the SDK's Context is generic
+        mode: str = "form",
+    ) -> str | InputRequiredResult:
         """Ask the person something (MCP elicitation) and say what they answered: `form` a
         small form, `url` a page to open, `bad` a form no client may show (nested)."""
-        session = ctx.session
         if mode == "url":
-            result = await session.elicit_url(
-                "Sign in at the provider, please.",
-                "https://auth.example.com/connect?state=abc",
-                "connect-1",
-                related_request_id=ctx.request_id,
+            params: ElicitRequestFormParams | ElicitRequestURLParams = ElicitRequestURLParams(
+                message="Sign in at the provider, please.",
+                url="https://auth.example.com/connect?state=abc",
+                elicitation_id="connect-1",
             )
         else:
-            schema = ELICIT_BAD_SCHEMA if mode == "bad" else ELICIT_SCHEMA
-            result = await session.elicit_form(
-                "Which city, and how many nights?",
-                requested_schema=schema,
+            params = ElicitRequestFormParams(
+                message="Which city, and how many nights?",
+                requested_schema=ELICIT_BAD_SCHEMA if mode == "bad" else ELICIT_SCHEMA,
+            )
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # 2026-07-28 has no request back to the client mid-call: the call answers that
+            # it needs input, and the client calls again with the person's answer.
+            answered = (ctx.input_responses or {}).get("answer")
+            if not isinstance(answered, ElicitResult):
+                return InputRequiredResult(input_requests={"answer": ElicitRequest(params=params)})
+            result = answered
+        elif isinstance(params, ElicitRequestURLParams):
+            result = await ctx.session.elicit_url(
+                params.message, params.url, params.elicitation_id, related_request_id=ctx.request_id
+            )
+        else:
+            result = await ctx.session.elicit_form(
+                params.message,
+                requested_schema=params.requested_schema,
                 related_request_id=ctx.request_id,
             )
         return f"{result.action}: {json.dumps(result.content, sort_keys=True)}"
@@ -174,8 +201,16 @@ def _add_hostile_prompt(server: MCPServer) -> None:
 
 
 async def _announce(ctx: Any, line: str) -> None:
-    """Tell the client what `grow` changed."""
-    if line.startswith("resource:"):
+    """Tell the client what `grow` changed, the way each revision has it: on a 2026-07-28
+    connection to its `subscriptions/listen` streams, in a handshake session as a
+    notification of the session."""
+    resources = line.startswith("resource:")
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if resources:
+            await ctx.notify_resources_changed()
+        else:
+            await ctx.notify_tools_changed()
+    elif resources:
         await ctx.session.send_resource_list_changed()
     else:
         await ctx.session.send_tool_list_changed()

@@ -8,8 +8,9 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from agents import loop, mcp_sessions
+from agents import loop
 from agents.lease import new_worker_id
+from agents.mcp import sessions
 from agents.runtime.control import RunControl
 from agents.runtime.lanes import CallerLane
 from planboard import services
@@ -42,7 +43,7 @@ def result_of(session: ChatSession, call_id: str) -> str:
 class HostLoop:
     """An event loop running on a thread of its own for the whole test, standing in for a
     worker's run host: runs driven on it one after the other share its live MCP sessions
-    (`agents.mcp_sessions`), while their database work is still done on the test's thread
+    (`agents.mcp.sessions`), while their database work is still done on the test's thread
     (so the test's transaction stays visible).
 
         with HostLoop() as host:
@@ -60,7 +61,7 @@ class HostLoop:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.run(mcp_sessions.close_pool())
+            self.run(sessions.close_pool())
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(30)
@@ -70,9 +71,9 @@ class HostLoop:
         """Await `coroutine` on the loop; its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
-    def pool(self) -> mcp_sessions.SessionPool:
-        async def find() -> mcp_sessions.SessionPool:
-            return mcp_sessions.pool()
+    def pool(self) -> sessions.SessionPool:
+        async def find() -> sessions.SessionPool:
+            return sessions.pool()
 
         return self.run(find())
 

@@ -16,10 +16,11 @@ from django.contrib.auth import get_user_model
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agents import loop, mcp_sessions
+from agents import loop
 from agents.context import build_request
 from agents.local_models import ProviderReply
-from agents.mcp_client import ToolOutput
+from agents.mcp import sessions
+from agents.mcp.outcome import ToolOutput
 from planboard import services
 from planboard.models import AgentRun, Message, Toolset
 from planboard.services import Actor
@@ -100,7 +101,7 @@ def test_any_arguments_and_any_reply_never_break_a_run(
         return reply
 
     # The run awaits the server on its event loop (agents/runtime).
-    monkeypatch.setattr(mcp_sessions, "acall_tool", answer)
+    monkeypatch.setattr(sessions, "acall_tool", answer)
     model = ScriptedModel(
         [
             ProviderReply(

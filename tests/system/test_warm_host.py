@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import redis
 
-from agents import mcp_sessions
+from agents.mcp import sessions
 from agents.runtime import affinity
 from planboard import services
 from planboard.models import AgentRun, ChatSession
@@ -198,4 +198,4 @@ def test_a_conversations_next_run_goes_where_its_server_is_warm_and_elsewhere_on
     assert OFFERS == [False, True, True, False]
     total, elsewhere = counted(third)
     assert total == 1 and elsewhere != server
-    assert third.endswith(mcp_sessions.lost_note("counting", mcp_sessions.ELSEWHERE))
+    assert third.endswith(sessions.lost_note("counting", sessions.ELSEWHERE))

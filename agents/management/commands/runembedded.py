@@ -26,7 +26,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents.runtime import host as run_host
 from agents.sweeper import start_process_sweeper
-from agents.tasks import resume_orphaned_runs
+from agents.tasks import resume_orphaned_runs, send_to_any_worker
 from planboard.tasks import start_inbox_sweeps, start_schedule_sweeps
 
 # A warm stop waits this long for runs in progress before the process exits anyway.
@@ -54,7 +54,7 @@ class EmbeddedWorker:
         # Runs are hosted here as in a worker process: many at once on one event loop; past
         # the memory limit the host fails the run that grew it but never ends this process
         # (the web server).
-        run_host.enable(recycle=False)
+        run_host.enable(send_on=send_to_any_worker, recycle=False)
         self.controller = Controller(
             app=app,
             pool="threads",

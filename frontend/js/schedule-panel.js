@@ -213,9 +213,11 @@ export function setUpSchedules(sessionId) {
     newScheduleForm(sessionId, load),
     h("form", { method: "dialog", class: "dialog-form" }, close),
   );
-  document.body.append(dialog);
+  // In the page only while open, like the other dialogs: pages and tests look for "the" dialog.
+  dialog.addEventListener("close", () => dialog.remove());
   button.addEventListener("click", () => {
     load();
+    document.body.append(dialog);
     dialog.showModal();
   });
   load();

@@ -31,6 +31,8 @@ def test_the_owner_previews_saves_pauses_and_resumes(browsing: Browsing, screens
     expect(fresh.locator("li")).to_have_count(5)
     expect(fresh.locator("li").first).to_contain_text("Monday")
     screenshot(owner, "schedule-dialog-preview")
+    # The preview refuses a cron of four fields (400) and the dialog says why.
+    browsing.expect_failure(r"/api/schedules/preview/$", 400)
     dialog.locator("input[name=cron]").fill("0 9 * *")
     expect(dialog.locator(".schedule-preview-error")).to_contain_text("five fields")
     dialog.locator("input[name=cron]").fill("0 9 * * 1")

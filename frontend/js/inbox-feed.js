@@ -10,9 +10,13 @@ const URL = "/api/inbox/?snoozed=true";
 
 let fetching = false;
 let again = false;
+// Set once the person presses "Sign out": the page is leaving, so it stops asking (a fetch
+// sent after the session ended would only earn a 401).
+let signingOut = false;
 
 /** Refetch the inbox now (coalesced: at most one request in flight, one queued). */
 export async function refreshInbox() {
+  if (signingOut) return;
   if (fetching) {
     again = true;
     return;
@@ -51,4 +55,8 @@ export function startInboxFeed(link) {
     onStatus: () => {},
   });
   socket.start();
+  document.querySelector(".logout-form")?.addEventListener("submit", () => {
+    signingOut = true;
+    socket.suspend();
+  });
 }

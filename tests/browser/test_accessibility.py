@@ -47,6 +47,8 @@ def assert_none(page: Any) -> None:
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
 def test_login_page(browsing: Browsing, viewport: dict[str, int]) -> None:
     page = browsing.new_page("mika", viewport=viewport)
+    # The header's inbox count has arrived, so no fetch of it is in flight at sign-out.
+    expect(page.locator(".inbox-link[data-count]")).to_be_attached()
     page.locator(".logout-form button").click()
     page.goto(f"{browsing.server.url}/accounts/login/")
     expect(page.locator("#id_username")).to_be_visible()

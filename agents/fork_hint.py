@@ -8,7 +8,7 @@ conversation itself is never copied in.
 
 from __future__ import annotations
 
-from agents.hints import change_lines
+from agents.hint_changes import change_lines
 from planboard.selectors import ForkAccount
 from planboard.shapes import PlanSnapshot
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import hints, loop
+from agents import hint_changes, loop
 from agents.fork_hint import render_fork_account
 from agents.models import AgentStep
 from planboard import selectors, services
@@ -119,7 +119,7 @@ def test_the_fork_event_reads_plainly_in_later_changes(user: Any) -> None:
     source = _source(user)
     _, forked = services.session_fork(plan_id=source.pk, by=user, version=4)
     [event] = selectors.plan_events_since(plan_id=forked.pk, version=0)
-    text = hints.render_changes(
+    text = hint_changes.render_changes(
         [event], snapshot=selectors.plan_snapshot(plan_id=forked.pk), language="en"
     )
     assert "- alice continued the plan in a new session from its version 4." in text

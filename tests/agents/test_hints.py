@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agents import hints
+from agents import hint_changes, hints
 from agents.hints import build_hint, detect_language, render_plan_markdown
 from planboard import selectors, services
 from planboard.models import ChatSession, Plan
@@ -455,9 +455,11 @@ def test_long_change_lists_are_summarised() -> None:
         "before": {"index": 0, "state": "todo"},
         "after": {"index": 0, "state": "abandoned"},
     }
-    changes = [event] * (hints.MAX_CHANGE_LINES + 5)
+    changes = [event] * (hint_changes.MAX_CHANGE_LINES + 5)
     text = hint(make_snapshot(["abandoned", "todo"]), "en", changes=changes)
-    assert text.count("- bob changed the state of subtask 0 'Step 0'") == hints.MAX_CHANGE_LINES
+    assert (
+        text.count("- bob changed the state of subtask 0 'Step 0'") == hint_changes.MAX_CHANGE_LINES
+    )
     assert "- … and 5 more changes." in text
 
 
@@ -488,3 +490,11 @@ def test_unknown_events_and_missing_fields_do_not_break_the_hint() -> None:
 )
 def test_detect_language(texts: list[str], expected: str) -> None:
     assert detect_language(texts) == expected
+
+
+def test_both_languages_have_every_sentence() -> None:
+    # A key missing in one language would fail only when that sentence is needed, mid-run.
+    from agents.hint_texts import HINT_TEXTS
+
+    assert set(HINT_TEXTS["zh"]) == set(HINT_TEXTS["en"])
+    assert set(HINT_TEXTS) == set(hints.SUPPORTED_LANGUAGES)

@@ -111,7 +111,7 @@ def test_schemas_are_openai_function_tools_with_the_contract_names() -> None:
 
 def test_tool_names_and_is_plan_tool() -> None:
     assert frozenset(CONTRACT) == tools.TOOL_NAMES
-    assert set(tools._HANDLERS) == tools.TOOL_NAMES  # every schema has an adapter
+    assert set(tools.HANDLERS) == tools.TOOL_NAMES  # every schema has an adapter
     assert tools.is_plan_tool("finish_subtask")
     assert not tools.is_plan_tool("web_search")
     assert not tools.is_plan_tool("")

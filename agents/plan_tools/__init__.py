@@ -1,0 +1,1 @@
+"""The ten plan tools' parts; `agents.tools` is the door the runtime uses."""

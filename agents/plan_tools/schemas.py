@@ -20,26 +20,24 @@ _SUBTASK_FIELDS: dict[str, Any] = {
         "profiles the hint lists); leave it out to keep the session's default.",
     },
 }
-_NEW_SUBTASK_FIELDS: dict[str, Any] = {
-    **_SUBTASK_FIELDS,
-    "blocked_by": {
-        "type": "array",
-        "items": {"type": "integer"},
-        "description": "Optional: the 0-based positions, in this same subtasks list, of the "
-        "subtasks that must be done or abandoned before this one can start. Leave it out when "
-        "the subtask only has to follow the ones before it.",
-    },
-}
-_REVISED_SUBTASK_FIELDS: dict[str, Any] = {
-    **_SUBTASK_FIELDS,
-    "blocked_by": {
-        "type": "array",
-        "items": {"type": "integer"},
-        "description": "Optional: the 0-based positions (as the latest plan you were shown "
-        "lists them) of the subtasks that must be done or abandoned before this one can "
-        "start; for 'revise' it replaces what the subtask waited for, and [] clears it.",
-    },
-}
+
+
+def _with_blocked_by(description: str) -> dict[str, Any]:
+    """The subtask fields plus `blocked_by`, whose positions mean something else per tool."""
+    blocked_by = {"type": "array", "items": {"type": "integer"}, "description": description}
+    return {**_SUBTASK_FIELDS, "blocked_by": blocked_by}
+
+
+_NEW_SUBTASK_FIELDS = _with_blocked_by(
+    "Optional: the 0-based positions, in this same subtasks list, of the subtasks that must be "
+    "done or abandoned before this one can start. Leave it out when the subtask only has to "
+    "follow the ones before it."
+)
+_REVISED_SUBTASK_FIELDS = _with_blocked_by(
+    "Optional: the 0-based positions (as the latest plan you were shown lists them) of the "
+    "subtasks that must be done or abandoned before this one can start; for 'revise' it "
+    "replaces what the subtask waited for, and [] clears it."
+)
 _SUBTASK_IDX: dict[str, Any] = {
     "type": "integer",
     "description": "0-based position of the subtask as the latest plan you were shown lists "

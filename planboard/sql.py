@@ -15,7 +15,16 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from planboard.instances import Owned, load, with_owner
-from planboard.models import AgentRun, ChatSession, Message, Plan, SubTask, Toolset, ToolsetTool
+from planboard.models import (
+    AgentRun,
+    ChatSession,
+    Message,
+    Plan,
+    PlanEvent,
+    SubTask,
+    Toolset,
+    ToolsetTool,
+)
 
 ID_MAX = 2**63 - 1  # the largest 64-bit primary key
 
@@ -107,6 +116,11 @@ MESSAGE_INSERT = """INSERT INTO planboard_message (session_id, run_id, author_id
     content, tool_calls, tool_call_id, tool_name, answer_id, created_at)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"""
 
+# Every plan change's history row. The `seen_*` columns start empty (NULL).
+EVENT_INSERT = """INSERT INTO planboard_planevent (plan_id, version, action, actor_user_id,
+    actor_run_id, subtask_id, before, after, patch, created_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"""
+
 # A call's usage where it was spent, new totals back (the one lock order: session, plan,
 # subtask, run); the run's row also says, under its lock, whether the answer still counts.
 ADD_USAGE = [f"""UPDATE planboard_{t} SET {c} = {c} + %s, {n} = {n} + %s WHERE id = %s{w}
@@ -143,6 +157,12 @@ def lock_session(session_id: int) -> ChatSession | None:
     """Lock the session (in the caller's transaction), its owner's name attached; None: none."""
     found = _rows(_locking(LOCK_SESSION, SESSION), [session_id]) if _is_id(session_id) else []
     return _owned(ChatSession, SESSION_COLUMNS, found[0]) if found else None
+
+
+def plan(plan_id: int) -> Plan | None:
+    """The plan, its owner's name attached, unlocked (what an edit's permission check reads)."""
+    found = _rows(PLAN, [plan_id]) if _is_id(plan_id) else []
+    return _owned(Plan, PLAN_COLUMNS, found[0]) if found else None
 
 
 def lock_plan(plan_id: int) -> Plan | None:
@@ -199,6 +219,17 @@ def message_insert(message: Message) -> bool:
     return bool(found)
 
 
+def event_insert(event: PlanEvent) -> None:
+    """Insert a new plan event (as `save(force_insert=True)` would, `created_at` now)."""
+    db, event.created_at = _db(), timezone.now()
+    found = _rows(EVENT_INSERT, [
+        event.plan_id, event.version, event.action, event.actor_user_id, event.actor_run_id,
+        event.subtask_id, _json(db, event.before), _json(db, event.after),
+        _json(db, event.patch), _time(event.created_at),
+    ])  # fmt: skip
+    event.pk, event._state.adding, event._state.db = found[0][0], False, DEFAULT_DB_ALIAS
+
+
 def run_count_step(
     run_id: int, *, prompt_tokens: int, completion_tokens: int, cost_usd: Decimal,
     session_id: int | None = None, plan_id: int | None = None, subtask_id: int | None = None,
@@ -246,6 +277,11 @@ def _owned(model: type[Owned], columns: str, row: Sequence[Any], at: int = 0) ->
     """The session or plan whose columns start at `at`, its owner's username right after them."""
     end = at + columns.count(",") + 1
     return with_owner(load(_db(), model, columns, row[at:end]), row[end])
+
+
+def _json(db: BaseDatabaseWrapper, value: Any) -> Any:
+    """A JSON field's value as the database takes it; None stays SQL NULL, as the ORM stores it."""
+    return None if value is None else db.ops.adapt_json_value(value, None)
 
 
 def _time(value: datetime | None) -> Any:

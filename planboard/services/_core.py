@@ -316,7 +316,7 @@ def _record(
         after=after,
         patch=patch,
     )
-    event.save(force_insert=True)
+    sql.event_insert(event)
     payload = serialize_event(event)
     groups = [broadcast.plan_group(plan.pk)]
     if plan.session_id:

@@ -21,6 +21,7 @@ from planboard.models import (
     ChatSession,
     Message,
     Plan,
+    PlanEvent,
     SubTask,
     Team,
     TeamMembership,
@@ -612,3 +613,46 @@ def test_a_changed_plan_shows_what_the_database_holds_without_reading_it(
     same_without_reading(recovered)
     fresh = selectors.plan_row(plan_id=plan.pk)
     assert fresh is not None and fresh.written_subtasks is None  # a row read: not known
+
+
+def test_the_plan_read_gives_what_the_orm_does_without_a_lock(costly_plan: Plan) -> None:
+    expected = fields_of(Plan.objects.get(pk=costly_plan.pk))
+    found = sql.plan(costly_plan.pk)
+    assert found is not None and fields_of(found) == expected
+    with db.statements() as run:
+        assert found.owner.get_username() == "alice"
+    assert len(run) == 0  # the owner came with the plan
+    assert sql.plan(costly_plan.pk + 1000) is None
+
+
+@pytest.mark.parametrize("wrong", OUT_OF_RANGE)
+def test_the_plan_read_finds_nothing_for_ids_out_of_range(wrong: int) -> None:
+    assert sql.plan(wrong) is None
+
+
+def test_an_event_insert_stores_what_save_would(plan: Plan, user: Any) -> None:
+    run = AgentRun.objects.create(session_id=plan.session_id)
+    fields = {
+        "plan_id": plan.pk,
+        "action": "subtask_updated",
+        "actor_user_id": user.pk,
+        "actor_run_id": run.pk,
+        "subtask_id": 7,
+        "before": {"name": "'\"; DROP TABLE x; -- 京都", "n": None},
+        "after": [1, "二", {"x": 1.5}],
+        "patch": {"plan": {"version": 3}, "upsert": [], "remove": [7], "order": None},
+    }
+    inserted = PlanEvent(version=100, **fields)
+    sql.event_insert(inserted)
+    saved = PlanEvent(version=101, **fields)
+    saved.save(force_insert=True)
+    assert inserted.pk is not None and not inserted._state.adding
+    stored, expected = (fields_of(PlanEvent.objects.get(pk=e.pk)) for e in (inserted, saved))
+    assert stored.pop("id") != expected.pop("id")
+    assert (stored.pop("version"), expected.pop("version")) == (100, 101)
+    assert stored.pop("created_at") <= expected.pop("created_at")
+    assert stored == expected
+    # No before or after: SQL NULL, as the ORM stores None (not the JSON value null).
+    bare = PlanEvent(plan_id=plan.pk, version=102, action="plan_finished", patch={})
+    sql.event_insert(bare)
+    assert PlanEvent.objects.filter(pk=bare.pk, before__isnull=True, after__isnull=True).exists()

@@ -36,12 +36,30 @@ def test_preview_shows_the_next_five_without_saving(api: APIClient, db: Any) -> 
     assert len(due) == 5 and due == sorted(due)
     assert all(d.astimezone(UTC).strftime("%H:%M") == "22:30" for d in due)
     assert not Schedule.objects.exists()
-    bad = api.post(
-        "/api/schedules/preview/",
-        {"kind": "cron", "cron": "nope", "timezone": "UTC"},
-        format="json",
-    )
-    assert bad.status_code == 400 and "five fields" in bad.json()["error"]
+    assert answer.json()["error"] is None
+
+
+def test_preview_answers_a_rule_being_typed_with_its_error(
+    api: APIClient, chat_session: ChatSession
+) -> None:
+    # Each keystroke asks: a half-typed rule is an answer (200), not a failed request.
+    cases = [
+        ({"kind": "cron", "cron": "0 9 * *", "timezone": "UTC"}, "five fields"),
+        ({"kind": "cron", "cron": "0 25 * * *", "timezone": "UTC"}, "0 25 * * *"),
+        ({"kind": "days", "every": 1, "timezone": "Nowhere/Town"}, "Unknown time zone"),
+        ({"kind": "hours", "every": 0, "timezone": "UTC"}, "greater than or equal to 1"),
+        ({"kind": "weekly", "timezone": "UTC"}, "not a valid choice"),
+    ]
+    for body, fragment in cases:
+        answer = api.post("/api/schedules/preview/", body, format="json")
+        assert answer.status_code == 200, (body, answer.json())
+        assert answer.json()["occurrences"] == []
+        assert fragment in answer.json()["error"], (body, answer.json())
+        assert answer.json()["code"]
+    # Saving the same half-typed rule is still refused.
+    saved = create(api, chat_session, cron="0 9 * *")
+    assert saved.status_code == 400 and "five fields" in saved.json()["error"]
+    assert not Schedule.objects.exists()
 
 
 def test_create_list_change_pause_resume_and_delete(

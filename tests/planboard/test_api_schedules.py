@@ -161,3 +161,26 @@ def test_session_page_events_follow_the_schedule(
     kinds = [e for _, e in events.items if e.get("type") == "session.schedule"]
     assert kinds and all(e["schedule_id"] == made["id"] for e in kinds)
     assert kinds[-1]["schedule"]["next_due_at"] > "2030-01-07T08:30"
+
+
+def test_a_template_is_scheduled_by_id_and_exactly_one_target_is_given(
+    api: APIClient, chat_session: ChatSession, user: Any, other_user: Any
+) -> None:
+    template = services.template_create(user=user, name="Fare watch", subtasks=[{"name": "A"}])
+    made = api.post("/api/schedules/", {"template_id": template.pk, **BODY}, format="json")
+    assert made.status_code == 201, made.json()
+    assert (made.json()["template_id"], made.json()["session_id"]) == (template.pk, None)
+    both = {"template_id": template.pk, "session_id": chat_session.pk, **BODY}
+    for body in (both, BODY, {"template_id": "1", **BODY}, {"template_id": 0, **BODY}):
+        refused = api.post("/api/schedules/", body, format="json")
+        assert refused.status_code == 400, (body, refused.json())
+        assert refused.json()["error"]
+    assert "exactly one target" in api.post("/api/schedules/", both, format="json").json()["error"]
+    # A template the person cannot see is not found; nothing is stored.
+    mallory = api_client_for(other_user)
+    hidden = mallory.post("/api/schedules/", {"template_id": template.pk, **BODY}, format="json")
+    assert hidden.status_code == 404
+    assert api.get(f"/api/schedules/?template={template.pk}").json()[0]["id"] == made.json()["id"]
+    assert api.get(f"/api/schedules/?session={chat_session.pk}").json() == []
+    assert api.get("/api/schedules/?template=x").status_code == 400
+    assert Schedule.objects.count() == 1

@@ -54,6 +54,9 @@ class OccurrenceSerializer(serializers.Serializer):
     due_at = serializers.DateTimeField()
     status = serializers.ChoiceField(choices=ScheduleOccurrence.Status.choices)
     run_id = serializers.IntegerField(allow_null=True)
+    session_id = serializers.IntegerField(
+        allow_null=True, help_text="The session its run worked in (none when no run started)."
+    )
     message_id = serializers.IntegerField(allow_null=True)
     detail = serializers.CharField()
     created_at = serializers.DateTimeField()

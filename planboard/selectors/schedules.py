@@ -65,6 +65,8 @@ def serialize_occurrence(occurrence: ScheduleOccurrence) -> dict[str, Any]:
         "due_at": _iso(occurrence.due_at),
         "status": occurrence.status,
         "run_id": occurrence.run_id,
+        # The session it ran in (a template schedule's occurrences each have their own).
+        "session_id": occurrence.run.session_id if occurrence.run else None,
         "message_id": occurrence.message_id,
         "detail": occurrence.detail,
         "created_at": _iso(occurrence.created_at),
@@ -99,7 +101,9 @@ def serialize_schedule(schedule: Schedule) -> dict[str, Any]:
 def schedule_occurrences(
     *, schedule_id: int, limit: int = OCCURRENCES_SHOWN
 ) -> list[ScheduleOccurrence]:
-    return list(ScheduleOccurrence.objects.filter(schedule_id=schedule_id)[:limit])
+    return list(
+        ScheduleOccurrence.objects.filter(schedule_id=schedule_id).select_related("run")[:limit]
+    )
 
 
 def session_schedules(*, session_id: int) -> list[Schedule]:

@@ -36,7 +36,14 @@ from django.utils import timezone as dj_timezone
 
 from planboard import schedules as rules
 from planboard.exceptions import PlanError
-from planboard.models import MESSAGE_MAX, AgentRun, Message, Schedule, ScheduleOccurrence
+from planboard.models import (
+    MESSAGE_MAX,
+    NAME_MAX,
+    AgentRun,
+    Message,
+    Schedule,
+    ScheduleOccurrence,
+)
 from planboard.schedule_context import compose, language_for
 from planboard.selectors.access import owner_is_active
 from planboard.selectors.schedules import (
@@ -150,12 +157,13 @@ def _start_and_post(schedule: Schedule, occurrence: ScheduleOccurrence) -> tuple
             "longer shared with them), so no session was started.",
             code="template_unavailable",
         )
-    due = occurrence.due_at.astimezone(rules.zone(schedule.timezone))
+    due = f" · {occurrence.due_at.astimezone(rules.zone(schedule.timezone)):%Y-%m-%d %H:%M}"
     template_name = schedule.template.name if schedule.template else schedule.name
     started = session_start_from_template(
         template_id=schedule.template_id,
         user=schedule.owner,
-        title=f"{template_name} · {due:%Y-%m-%d %H:%M}",
+        # A name of the longest kind is cut so that the due time still fits the title.
+        title=template_name[: NAME_MAX - len(due)].rstrip() + due,
     )
     text = _text(schedule, occurrence, started.session.language)
     return message_post(session_id=started.session.pk, author=schedule.owner, content=text)

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from planboard import broadcast, selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import (
+    NAME_MAX,
     AgentProfile,
     AgentRun,
     ChatSession,
@@ -264,6 +265,15 @@ def test_its_paused_notice_links_the_template_page(
     assert services.schedules_sweep(now=utc(2025, 5, 1, 7, 1)).paused == [schedule.pk]
     assert send_paused_notice(schedule.pk)
     assert f"/templates/{template.pk}/" in mailoutbox[0].body
+
+
+def test_a_template_with_the_longest_name_still_fires(user: Any) -> None:
+    longest = services.template_create(user=user, name="N" * NAME_MAX, subtasks=SUBTASKS)
+    schedule = daily(user, longest.pk, utc(2025, 5, 1))
+    assert services.schedules_sweep(now=utc(2025, 5, 1, 7, 1)).fired == 1
+    title = ChatSession.objects.get().title
+    assert len(title) == NAME_MAX and title.endswith(" · 2025-05-01 09:00")
+    assert statuses(schedule) == [Status.FIRED]
 
 
 def test_a_template_schedule_keeps_its_timing_rules(user: Any, template: PlanTemplate) -> None:

@@ -1036,10 +1036,11 @@ class PlanTemplate(models.Model):
 
 class Schedule(models.Model):
     """A message the owner has sent for them on a schedule (docs/SCHEDULES.md): each
-    occurrence posts it into the target session as the owner, which starts an ordinary run.
+    occurrence posts it as the owner, which starts an ordinary run.
 
-    The target is a session today; another kind of target (a plan template) would be a second
-    nullable foreign key beside `session`, exactly one of them set."""
+    The target is exactly one of `session` (each occurrence posts into that session) and
+    `template` (each occurrence starts a new session of the owner from the template, its plan
+    drafted, and posts there); the database refuses a row with both or neither."""
 
     class Kind(models.TextChoices):
         CRON = "cron", "Cron expression"
@@ -1056,6 +1057,9 @@ class Schedule(models.Model):
     )
     session = models.ForeignKey(
         ChatSession, null=True, blank=True, on_delete=models.CASCADE, related_name="schedules"
+    )
+    template = models.ForeignKey(
+        PlanTemplate, null=True, blank=True, on_delete=models.CASCADE, related_name="schedules"
     )
     name = models.CharField(max_length=NAME_MAX, blank=True, default="")
     message = models.TextField()
@@ -1082,6 +1086,15 @@ class Schedule(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["next_due_at"], condition=Q(enabled=True), name="schedule_due")
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(session__isnull=False, template__isnull=True)
+                    | Q(session__isnull=True, template__isnull=False)
+                ),
+                name="schedule_one_target",
+            )
         ]
 
     def __str__(self) -> str:

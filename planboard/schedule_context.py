@@ -2,7 +2,8 @@
 # ruff: noqa: RUF001
 """The message an occurrence posts: the schedule's own text, then a short note of when it is
 due and what the previous occurrence produced (its run's end, the plan it worked on with that
-plan's outcome, its files and last answer), so the agent can say what changed since.
+plan's outcome, its files and last answer; for a template schedule also the session that
+occurrence started), so the agent can say what changed since.
 
 Everything quoted from the previous run is data written by a model or a person: it travels
 inside the person's message like any text they write, and the agent loop treats it as such
@@ -27,6 +28,7 @@ TEXTS = {
         "first": "This is the schedule's first run.",
         "previous": "The previous scheduled run (due {due}) ended: {status}.",
         "error": "Its error: {error}",
+        "session": 'It ran in its own session "{title}" (session {id}).',
         "plan": 'It worked on the plan "{name}" ({state}). Outcome: {outcome}',
         "no_outcome": "none recorded",
         "files": "Files it wrote: {files}",
@@ -40,6 +42,7 @@ TEXTS = {
         "first": "这是该定时任务的第一次运行。",
         "previous": "上一次定时运行（计划时间 {due}）的结果：{status}。",
         "error": "错误信息：{error}",
+        "session": "它在自己的会话“{title}”（会话 {id}）中运行。",
         "plan": "它处理的计划是“{name}”（{state}）。结果：{outcome}",
         "no_outcome": "未记录",
         "files": "它写入的文件：{files}",
@@ -91,6 +94,12 @@ def compose(
         )
         if previous.run_error:
             lines.append(t["error"].format(error=_clip(previous.run_error, 300)))
+        if previous.session_id is not None:
+            lines.append(
+                t["session"].format(
+                    title=_clip(previous.session_title, 120), id=previous.session_id
+                )
+            )
         if previous.plan_name:
             outcome = _clip(previous.plan_outcome, OUTCOME_MAX) or t["no_outcome"]
             lines.append(

@@ -1,6 +1,7 @@
 """Telling an owner that their schedule paused itself after failures in a row.
 
-The session page shows it at once (the schedule's `session.schedule` event); owners who asked
+The session page (a template schedule's: the template page) shows it at once (the schedule's
+`session.schedule` or `schedule.changed` event); owners who asked
 for email notifications (`NotificationSettings.email`) also get one, through the deadline-bound
 mail backend. A worker that dies between the pause's commit and this send loses the email, not
 the pause: the page still shows it."""
@@ -27,11 +28,14 @@ def send_paused_notice(schedule_id: int) -> bool:
     wants_email = NotificationSettings.objects.filter(user=owner, email=True).exists()
     if not (wants_email and owner.email):
         return False
-    link = f"{settings.PLANBOARD_PUBLIC_URL}/sessions/{schedule.session_id}/"
+    if schedule.template_id is not None:
+        link = f"{settings.PLANBOARD_PUBLIC_URL}/templates/{schedule.template_id}/"
+    else:
+        link = f"{settings.PLANBOARD_PUBLIC_URL}/sessions/{schedule.session_id}/"
     subject = _('Schedule "%(name)s" paused') % {"name": schedule.name[:80]}
     body = _(
         'Your schedule "%(name)s" paused itself after %(count)s failed runs in a row. '
-        "Look at what went wrong and resume it from the session page: %(link)s"
+        "Look at what went wrong and resume it from its page: %(link)s"
     ) % {"name": schedule.name, "count": schedule.failures_in_a_row, "link": link}
     stamp = int(schedule.updated_at.timestamp())
     try:

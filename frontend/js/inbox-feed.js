@@ -1,5 +1,6 @@
 // The inbox's live feed, on every signed-in page: the header's count, and the inbox page's
-// list. The socket only says "your inbox changed"; each change (and each reconnect, which
+// list (the same socket also carries the person's template schedules' changes, relayed as the
+// "pb-schedule" event). The socket only says "your inbox changed"; each change (and each reconnect, which
 // heals anything missed meanwhile) refetches GET /api/inbox/ and hands the answer to every
 // listener of the "pb-inbox" event.
 
@@ -51,6 +52,10 @@ export function startInboxFeed(link) {
   const socket = new LiveSocket("/ws/inbox/", {
     onMessage: (message) => {
       if (message.type === "hello" || message.type === "inbox.changed") refreshInbox();
+      // A template schedule of this person changed: the template page's dialog follows it.
+      else if (message.type === "schedule.changed") {
+        document.dispatchEvent(new CustomEvent("pb-schedule", { detail: message }));
+      }
     },
     onStatus: () => {},
   });

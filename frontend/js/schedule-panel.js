@@ -1,7 +1,10 @@
-// The session page's "Schedule" control: the owner schedules a message into this session
-// (cron, every N hours, every N days at a time, in their time zone), sees the next five due
-// times before saving, pauses and resumes, and reads what each occurrence did (fired,
-// skipped because a run was still going, missed, failed). Server text is only set as text.
+// The "Schedule" control of the session page and of a template's page: the owner schedules a
+// message into this session, or into a new session started from this template at each
+// occurrence (cron, every N hours, every N days at a time, in their time zone), sees the next
+// five due times before saving, pauses and resumes, and reads what each occurrence did (fired,
+// skipped because a run was still going, missed, failed). While open, the dialog follows the
+// schedules' live events ("pb-schedule", relayed by the page's socket). Server text is only
+// set as text.
 
 import { api, listOf } from "./api.js";
 import { dialogButtons } from "./dialog.js";
@@ -14,7 +17,9 @@ import { toast } from "./toast.js";
  *   paused_reason: string, max_failures: number, failures_in_a_row: number,
  *   next_due_at: string | null}} Schedule */
 /** @typedef {{id: number, due_at: string, status: string, run_id: number | null,
- *   detail: string}} Occurrence */
+ *   session_id: number | null, detail: string}} Occurrence */
+/** What the schedules are for: `{session: id}` or `{template: id}`.
+ * @typedef {{session?: number, template?: number}} Target */
 
 const PREVIEW_DELAY_MS = 400;
 
@@ -55,8 +60,15 @@ function field(name, label, input) {
   return h("label", { class: "field", dataset: { field: name } }, h("span", { class: "field-label", text: label }), input);
 }
 
-/** The form for a new schedule; `onSaved` after a save. @param {number} sessionId */
-function newScheduleForm(sessionId, onSaved) {
+/** @param {HTMLElement} preview @param {string} text */
+function showPreviewError(preview, text) {
+  replaceChildren(preview, h("li", { text }));
+  preview.classList.remove("schedule-preview-stale");
+  preview.classList.add("schedule-preview-error");
+}
+
+/** The form for a new schedule; `onSaved` after a save. @param {Target} target */
+function newScheduleForm(target, onSaved) {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
   const kind = h(
     "select",
@@ -98,14 +110,14 @@ function newScheduleForm(sessionId, onSaved) {
       try {
         const body = await api("POST", "/api/schedules/preview/", ruleOf(form));
         if (mine !== asked) return;
+        // A rule still being typed is answered with why it is not valid yet (200).
+        if (body.error) return showPreviewError(preview, body.error);
         const times = body.occurrences.map((iso) => h("li", { text: formatWhen(iso, { absolute: true }) }));
         replaceChildren(preview, ...times);
         preview.classList.remove("schedule-preview-error", "schedule-preview-stale");
       } catch (error) {
         if (mine !== asked) return;
-        replaceChildren(preview, h("li", { text: error instanceof Error ? error.message : String(error) }));
-        preview.classList.remove("schedule-preview-stale");
-        preview.classList.add("schedule-preview-error");
+        showPreviewError(preview, error instanceof Error ? error.message : String(error));
       }
     }, PREVIEW_DELAY_MS);
   };
@@ -117,7 +129,8 @@ function newScheduleForm(sessionId, onSaved) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await api("POST", "/api/schedules/", { session_id: sessionId, message: message.value, ...ruleOf(form) });
+      const goal = target.template ? { template_id: target.template } : { session_id: target.session };
+      await api("POST", "/api/schedules/", { ...goal, message: message.value, ...ruleOf(form) });
       message.value = "";
       onSaved();
     } catch (error) {
@@ -128,8 +141,9 @@ function newScheduleForm(sessionId, onSaved) {
   return form;
 }
 
-/** One occurrence as a line. @param {Occurrence} row */
-function occurrenceLine(row) {
+/** One occurrence as a line; `withSession`: link the session it started.
+ * @param {Occurrence} row @param {boolean} withSession */
+function occurrenceLine(row, withSession) {
   return h(
     "li",
     { class: "schedule-occurrence", dataset: { status: row.status } },
@@ -137,11 +151,15 @@ function occurrenceLine(row) {
     " ",
     h("time", { datetime: row.due_at, text: formatWhen(row.due_at, { absolute: true }) }),
     row.detail ? h("span", { class: "schedule-occurrence-detail", text: ` — ${row.detail}` }) : null,
+    withSession && row.session_id
+      ? h("a", { class: "schedule-occurrence-session", href: `/sessions/${row.session_id}/`, text: t("schedule_open_session") })
+      : null,
   );
 }
 
-/** A saved schedule with its actions and record. @param {Schedule} schedule */
-function scheduleCard(schedule, onChange) {
+/** A saved schedule with its actions and record. @param {Schedule} schedule
+ * @param {() => void} onChange @param {boolean} withSession */
+function scheduleCard(schedule, onChange, withSession) {
   const occurrences = h("ul", { class: "schedule-occurrences" });
   const act = (method, path) => async () => {
     try {
@@ -173,29 +191,43 @@ function scheduleCard(schedule, onChange) {
   );
   api("GET", `/api/schedules/${schedule.id}/occurrences/`)
     .then((rows) => {
-      const shown = listOf(rows).slice(0, 10).map(occurrenceLine);
+      const shown = listOf(rows)
+        .slice(0, 10)
+        .map((row) => occurrenceLine(row, withSession));
       replaceChildren(occurrences, ...(shown.length ? shown : [h("li", { class: "schedule-empty", text: t("schedule_no_occurrences") })]));
     })
     .catch(say);
   return card;
 }
 
-/** @param {number} sessionId */
-export function setUpSchedules(sessionId) {
+/** Whether a live event is about one of `target`'s schedules. @param {Target} target
+ * @param {Record<string, any>} message */
+function concerns(target, message) {
+  if (target.session) return message.type === "session.schedule" && message.session_id === target.session;
+  return message.type === "schedule.changed" && message.template_id === target.template;
+}
+
+/** @param {Target} target */
+export function setUpSchedules(target) {
   /** @type {HTMLButtonElement | null} */
   const button = document.querySelector("#schedules");
   if (!button) return;
+  // Shown once the script can run it (the template page renders it hidden).
+  button.hidden = false;
+  const forTemplate = Boolean(target.template);
   const count = button.querySelector(".schedules-count");
   const list = h("ul", { class: "schedule-list" });
+  const title = t(forTemplate ? "schedule_title_template" : "schedule_title");
   /** @type {HTMLDialogElement} */
-  const dialog = h("dialog", { class: "dialog schedule-dialog", "aria-label": t("schedule_title") });
+  const dialog = h("dialog", { class: "dialog schedule-dialog", "aria-label": title });
+  const query = forTemplate ? `template=${target.template}` : `session=${target.session}`;
   const load = async () => {
     try {
       /** @type {Schedule[]} */
-      const schedules = listOf(await api("GET", `/api/schedules/?session=${sessionId}`));
+      const schedules = listOf(await api("GET", `/api/schedules/?${query}`));
       const running = schedules.filter((s) => s.enabled).length;
       count.textContent = schedules.length ? t("schedule_count", { running, total: schedules.length }) : t("schedule_none");
-      replaceChildren(list, ...schedules.map((s) => scheduleCard(s, load)));
+      replaceChildren(list, ...schedules.map((s) => scheduleCard(s, load, forTemplate)));
     } catch (error) {
       say(error);
     }
@@ -206,11 +238,11 @@ export function setUpSchedules(sessionId) {
     h(
       "form",
       { method: "dialog", class: "dialog-form" },
-      h("h2", { class: "dialog-title", text: t("schedule_title") }),
-      h("p", { class: "dialog-message", text: t("schedule_help") }),
+      h("h2", { class: "dialog-title", text: title }),
+      h("p", { class: "dialog-message", text: t(forTemplate ? "schedule_help_template" : "schedule_help") }),
       list,
     ),
-    newScheduleForm(sessionId, load),
+    newScheduleForm(target, load),
     h("form", { method: "dialog", class: "dialog-form" }, close),
   );
   // In the page only while open, like the other dialogs: pages and tests look for "the" dialog.
@@ -220,6 +252,12 @@ export function setUpSchedules(sessionId) {
     document.body.append(dialog);
     dialog.showModal();
   });
+  // A schedule made, changed, fired or settled elsewhere (another tab, the sweep) shows at once
+  // while the dialog is open; the button's count follows on the next open otherwise.
+  document.addEventListener("pb-schedule", (event) => {
+    const message = /** @type {CustomEvent} */ (event).detail;
+    if (dialog.open && message && concerns(target, message)) load();
+  });
   load();
 }
 
@@ -227,7 +265,9 @@ const pageData = document.getElementById("pb-page");
 if (pageData) {
   loadStrings();
   const page = JSON.parse(pageData.textContent || "{}");
-  // Only the owner schedules: each occurrence posts in their name.
+  // Only the owner schedules into a session: each occurrence posts in their name.
   const owner = page.session?.owner_id ?? page.session?.owner?.id;
-  if (page.session && page.me && owner === page.me.id) setUpSchedules(page.session.id);
+  if (page.session && page.me && owner === page.me.id) setUpSchedules({ session: page.session.id });
+  // Whoever may start sessions from a template schedules it (the sessions are theirs).
+  else if (page.template && page.me) setUpSchedules({ template: page.template.id });
 }

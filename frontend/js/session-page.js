@@ -179,6 +179,10 @@ class SessionPage {
       case "session.run":
         this.setRun(message.run);
         break;
+      case "session.schedule":
+        // The schedule dialog (schedule-panel.js) follows it while open.
+        document.dispatchEvent(new CustomEvent("pb-schedule", { detail: message }));
+        break;
       case "session.updated":
         this.session = { ...this.session, ...message.session };
         this.chat.setPlanMode(this.session.plan_mode);

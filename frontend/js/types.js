@@ -147,6 +147,10 @@
  *   | {type: "error", code: string, error: string}
  *   | {type: "hello"}
  *   | {type: "inbox.changed", session_id: number}
+ *   | {type: "session.schedule", session_id: number, schedule_id: number,
+ *      schedule: Record<string, any> | null}
+ *   | {type: "schedule.changed", schedule_id: number, template_id: number,
+ *      schedule: Record<string, any> | null}
  *   | {type: "pong"}
  *   | {type: "presence", session_id: number, people: Person[], heartbeat_seconds: number}
  *   | {type: "presence.update", session_id: number, person: Person}

@@ -1,6 +1,8 @@
 """Schedules and their occurrences: seen, paused, resumed and removed through the services.
-They are made from the session page or the API by the session's owner (each occurrence posts
-in their name), so the admin adds none and edits no field directly. Beat's own periodic
+They are made from the session page, the template page or the API by their owner (each
+occurrence posts in their name), so the admin adds none and edits no field directly; its
+target (a session, or a plan template each occurrence starts a new session from) is shown
+with a link to it. Beat's own periodic
 tasks (the sweeps) are django-celery-beat's admin pages."""
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from planboard import services
 from planboard.admin.base import ReadOnlyInline
@@ -27,12 +31,15 @@ class OccurrenceInline(ReadOnlyInline):
 
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "owner", "session", "kind", "timezone", "enabled", "next_due_at")
-    list_filter = ("enabled", "paused_reason", "kind")
-    search_fields = ("name", "message", "owner__username")
+    list_display = ("__str__", "owner", "target", "kind", "timezone", "enabled", "next_due_at")
+    list_filter = ("enabled", "paused_reason", "kind", ("template", admin.EmptyFieldListFilter))
+    list_select_related = ("owner", "session", "template")
+    search_fields = ("name", "message", "owner__username", "template__name")
     readonly_fields = (
         "owner",
+        "target",
         "session",
+        "template",
         "name",
         "message",
         "kind",
@@ -54,6 +61,15 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description="Target")
+    def target(self, obj: Schedule) -> str:
+        if obj.template_id is not None:
+            url = reverse("admin:planboard_plantemplate_change", args=[obj.template_id])
+            name = obj.template.name if obj.template else obj.template_id
+            return format_html('Template <a href="{}">{}</a> (a new session each time)', url, name)
+        url = reverse("admin:planboard_chatsession_change", args=[obj.session_id])
+        return format_html('Session <a href="{}">{}</a>', url, obj.session)
 
     def _each(self, request: HttpRequest, queryset: QuerySet[Schedule], change: Any) -> None:
         done = 0

@@ -24,7 +24,14 @@ class ScheduleOwnerSerializer(serializers.Serializer):
 class ScheduleSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     owner = ScheduleOwnerSerializer()
-    session_id = serializers.IntegerField(allow_null=True)
+    session_id = serializers.IntegerField(
+        allow_null=True, help_text="The session it posts into; null for a template schedule."
+    )
+    template_id = serializers.IntegerField(
+        allow_null=True,
+        help_text="The plan template each occurrence starts a new session from; null for a "
+        "session schedule.",
+    )
     name = serializers.CharField()
     message = serializers.CharField()
     kind = serializers.ChoiceField(choices=Schedule.Kind.choices)
@@ -47,6 +54,9 @@ class OccurrenceSerializer(serializers.Serializer):
     due_at = serializers.DateTimeField()
     status = serializers.ChoiceField(choices=ScheduleOccurrence.Status.choices)
     run_id = serializers.IntegerField(allow_null=True)
+    session_id = serializers.IntegerField(
+        allow_null=True, help_text="The session its run worked in (none when no run started)."
+    )
     message_id = serializers.IntegerField(allow_null=True)
     detail = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -63,14 +73,37 @@ class RuleInputSerializer(InputSerializer):
 
 
 class PreviewSerializer(serializers.Serializer):
-    occurrences = serializers.ListField(child=serializers.DateTimeField())
+    occurrences = serializers.ListField(
+        child=serializers.DateTimeField(), help_text="Empty when the rule is not valid."
+    )
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="Why the rule is not valid (a half-typed cron expression, an unknown time "
+        "zone), or null. The preview answers 200 either way; saving such a rule is a 400.",
+    )
+    code = serializers.CharField(allow_null=True, help_text="The error's code, or null.")
 
 
 class ScheduleCreateSerializer(RuleInputSerializer):
-    session_id = StrictIntegerField(min_value=1)
+    session_id = StrictIntegerField(
+        min_value=1, required=False, help_text="Post into this session of yours; or template_id."
+    )
+    template_id = StrictIntegerField(
+        min_value=1,
+        required=False,
+        help_text="Start a new session from this plan template at each occurrence; or session_id.",
+    )
     message = StrictCharField(max_length=MESSAGE_MAX // 2, trim_whitespace=False)
     name = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
     max_failures = StrictIntegerField(min_value=1, max_value=FAILURES_MAX, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("session_id" in attrs) == ("template_id" in attrs):
+            raise serializers.ValidationError(
+                "Give exactly one target: session_id (post into that session) or template_id "
+                "(start a new session from that template at each occurrence)."
+            )
+        return attrs
 
 
 class ScheduleUpdateSerializer(InputSerializer):

@@ -109,6 +109,7 @@ from planboard.selectors.schedules import (
     serialize_occurrence,
     serialize_schedule,
     session_schedules,
+    template_schedules,
 )
 from planboard.selectors.sessions import (
     SessionWithPlan,
@@ -250,6 +251,7 @@ __all__ = [
     "subtask_in_history",
     "team_choices",
     "template_permissions",
+    "template_schedules",
     "template_share_teams",
     "template_snapshot",
     "template_visible",

@@ -13,7 +13,9 @@ from django.db.models import Q, QuerySet
 from planboard import schedules as rules
 from planboard.models import (
     AgentRun,
+    ChatSession,
     Message,
+    Plan,
     PlanEvent,
     Schedule,
     ScheduleOccurrence,
@@ -63,6 +65,8 @@ def serialize_occurrence(occurrence: ScheduleOccurrence) -> dict[str, Any]:
         "due_at": _iso(occurrence.due_at),
         "status": occurrence.status,
         "run_id": occurrence.run_id,
+        # The session it ran in (a template schedule's occurrences each have their own).
+        "session_id": occurrence.run.session_id if occurrence.run else None,
         "message_id": occurrence.message_id,
         "detail": occurrence.detail,
         "created_at": _iso(occurrence.created_at),
@@ -75,6 +79,7 @@ def serialize_schedule(schedule: Schedule) -> dict[str, Any]:
         "id": schedule.pk,
         "owner": {"id": schedule.owner_id, "username": schedule.owner.username},
         "session_id": schedule.session_id,
+        "template_id": schedule.template_id,
         "name": schedule.name,
         "message": schedule.message,
         "kind": schedule.kind,
@@ -96,11 +101,18 @@ def serialize_schedule(schedule: Schedule) -> dict[str, Any]:
 def schedule_occurrences(
     *, schedule_id: int, limit: int = OCCURRENCES_SHOWN
 ) -> list[ScheduleOccurrence]:
-    return list(ScheduleOccurrence.objects.filter(schedule_id=schedule_id)[:limit])
+    return list(
+        ScheduleOccurrence.objects.filter(schedule_id=schedule_id).select_related("run")[:limit]
+    )
 
 
 def session_schedules(*, session_id: int) -> list[Schedule]:
     return list(Schedule.objects.filter(session_id=session_id).select_related("owner"))
+
+
+def template_schedules(*, user: Person, template_id: int) -> QuerySet[Schedule]:
+    """The schedules of a template that `user` sees (theirs; staff's view permission: all)."""
+    return schedules_visible_to(user).filter(template_id=template_id).select_related("owner")
 
 
 def due_schedule_ids(*, now: datetime) -> list[int]:
@@ -137,6 +149,20 @@ def session_run_unfinished(*, session_id: int) -> AgentRun | None:
     return latest
 
 
+def previous_run_unfinished(*, schedule_id: int) -> AgentRun | None:
+    """The run of the schedule's latest occurrence that started one, if it has not ended (a
+    template schedule's overlap rule: each occurrence has a session of its own)."""
+    occurrence = (
+        ScheduleOccurrence.objects.filter(schedule_id=schedule_id, run__isnull=False)
+        .select_related("run")
+        .order_by("-due_at")
+        .first()
+    )
+    if occurrence is None or occurrence.run is None:
+        return None
+    return None if occurrence.run.status in ENDED_RUN_STATUSES else occurrence.run
+
+
 @dataclass(frozen=True)
 class PreviousOutcome:
     """What the previous occurrence that started a run produced."""
@@ -144,6 +170,9 @@ class PreviousOutcome:
     due_at: datetime
     run_status: str
     run_error: str
+    # Set for a template schedule, whose occurrences each ran in a session of their own.
+    session_id: int | None = None
+    session_title: str = ""
     plan_name: str = ""
     plan_state: str = ""
     plan_outcome: str = ""
@@ -155,7 +184,7 @@ class PreviousOutcome:
 def previous_outcome(*, schedule_id: int) -> PreviousOutcome | None:
     occurrence = (
         ScheduleOccurrence.objects.filter(schedule_id=schedule_id, run__isnull=False)
-        .select_related("run")
+        .select_related("run__session", "schedule")
         .order_by("-due_at")
         .first()
     )
@@ -163,6 +192,12 @@ def previous_outcome(*, schedule_id: int) -> PreviousOutcome | None:
         return None
     run = occurrence.run
     event = PlanEvent.objects.filter(actor_run=run).select_related("plan").order_by("-id").first()
+    # A template occurrence's run that never touched the plan still had one: the plan its
+    # session started with, from the template.
+    from_template = occurrence.schedule.template_id is not None
+    plan = event.plan if event else None
+    if plan is None and from_template:
+        plan = _session_plan(run.session_id)
     answer = (
         Message.objects.filter(run=run, role=Message.Role.ASSISTANT)
         .exclude(content="")
@@ -176,12 +211,22 @@ def previous_outcome(*, schedule_id: int) -> PreviousOutcome | None:
         due_at=occurrence.due_at,
         run_status=run.status,
         run_error=run.error,
-        plan_name=event.plan.name if event else "",
-        plan_state=event.plan.state if event else "",
-        plan_outcome=event.plan.outcome if event else "",
+        session_id=run.session_id if from_template else None,
+        session_title=run.session.title if from_template else "",
+        plan_name=plan.name if plan else "",
+        plan_state=plan.state if plan else "",
+        plan_outcome=plan.outcome if plan else "",
         answer=answer or "",
         files=listed[:CONTEXT_FILES_MAX],
         more_files=max(0, files.count() - CONTEXT_FILES_MAX)
         if len(listed) > CONTEXT_FILES_MAX
         else 0,
     )
+
+
+def _session_plan(session_id: int) -> Plan | None:
+    """The session's current plan, else its latest one."""
+    session = ChatSession.objects.filter(pk=session_id).select_related("current_plan").first()
+    if session is not None and session.current_plan is not None:
+        return session.current_plan
+    return Plan.objects.filter(session_id=session_id).order_by("-id").first()

@@ -12,6 +12,13 @@ and only if it is at most `PLANBOARD_SCHEDULE_CATCH_UP_HOURS` old; the others ar
 `missed` (the newest `MISSED_RECORDED` of them), so nothing is lost silently and nothing
 floods the session with stale runs.
 
+A template schedule's occurrence starts a new session of the owner from the template (its plan
+drafted, as "Start a session" makes it: a session that wants a go-ahead still asks) and posts
+the message there; the session and the post are one savepoint, so a refused post leaves no
+empty session behind. Its overlap rule looks at the previous occurrence's run, and the owner
+must still be able to use the template (checked again at every occurrence: a template no
+longer shared with them fails the occurrence, which counts towards `max_failures`).
+
 `schedules_settle` reads how the runs of fired occurrences ended: a failed run counts towards
 the schedule's `max_failures` in a row (a refused post counts at once; a success resets the
 count; a cancelled run or a skipped occurrence counts neither way). At the limit the schedule
@@ -29,18 +36,28 @@ from django.utils import timezone as dj_timezone
 
 from planboard import schedules as rules
 from planboard.exceptions import PlanError
-from planboard.models import MESSAGE_MAX, AgentRun, Schedule, ScheduleOccurrence
+from planboard.models import (
+    MESSAGE_MAX,
+    NAME_MAX,
+    AgentRun,
+    Message,
+    Schedule,
+    ScheduleOccurrence,
+)
 from planboard.schedule_context import compose, language_for
+from planboard.selectors.access import owner_is_active
 from planboard.selectors.schedules import (
     due_schedule_ids,
     previous_outcome,
+    previous_run_unfinished,
     schedule_rule,
     schedules_to_settle,
     session_run_unfinished,
 )
 from planboard.services._core import _lock_session
 from planboard.services.runs import message_post
-from planboard.services.schedules import _publish
+from planboard.services.schedules import _publish, template_usable
+from planboard.services.templates import session_start_from_template
 
 MISSED_RECORDED = 20
 
@@ -71,7 +88,7 @@ def _lock(schedule_id: int) -> Schedule | None:
         _lock_session(found)
     return (
         Schedule.objects.select_for_update(of=("self",))
-        .select_related("owner", "session")
+        .select_related("owner", "session", "template")
         .filter(pk=schedule_id)
         .first()
     )
@@ -98,35 +115,80 @@ def _record_missed(schedule: Schedule, missed: list[datetime], report: SweepRepo
         report.missed += 1
 
 
+def _fail(
+    occurrence: ScheduleOccurrence, detail: str, schedule: Schedule, report: SweepReport
+) -> None:
+    occurrence.status = ScheduleOccurrence.Status.FAILED
+    occurrence.detail = detail
+    occurrence.settled_at = dj_timezone.now()
+    report.failed += 1
+    _count_failure(schedule, report)
+
+
+def _busy(schedule: Schedule) -> AgentRun | None:
+    """The run an occurrence now would overlap: the session's unfinished latest run, or for a
+    template schedule the previous occurrence's run if it has not ended."""
+    if schedule.session_id is not None:
+        return session_run_unfinished(session_id=schedule.session_id)
+    return previous_run_unfinished(schedule_id=schedule.pk)
+
+
+def _text(schedule: Schedule, occurrence: ScheduleOccurrence, language: str) -> str:
+    return compose(
+        message=schedule.message,
+        name=schedule.name,
+        due_at=occurrence.due_at,
+        tz=rules.zone(schedule.timezone),
+        previous=previous_outcome(schedule_id=schedule.pk),
+        language=language_for(language, schedule.message),
+        limit=MESSAGE_MAX,
+    )
+
+
+def _start_and_post(schedule: Schedule, occurrence: ScheduleOccurrence) -> tuple[Message, AgentRun]:
+    """A new session from the template, titled with the occurrence's local due time, and the
+    message posted into it. `PlanError` when the owner may no longer use the template."""
+    assert schedule.template_id is not None
+    if not owner_is_active(schedule.owner_id):
+        raise PlanError("The owner's account is deactivated.", code="owner_inactive")
+    if not template_usable(owner_id=schedule.owner_id, template_id=schedule.template_id):
+        raise PlanError(
+            "The template is no longer available to the schedule's owner (deleted, or no "
+            "longer shared with them), so no session was started.",
+            code="template_unavailable",
+        )
+    due = f" · {occurrence.due_at.astimezone(rules.zone(schedule.timezone)):%Y-%m-%d %H:%M}"
+    template_name = schedule.template.name if schedule.template else schedule.name
+    started = session_start_from_template(
+        template_id=schedule.template_id,
+        user=schedule.owner,
+        # A name of the longest kind is cut so that the due time still fits the title.
+        title=template_name[: NAME_MAX - len(due)].rstrip() + due,
+    )
+    text = _text(schedule, occurrence, started.session.language)
+    return message_post(session_id=started.session.pk, author=schedule.owner, content=text)
+
+
 def _post(schedule: Schedule, occurrence: ScheduleOccurrence, report: SweepReport) -> None:
-    session = schedule.session
-    assert session is not None
-    busy = session_run_unfinished(session_id=session.pk)
+    busy = _busy(schedule)
     if busy is not None:
         occurrence.status = ScheduleOccurrence.Status.SKIPPED
         occurrence.detail = f"Run {busy.pk} was still {busy.get_status_display().lower()}."
         occurrence.settled_at = dj_timezone.now()
         report.skipped += 1
         return
-    tz = rules.zone(schedule.timezone)
-    text = compose(
-        message=schedule.message,
-        name=schedule.name,
-        due_at=occurrence.due_at,
-        tz=tz,
-        previous=previous_outcome(schedule_id=schedule.pk),
-        language=language_for(session.language, schedule.message),
-        limit=MESSAGE_MAX,
-    )
     try:
+        # A savepoint: a refused post undoes the session a template occurrence started.
         with transaction.atomic():
-            message, run = message_post(session_id=session.pk, author=schedule.owner, content=text)
+            if schedule.session is not None:
+                text = _text(schedule, occurrence, schedule.session.language)
+                message, run = message_post(
+                    session_id=schedule.session.pk, author=schedule.owner, content=text
+                )
+            else:
+                message, run = _start_and_post(schedule, occurrence)
     except PlanError as exc:
-        occurrence.status = ScheduleOccurrence.Status.FAILED
-        occurrence.detail = exc.message
-        occurrence.settled_at = dj_timezone.now()
-        report.failed += 1
-        _count_failure(schedule, report)
+        _fail(occurrence, exc.message, schedule, report)
         return
     occurrence.status = ScheduleOccurrence.Status.FIRED
     occurrence.run = run
@@ -148,7 +210,7 @@ def _fire_one(schedule_id: int, now: datetime, report: SweepReport) -> None:
         due = rules.due_between(rule, schedule.next_due_at, now, limit=MISSED_RECORDED + 1)
         newest = due[-1]
         window = timedelta(hours=settings.PLANBOARD_SCHEDULE_CATCH_UP_HOURS)
-        fires = now - newest <= window and schedule.session is not None
+        fires = now - newest <= window
         missed = due[:-1] if fires else due
         taken = set(
             ScheduleOccurrence.objects.filter(schedule=schedule, due_at__in=due).values_list(

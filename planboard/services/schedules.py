@@ -1,11 +1,13 @@
 """Schedules: made, changed, paused, resumed and removed by people (docs/SCHEDULES.md).
 
-Only a session's owner schedules messages into it (each occurrence posts as them, so nobody
-else's name is used implicitly); staff with `change_schedule` / `delete_schedule` may change,
-pause, resume or remove anyone's, as in the admin. Firing is `schedule_firing`.
+A schedule targets a session or a plan template. Only a session's owner schedules messages
+into it (each occurrence posts as them, so nobody else's name is used implicitly); a template
+is scheduled by someone who may start sessions from it, the sessions being theirs. Staff with
+`change_schedule` / `delete_schedule` may change, pause, resume or remove anyone's, as in the
+admin. Firing is `schedule_firing`.
 
-Lock order: the target session, then the schedule row (then, when an occurrence posts, the
-owner's row and the run, as `message_post` takes them).
+Lock order: the target session (a template schedule has none to lock), then the schedule row
+(then, when an occurrence posts, the owner's row and the run, as `message_post` takes them).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from django.utils import timezone as dj_timezone
 
 from planboard import schedules as rules
 from planboard import selectors
+from planboard.broadcast import inbox_group, publish
 from planboard.exceptions import Forbidden, PlanError
 from planboard.models import MESSAGE_MAX, NAME_MAX, Schedule
 from planboard.selectors.schedules import (
@@ -81,7 +84,17 @@ def _apply_rule(schedule: Schedule, rule: rules.Rule) -> None:
 
 
 def _publish(schedule: Schedule, *, deleted: bool = False) -> None:
+    """Session schedules tell the session's page; template schedules, having no page that
+    follows them, tell their owner's pages (the template page's dialog listens)."""
     if schedule.session_id is None:
+        event = {
+            "type": "schedule.changed",
+            "schedule_id": schedule.pk,
+            "template_id": schedule.template_id,
+            "schedule": None if deleted else serialize_schedule(schedule),
+        }
+        owner_id = schedule.owner_id
+        transaction.on_commit(lambda: publish([inbox_group(owner_id)], event))
         return
     _publish_session(
         schedule.session_id,
@@ -94,10 +107,40 @@ def _publish(schedule: Schedule, *, deleted: bool = False) -> None:
     )
 
 
+def template_usable(*, owner_id: int, template_id: int) -> bool:
+    """Whether the schedule's owner may still start sessions from the template (its owner,
+    a member of the team it is shared with, staff with `view_plantemplate`)."""
+    owner = User.objects.filter(pk=owner_id).first()
+    return owner is not None and selectors.template_visible(owner, template_id) is not None
+
+
+def _target(
+    user: User, session_id: int | None, template_id: int | None
+) -> tuple[int | None, int | None]:
+    """Lock the target session, or check that `user` may use the template; exactly one."""
+    if (session_id is None) == (template_id is None):
+        raise PlanError(
+            "A schedule targets exactly one of a session (session_id) or a plan template "
+            "(template_id).",
+            code="invalid_target",
+        )
+    if template_id is not None:
+        if selectors.template_visible(user, template_id) is None:
+            raise PlanError(f"Template {template_id} was not found.", code="not_found")
+        return None, template_id
+    assert session_id is not None
+    session = _lock_session(session_id)
+    if session.owner_id != user.pk:
+        raise Forbidden(
+            "Only the session's owner can schedule messages into it: they are posted in "
+            "the owner's name."
+        )
+    return session.pk, None
+
+
 def schedule_create(
     *,
     user: User,
-    session_id: int,
     message: str,
     kind: str,
     timezone: str,
@@ -107,9 +150,12 @@ def schedule_create(
     at_time: time | None = None,
     starts_on: date | None = None,
     max_failures: int | None = None,
+    session_id: int | None = None,
+    template_id: int | None = None,
     now: datetime | None = None,
 ) -> Schedule:
-    """A new schedule posting `message` into the session, first due at its next time."""
+    """A new schedule posting `message` into the session, or into a new session started from
+    the template at each occurrence; first due at its next time."""
     moment = _now(now)
     text = _clean_text(message, field="message", required=True, limit=MESSAGE_MAX // 2)
     clean_name = _clean_text(name, field="name", limit=NAME_MAX)
@@ -126,17 +172,13 @@ def schedule_create(
         now=moment,
     )
     with transaction.atomic():
-        session = _lock_session(session_id)
-        if session.owner_id != user.pk:
-            raise Forbidden(
-                "Only the session's owner can schedule messages into it: they are posted in "
-                "the owner's name."
-            )
+        target_session, target_template = _target(user, session_id, template_id)
         if not user.is_active:
             raise PlanError("An inactive account cannot schedule runs.", code="owner_inactive")
         schedule = Schedule(
             owner=user,
-            session=session,
+            session_id=target_session,
+            template_id=target_template,
             name=clean_name or text.splitlines()[0][:80],
             message=text,
             max_failures=failures,
@@ -218,8 +260,16 @@ def schedule_resume(*, user: User, schedule_id: int, now: datetime | None = None
     moment = _now(now)
     with transaction.atomic():
         schedule = _lock_schedule(user, schedule_id)
-        if schedule.session_id is not None and not selectors.owner_is_active(schedule.owner_id):
+        if not selectors.owner_is_active(schedule.owner_id):
             raise PlanError("The owner's account is inactive.", code="owner_inactive")
+        if schedule.template_id is not None and not template_usable(
+            owner_id=schedule.owner_id, template_id=schedule.template_id
+        ):
+            raise PlanError(
+                "The schedule's owner can no longer use its template (it is no longer "
+                "shared with them).",
+                code="template_unavailable",
+            )
         if not schedule.enabled:
             schedule.enabled = True
             schedule.paused_reason = Schedule.Paused.NO

@@ -18,6 +18,7 @@ from planboard import selectors, services
 from planboard.exceptions import Forbidden, PlanError
 from planboard.models import AgentProfile, PlanTemplate
 from planboard.users import signed_in
+from planboard.web.strings import js_strings
 from planboard.web.template_forms import (
     SubtaskFormSet,
     TemplateForm,
@@ -166,6 +167,9 @@ def template_edit(request: HttpRequest, template_id: int) -> HttpResponse:
             "subtasks": subtasks,
             "saved": request.GET.get("saved") == "1" and data is None,
             "nav": "templates",
+            # For the "Schedule" dialog (frontend/js/schedule-panel.js).
+            "page": {"me": {"id": me.pk}, "template": {"id": template.pk}},
+            "strings": js_strings(),
             **allowed,
         },
         status=status,

@@ -220,6 +220,14 @@ STRINGS: dict[str, str | Promise] = {
         "runs as usual, told what the previous scheduled run produced. A time that finds a run "
         "still going is skipped."
     ),
+    "schedule_title_template": _("Scheduled sessions"),
+    "schedule_help_template": _(
+        "Each time a schedule comes due, a new session of yours starts from this template, its "
+        "plan drafted (a session that wants your go-ahead still asks for it), and the message is "
+        "posted there; the agent is told what the previous scheduled run produced. A time that "
+        "finds the previous run still going is skipped."
+    ),
+    "schedule_open_session": _("Open its session"),
     "schedule_none": _("none"),
     "schedule_count": _("{running} of {total} on"),
     "schedule_new": _("New schedule"),

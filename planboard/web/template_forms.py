@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from planboard.exceptions import PlanError
 from planboard.models import NAME_MAX, SUBTASKS_HARD_LIMIT, TEXT_MAX
+from planboard.services._blockers import find_cycle
 from planboard.shapes import TemplateSubtask
 
 
@@ -143,4 +144,30 @@ def subtasks_of(formset: Any) -> list[TemplateSubtask]:
                 "blocked_by": waits,
             }
         )
+    _check_waits(found, numbers)
     return found
+
+
+def _check_waits(found: list[TemplateSubtask], numbers: list[int | None]) -> None:
+    """Refuse a row waiting for itself or a circle in the page's own terms: rows named with
+    the position numbers people see (from 1), not the service's 0-based positions."""
+
+    def row(index: int) -> str:
+        number = numbers[index] if numbers[index] is not None else index + 1
+        return f"“{found[index]['name']}” (#{number})"
+
+    for index, subtask in enumerate(found):
+        if index in subtask["blocked_by"]:
+            raise PlanError(gettext("%(row)s cannot wait for itself.") % {"row": row(index)})
+    graph = {index: subtask["blocked_by"] for index, subtask in enumerate(found)}
+    for start in graph:
+        circle = find_cycle(graph, start)
+        if circle:
+            path = " → ".join(row(index) for index in circle)
+            raise PlanError(
+                gettext(
+                    "These subtasks would make a circle (%(path)s waits for the first again), "
+                    "so none of them could ever start. Remove one of the numbers."
+                )
+                % {"path": path}
+            )

@@ -1,5 +1,6 @@
 """Seed data for the plan templates' browser test: Tara's session with a plan whose cards name
-agent profiles, one of her finished plans, and Tomo, who shares a team with her only."""
+agent profiles, one of her finished plans, a template of hers to schedule, and Tomo, who
+shares a team with her only."""
 
 from __future__ import annotations
 
@@ -44,4 +45,15 @@ def seed_templates(tara: Any, tomo: Any) -> dict[str, int]:
         subtasks=[{"name": "Find a venue"}, {"name": "Order pizza"}],
     )
     services.plan_finish(plan_id=old.pk, actor=me, state="done", outcome="Went well")
-    return {"session": session.pk, "finished_plan": old.pk}
+    weekly = services.template_create(
+        user=tara,
+        name="Weekly fare check",
+        description="Compare the fares to Kyoto for the autumn trip and note what changed.",
+        expected_outcome="The cheapest fare with its airline and conditions.",
+        subtasks=[
+            {"name": "Collect the fares of three airlines"},
+            {"name": "Compare with last week's", "blocked_by": [0]},
+            {"name": "Write the summary", "blocked_by": [1]},
+        ],
+    )
+    return {"session": session.pk, "finished_plan": old.pk, "weekly": weekly.pk}

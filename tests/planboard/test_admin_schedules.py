@@ -42,3 +42,30 @@ def test_staff_pause_and_resume_through_the_services(
     client.force_login(superuser)
     tasks = client.get("/admin/django_celery_beat/periodictask/")
     assert tasks.status_code == 200
+
+
+def test_the_target_is_shown_with_a_link(
+    user: Any, chat_session: ChatSession, staff_admin: Any
+) -> None:
+    template = services.template_create(user=user, name="Fare watch <b>", subtasks=[])
+    by_template = services.schedule_create(
+        user=user, template_id=template.pk, message="Fares", kind="days", every=1, timezone="UTC"
+    )
+    services.schedule_create(
+        user=user,
+        session_id=chat_session.pk,
+        message="Digest",
+        kind="days",
+        every=1,
+        timezone="UTC",
+    )
+    client = Client()
+    client.force_login(staff_admin)
+    changelist = client.get("/admin/planboard/schedule/").content.decode()
+    assert f'href="/admin/planboard/plantemplate/{template.pk}/change/"' in changelist
+    assert "Fare watch &lt;b&gt;" in changelist and "Fare watch <b>" not in changelist
+    assert f'href="/admin/planboard/chatsession/{chat_session.pk}/change/"' in changelist
+    page = client.get(f"/admin/planboard/schedule/{by_template.pk}/change/").content.decode()
+    assert "a new session each time" in page
+    only_templates = client.get("/admin/planboard/schedule/?template__isempty=0").content.decode()
+    assert "Fares" in only_templates and "Digest" not in only_templates

@@ -36,12 +36,30 @@ def test_preview_shows_the_next_five_without_saving(api: APIClient, db: Any) -> 
     assert len(due) == 5 and due == sorted(due)
     assert all(d.astimezone(UTC).strftime("%H:%M") == "22:30" for d in due)
     assert not Schedule.objects.exists()
-    bad = api.post(
-        "/api/schedules/preview/",
-        {"kind": "cron", "cron": "nope", "timezone": "UTC"},
-        format="json",
-    )
-    assert bad.status_code == 400 and "five fields" in bad.json()["error"]
+    assert answer.json()["error"] is None
+
+
+def test_preview_answers_a_rule_being_typed_with_its_error(
+    api: APIClient, chat_session: ChatSession
+) -> None:
+    # Each keystroke asks: a half-typed rule is an answer (200), not a failed request.
+    cases = [
+        ({"kind": "cron", "cron": "0 9 * *", "timezone": "UTC"}, "five fields"),
+        ({"kind": "cron", "cron": "0 25 * * *", "timezone": "UTC"}, "0 25 * * *"),
+        ({"kind": "days", "every": 1, "timezone": "Nowhere/Town"}, "Unknown time zone"),
+        ({"kind": "hours", "every": 0, "timezone": "UTC"}, "greater than or equal to 1"),
+        ({"kind": "weekly", "timezone": "UTC"}, "not a valid choice"),
+    ]
+    for body, fragment in cases:
+        answer = api.post("/api/schedules/preview/", body, format="json")
+        assert answer.status_code == 200, (body, answer.json())
+        assert answer.json()["occurrences"] == []
+        assert fragment in answer.json()["error"], (body, answer.json())
+        assert answer.json()["code"]
+    # Saving the same half-typed rule is still refused.
+    saved = create(api, chat_session, cron="0 9 * *")
+    assert saved.status_code == 400 and "five fields" in saved.json()["error"]
+    assert not Schedule.objects.exists()
 
 
 def test_create_list_change_pause_resume_and_delete(
@@ -143,3 +161,26 @@ def test_session_page_events_follow_the_schedule(
     kinds = [e for _, e in events.items if e.get("type") == "session.schedule"]
     assert kinds and all(e["schedule_id"] == made["id"] for e in kinds)
     assert kinds[-1]["schedule"]["next_due_at"] > "2030-01-07T08:30"
+
+
+def test_a_template_is_scheduled_by_id_and_exactly_one_target_is_given(
+    api: APIClient, chat_session: ChatSession, user: Any, other_user: Any
+) -> None:
+    template = services.template_create(user=user, name="Fare watch", subtasks=[{"name": "A"}])
+    made = api.post("/api/schedules/", {"template_id": template.pk, **BODY}, format="json")
+    assert made.status_code == 201, made.json()
+    assert (made.json()["template_id"], made.json()["session_id"]) == (template.pk, None)
+    both = {"template_id": template.pk, "session_id": chat_session.pk, **BODY}
+    for body in (both, BODY, {"template_id": "1", **BODY}, {"template_id": 0, **BODY}):
+        refused = api.post("/api/schedules/", body, format="json")
+        assert refused.status_code == 400, (body, refused.json())
+        assert refused.json()["error"]
+    assert "exactly one target" in api.post("/api/schedules/", both, format="json").json()["error"]
+    # A template the person cannot see is not found; nothing is stored.
+    mallory = api_client_for(other_user)
+    hidden = mallory.post("/api/schedules/", {"template_id": template.pk, **BODY}, format="json")
+    assert hidden.status_code == 404
+    assert api.get(f"/api/schedules/?template={template.pk}").json()[0]["id"] == made.json()["id"]
+    assert api.get(f"/api/schedules/?session={chat_session.pk}").json() == []
+    assert api.get("/api/schedules/?template=x").status_code == 400
+    assert Schedule.objects.count() == 1

@@ -186,3 +186,22 @@ def test_the_page_refuses_bad_waits_for_and_keeps_the_template(
     assert page.status_code == 400 and fragment in page.content.decode()
     template.refresh_from_db()
     assert [s["blocked_by"] for s in template.subtasks] == [[], [0]]
+
+
+def test_the_page_names_rows_by_the_numbers_people_see(user: Any) -> None:
+    template = services.template_create(user=user, name="Trip", subtasks=THREE[:2])
+    client = client_for(user)
+    itself = [
+        {"name": "A", "ORDER": 1, "waits_for": ""},
+        {"name": "B", "ORDER": 2, "waits_for": "2"},
+    ]
+    page = client.post(f"/templates/{template.pk}/", _form(template, itself)).content.decode()
+    assert "“B” (#2) cannot wait for itself." in page
+    assert "Subtask 1" not in page and "subtasks[1]" not in page
+    circle = [
+        {"name": "A", "ORDER": 1, "waits_for": "2"},
+        {"name": "B", "ORDER": 2, "waits_for": "1"},
+    ]
+    page = client.post(f"/templates/{template.pk}/", _form(template, circle)).content.decode()
+    assert "“A” (#1) → “B” (#2) waits for the first again" in page
+    assert "subtask 0" not in page

@@ -1,6 +1,7 @@
 """Schedules: `/api/schedules/` (docs/SCHEDULES.md). Owners see and change theirs; staff with
 the schedule's model permissions see (`view_`) and change (`change_`, `delete_`) anyone's.
-Only a session's owner creates a schedule for it: each occurrence posts in their name."""
+Only a session's owner creates a schedule for it: each occurrence posts in their name. A
+template schedule is made by someone who may start sessions from the template."""
 
 from __future__ import annotations
 
@@ -16,14 +17,19 @@ from rest_framework.response import Response
 from planboard import schedules as rules
 from planboard import selectors, services
 from planboard.api import schedule_serializers as s
+from planboard.api.errors import summarize_validation
 from planboard.api.permissions import visible_session
 from planboard.api.views.base import ERRORS, READ_ERRORS, ApiView, parse, path_id, query_dict
+from planboard.exceptions import PlanError
 from planboard.models import Schedule
 from planboard.users import signed_in
 
 SCHEDULE_ID = path_id("schedule_id", "Schedule")
 SESSION_FILTER = OpenApiParameter(
     "session", {"type": "integer", "minimum": 1}, description="Only this session's schedules."
+)
+TEMPLATE_FILTER = OpenApiParameter(
+    "template", {"type": "integer", "minimum": 1}, description="Only this template's schedules."
 )
 TAGS = ["schedules"]
 
@@ -47,31 +53,36 @@ def _body(schedule: Schedule) -> dict[str, Any]:
 class ScheduleListView(ApiView):
     @extend_schema(
         tags=TAGS,
-        parameters=[SESSION_FILTER],
+        parameters=[SESSION_FILTER, TEMPLATE_FILTER],
         responses={200: s.ScheduleSerializer(many=True), **READ_ERRORS},
         summary="Your schedules (staff with view_schedule: everyone's).",
     )
     def get(self, request: Request) -> Response:
         found = selectors.schedules_visible_to(signed_in(request)).select_related("owner")
-        session = query_dict(request).get("session")
-        if session is not None:
-            if not session.isdigit() or len(session) > 18:
+        query = query_dict(request)
+        for name, column in (("session", "session_id"), ("template", "template_id")):
+            value = query.get(name)
+            if value is None:
+                continue
+            if not value.isdigit() or len(value) > 18:
                 return Response(
-                    {"error": "'session' must be a session id.", "code": "invalid"}, status=400
+                    {"error": f"'{name}' must be a {name} id.", "code": "invalid"}, status=400
                 )
-            found = found.filter(session_id=int(session))
+            found = found.filter(**{column: int(value)})
         return Response([_body(schedule) for schedule in found.order_by("id")[:200]])
 
     @extend_schema(
         tags=TAGS,
         request=s.ScheduleCreateSerializer,
         responses={201: s.ScheduleSerializer, **ERRORS},
-        summary="Schedule a message into one of your sessions.",
+        summary="Schedule a message into one of your sessions, or into a new session started "
+        "from a plan template at each occurrence.",
     )
     def post(self, request: Request) -> Response:
         user = signed_in(request)
         data = parse(s.ScheduleCreateSerializer, request.data)
-        visible_session(user, data["session_id"])
+        if "session_id" in data:
+            visible_session(user, data["session_id"])
         schedule = services.schedule_create(user=user, **data)
         return Response(_body(schedule), status=status.HTTP_201_CREATED)
 
@@ -81,14 +92,24 @@ class SchedulePreviewView(ApiView):
         tags=TAGS,
         request=s.RuleInputSerializer,
         responses={200: s.PreviewSerializer, **ERRORS},
-        summary="The next five due times of a rule, before saving it (nothing is stored).",
+        summary="The next five due times of a rule, before saving it (nothing is stored). A "
+        "rule that is not valid yet (still being typed) answers 200 with `error`.",
     )
     def post(self, request: Request) -> Response:
-        data = parse(s.RuleInputSerializer, request.data)
+        # Asked on every keystroke: a half-typed rule is an answer, not a failed request.
+        given = s.RuleInputSerializer(data=request.data)
+        if not given.is_valid():
+            error = summarize_validation(given.errors)
+            return Response({"occurrences": [], "error": error, "code": "invalid"})
         now = timezone.now()
-        rule = services.schedule_rule_clean(**data, now=now)
+        try:
+            rule = services.schedule_rule_clean(**given.validated_data, now=now)
+        except PlanError as refused:
+            return Response({"occurrences": [], "error": refused.message, "code": refused.code})
         due = rules.upcoming(rule, now, rules.PREVIEW_COUNT)
-        return Response({"occurrences": [instant.isoformat() for instant in due]})
+        return Response(
+            {"occurrences": [instant.isoformat() for instant in due], "error": None, "code": None}
+        )
 
 
 class ScheduleDetailView(ApiView):

@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from planboard import tasks
+from planboard.models import Team, TeamMembership
 from tests.support.web import api_client_for
 from tests.support.webhooks import Hook
 
@@ -56,3 +58,20 @@ def alice(user: Any) -> Any:
 @pytest.fixture
 def capture(django_capture_on_commit_callbacks: Any) -> Any:
     return django_capture_on_commit_callbacks
+
+
+# --- templates: a team alice shares them with, and a teammate -------------------------------
+
+
+@pytest.fixture
+def team(user: Any) -> Team:
+    team = Team.objects.create(name="Offsites")
+    TeamMembership.objects.create(team=team, user=user)
+    return team
+
+
+@pytest.fixture
+def teammate(team: Team) -> Any:
+    mate = get_user_model().objects.create_user("tomo", password="pw-tomo-12345")
+    TeamMembership.objects.create(team=team, user=mate)
+    return mate

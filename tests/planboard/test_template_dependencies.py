@@ -13,6 +13,7 @@ from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import Plan, PlanTemplate
 from planboard.services import Actor
+from tests.support.templates import form_data
 from tests.support.web import client_for
 
 pytestmark = pytest.mark.django_db
@@ -130,23 +131,6 @@ def test_api_round_trip_and_bad_positions(api: APIClient) -> None:
     assert "blocked_by" in parts["TemplateSubtaskInput"]["properties"]
 
 
-def _form(template: PlanTemplate, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "name": template.name,
-        "description": "",
-        "expected_outcome": "",
-        "team": "",
-        "subtasks-TOTAL_FORMS": len(rows),
-        "subtasks-INITIAL_FORMS": len(template.subtasks),
-        "subtasks-MIN_NUM_FORMS": 0,
-        "subtasks-MAX_NUM_FORMS": 1000,
-    }
-    for i, row in enumerate(rows):
-        for key, value in row.items():
-            data[f"subtasks-{i}-{key}"] = value
-    return data
-
-
 def test_the_page_shows_waits_for_and_follows_moves_and_removals(user: Any) -> None:
     template = services.template_create(user=user, name="Trip", subtasks=THREE)
     client = client_for(user)
@@ -158,7 +142,7 @@ def test_the_page_shows_waits_for_and_follows_moves_and_removals(user: Any) -> N
         {"name": "B", "ORDER": 2, "waits_for": "3", "DELETE": "on"},
         {"name": "C", "ORDER": 1, "waits_for": "#3, 2"},
     ]
-    saved = client.post(f"/templates/{template.pk}/", _form(template, rows))
+    saved = client.post(f"/templates/{template.pk}/", form_data(template, rows))
     assert saved.status_code == 302, saved.content.decode()[:2000]
     template.refresh_from_db()
     assert [(s["name"], s["blocked_by"]) for s in template.subtasks] == [("C", [1]), ("A", [])]
@@ -182,7 +166,7 @@ def test_the_page_refuses_bad_waits_for_and_keeps_the_template(
         {"name": "A", "ORDER": 1, "waits_for": "2" if waits == "1" else ""},
         {"name": "B", "ORDER": 2, "waits_for": waits},
     ]
-    page = client_for(user).post(f"/templates/{template.pk}/", _form(template, rows))
+    page = client_for(user).post(f"/templates/{template.pk}/", form_data(template, rows))
     assert page.status_code == 400 and fragment in page.content.decode()
     template.refresh_from_db()
     assert [s["blocked_by"] for s in template.subtasks] == [[], [0]]
@@ -195,13 +179,13 @@ def test_the_page_names_rows_by_the_numbers_people_see(user: Any) -> None:
         {"name": "A", "ORDER": 1, "waits_for": ""},
         {"name": "B", "ORDER": 2, "waits_for": "2"},
     ]
-    page = client.post(f"/templates/{template.pk}/", _form(template, itself)).content.decode()
+    page = client.post(f"/templates/{template.pk}/", form_data(template, itself)).content.decode()
     assert "“B” (#2) cannot wait for itself." in page
     assert "Subtask 1" not in page and "subtasks[1]" not in page
     circle = [
         {"name": "A", "ORDER": 1, "waits_for": "2"},
         {"name": "B", "ORDER": 2, "waits_for": "1"},
     ]
-    page = client.post(f"/templates/{template.pk}/", _form(template, circle)).content.decode()
+    page = client.post(f"/templates/{template.pk}/", form_data(template, circle)).content.decode()
     assert "“A” (#1) → “B” (#2) waits for the first again" in page
     assert "subtask 0" not in page

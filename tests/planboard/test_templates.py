@@ -51,20 +51,6 @@ def worked_plan(plan: Plan, actor: Actor, profile: AgentProfile) -> Plan:
     return plan
 
 
-@pytest.fixture
-def team(user: Any) -> Team:
-    team = Team.objects.create(name="Offsites")
-    TeamMembership.objects.create(team=team, user=user)
-    return team
-
-
-@pytest.fixture
-def teammate(team: Team) -> Any:
-    mate = User.objects.create_user("tomo", password="pw-tomo-12345")
-    TeamMembership.objects.create(team=team, user=mate)
-    return mate
-
-
 def test_round_trip_plan_to_template_to_new_plan(user: Any, worked_plan: Plan) -> None:
     source = selectors.plan_snapshot(plan_id=worked_plan.pk)
     template = services.template_create_from_plan(user=user, plan_id=worked_plan.pk)

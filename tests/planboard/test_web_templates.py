@@ -9,44 +9,13 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from planboard import selectors, services
-from planboard.models import ChatSession, PlanTemplate, Team, TeamMembership
+from planboard.models import ChatSession, PlanTemplate, Team
+from tests.support.templates import form_data
 from tests.support.web import XSS, client_for
 
 pytestmark = pytest.mark.django_db
 
 User = get_user_model()
-
-
-@pytest.fixture
-def team(user: Any) -> Team:
-    team = Team.objects.create(name="Offsites")
-    TeamMembership.objects.create(team=team, user=user)
-    return team
-
-
-@pytest.fixture
-def teammate(team: Team) -> Any:
-    mate = User.objects.create_user("tomo", password="pw-tomo-12345")
-    TeamMembership.objects.create(team=team, user=mate)
-    return mate
-
-
-def _form(template: PlanTemplate, rows: list[dict[str, Any]], **header: Any) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "name": template.name,
-        "description": template.description,
-        "expected_outcome": template.expected_outcome,
-        "team": "",
-        "subtasks-TOTAL_FORMS": len(rows),
-        "subtasks-INITIAL_FORMS": len(template.subtasks),
-        "subtasks-MIN_NUM_FORMS": 0,
-        "subtasks-MAX_NUM_FORMS": 1000,
-        **header,
-    }
-    for i, row in enumerate(rows):
-        for key, value in row.items():
-            data[f"subtasks-{i}-{key}"] = value
-    return data
 
 
 def test_list_shows_own_and_shared_and_hostile_text_as_text(
@@ -99,7 +68,8 @@ def test_edit_reorders_removes_and_adds(user: Any, team: Team) -> None:
         {"name": "D", "ORDER": ""},  # a row added at the end
     ]
     saved = client.post(
-        f"/templates/{template.pk}/", _form(template, rows, name="Trip 2", team=str(team.pk))
+        f"/templates/{template.pk}/",
+        form_data(template, rows, name="Trip 2", team=str(team.pk)),
     )
     assert saved.status_code == 302, saved.content.decode()[:2000]
     template.refresh_from_db()
@@ -111,7 +81,9 @@ def test_edit_reorders_removes_and_adds(user: Any, team: Team) -> None:
 def test_refused_save_keeps_what_was_typed(user: Any) -> None:
     template = services.template_create(user=user, name="Trip", subtasks=[{"name": "A"}])
     rows = [{"name": "Typed but unnamed", "ORDER": 1}, {"name": "", "description": "x"}]
-    page = client_for(user).post(f"/templates/{template.pk}/", _form(template, rows, name="New"))
+    page = client_for(user).post(
+        f"/templates/{template.pk}/", form_data(template, rows, name="New")
+    )
     assert page.status_code == 400
     assert b"Typed but unnamed" in page.content and b'value="New"' in page.content
     template.refresh_from_db()
@@ -126,7 +98,7 @@ def test_readers_see_no_form_buttons_and_are_refused(
     mate = client_for(teammate)
     page = mate.get(f"/templates/{shared.pk}/").content.decode()
     assert "Save template" not in page and "disabled" in page
-    assert mate.post(f"/templates/{shared.pk}/", _form(shared, [], name="x")).status_code == 403
+    assert mate.post(f"/templates/{shared.pk}/", form_data(shared, [], name="x")).status_code == 403
     assert mate.post(f"/templates/{shared.pk}/delete/").status_code == 403
     assert mate.get(f"/templates/{private.pk}/").status_code == 404
     stranger = client_for(other_user)

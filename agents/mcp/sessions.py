@@ -219,14 +219,8 @@ class SessionPool:
             if live is None or live.ended:
                 self._make_room()
                 signin = SessionSignIn(oauth) if oauth is not None else None
-                live = Live(
-                    self,
-                    key,
-                    toolset,
-                    previous=why or None,
-                    roots=conversation.roots(),
-                    signin=signin,
-                )
+                roots = conversation.roots()
+                live = Live(self, key, toolset, previous=why or None, roots=roots, signin=signin)
                 self.live[key] = live
                 self._remember(pair, "")
                 self._owners[live.task] = live

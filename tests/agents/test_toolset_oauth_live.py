@@ -169,7 +169,7 @@ def test_two_people_in_one_conversation_never_share_a_session_or_a_token(
     assert all(len(found) == 1 for named, found in subjects_by_session.items() if named)
     made = [c.subject for c in oauth_server.calls()]
     assert made == ["alice@provider", "bob@provider", "alice@provider", "bob@provider"]
-    tokens = {c.subject: set() for c in oauth_server.calls()}
+    tokens: dict[str | None, set[str | None]] = {c.subject: set() for c in oauth_server.calls()}
     for c in oauth_server.calls():
         tokens[c.subject].add(c.token)
     assert tokens["alice@provider"] == {stored_access(toolset, user)}

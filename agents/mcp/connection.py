@@ -1,5 +1,5 @@
 """A connection of its own for one use (a listing, a prompt, a call outside a conversation,
-every call of an OAuth toolset): opened, used once and closed, sharing no state with anyone's
+a call to a stateless server): opened, used once and closed, sharing no state with anyone's
 live session (`agents.mcp.sessions`). Its `PLANBOARD_TOOL_TIMEOUT` covers it all, the server's
 start included, except the time a person takes to answer what the server asks.
 """

@@ -28,12 +28,14 @@ from mcp import Client
 from agents import mcp_limits
 from agents.mcp.elicit import NOBODY_ASKS, Elicited, Elicitor, ElicitReply
 from agents.mcp.listing import listing_digest
+from agents.mcp.oauth import OAuthUse
 from agents.mcp.outcome import (
     failure_of,
     is_refusal,
     is_tools_changed,
     timeout_seconds,
 )
+from agents.mcp.signin import SessionSignIn
 from agents.mcp.transport import Revision, SessionLoss, change_notices, opened, revision_of
 from planboard import workspace
 from planboard.models import Toolset
@@ -92,9 +94,11 @@ def _digest(*parts: Any) -> str:
 
 def identity_of(toolset: Toolset) -> str:
     """Whose credential a call uses: the toolset's own, or the person's (merged into the
-    toolset as called: `selectors.toolset_as_called`)."""
+    toolset as called: `selectors.toolset_as_called`). An OAuth toolset's session is the
+    token owner's (`oauth_user_id`): its tokens change (refreshed) without a new session,
+    its owner never does."""
     if toolset.access == Toolset.Access.PER_PERSON:
-        return "person:" + _digest(toolset.env, toolset.headers)[:16]
+        return "person:" + _digest(toolset.env, toolset.headers, toolset.oauth_user_id)[:16]
     return "shared"
 
 
@@ -107,6 +111,7 @@ def fingerprint_of(toolset: Toolset) -> str:
         toolset.env,
         toolset.url,
         toolset.headers,
+        toolset.auth,
     )
 
 
@@ -123,6 +128,8 @@ class Job:
     call: bool = True  # a tool call (the server may keep state of it), not a listing
     # Answers what the server asks a person during this call (None: declined at once).
     elicit: Elicitor | None = None
+    # An OAuth toolset's call: the tokens its requests carry (`agents.mcp.signin`).
+    oauth: OAuthUse | None = None
 
 
 def _settle(
@@ -152,8 +159,10 @@ class Live:
         toolset: Toolset,
         previous: str | None,
         roots: list[str] | None = None,
+        signin: SessionSignIn | None = None,
     ):
         self.owner = owner
+        self.signin = signin  # an OAuth toolset's: signs each request with the call's tokens
         self.roots = roots or []  # answered to the server's roots/list
         self.key = key
         self.toolset = toolset
@@ -223,6 +232,12 @@ class Live:
         if self._pauses == 0 and self.scope is not None and self.current is job:
             self.scope.deadline = anyio.current_time() + self._budget
 
+    def _signing(self, job: Job | None) -> None:
+        """An OAuth toolset's requests carry the tokens of the call being served (none
+        refreshed between calls)."""
+        if self.signin is not None:
+            self.signin.serve(job.oauth if job is not None else None)
+
     async def submit(self, job: Job) -> Any:
         if self.ended:
             raise Gone()
@@ -274,11 +289,13 @@ class Live:
                         roots=self.roots,
                         elicitor=self._on_elicit,
                         loss=loss,
+                        auth=self.signin,
                     ) as session,
                     change_notices(session, limit=timeout_seconds()),
                 ):
                     scope.deadline = math.inf
                     self.revision = revision_of(session)
+                    self._signing(None)
                     _settle(self.ready)
                     while (job := await self.jobs.get()) is not None:
                         if self.ended:
@@ -292,6 +309,7 @@ class Live:
                         self.served = self.served or (job.call and keeps)
                         scope.deadline = job.deadline
                         self._pauses = 0
+                        self._signing(job)
                         try:
                             value = await job.action(session)
                         except Exception as exc:
@@ -309,6 +327,7 @@ class Live:
                         else:
                             _settle(job.future, value)
                         current = self.current = None
+                        self._signing(None)
                         scope.deadline = math.inf
                         self.last_used = self.owner.clock()
                         self.trim_stderr()

@@ -16,10 +16,12 @@ from __future__ import annotations
 import copy
 import logging
 import secrets
+import tempfile
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio
 from django.conf import settings
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, PKCEParameters
 from mcp.shared.auth import (
@@ -31,8 +33,9 @@ from mcp.shared.auth import (
 )
 from mcp.shared.auth_utils import calculate_token_expiry
 
+from agents import mcp_limits
 from agents.mcp.outcome import ToolOutput, leaf, timeout_seconds
-from agents.mcp.transport import run_sync
+from agents.mcp.transport import opened, run_sync
 from agents.outbound_http import checked_client
 from agents.redaction import redact_server_text
 from planboard import services
@@ -282,21 +285,12 @@ def oauth_start(toolset: Toolset, *, redirect_uri: str) -> dict[str, Any]:
     limit = timeout_seconds()
 
     async def probe() -> None:
-        async with checked_client(headers={}, timeout=limit, auth=provider) as http:
-            await http.post(
-                toolset.url,
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "planboard", "version": "1"},
-                    },
-                },
-                headers={"Accept": "application/json, text/event-stream"},
-            )
+        # Connecting as a call does (the SDK negotiates the newest revision both sides speak):
+        # the server's 401 to the first request names the revision the sign-in is for.
+        with tempfile.TemporaryFile("w+") as errlog, anyio.fail_after(limit):
+            reading = mcp_limits.ReadLimit()
+            async with opened(toolset, errlog=errlog, reading=reading, auth=provider):
+                pass
 
     try:
         run_sync(probe)

@@ -18,8 +18,11 @@ a REPL, a login) thus keeps its state across calls, approval waits and runs. A s
   opens a new one.
 
 When a new session replaces one the chat session had used (here, or on another worker or
-before a restart), the result ends with Planboard's note saying so (`lost_note`). An OAuth
-toolset, and a stateless (2026-07-28) HTTP server, get a connection of their own per call.
+before a restart), the result ends with Planboard's note saying so (`lost_note`). A stateless
+(2026-07-28) HTTP server gets a connection of its own per call. An OAuth toolset's session is
+the token owner's, and each call's requests carry the tokens the call was given
+(`agents.mcp.signin`): a refreshed token is used without a new session; a refused sign-in ends
+the call with the reconnect message and closes the session.
 """
 
 from __future__ import annotations
@@ -54,8 +57,9 @@ from agents.mcp.live import (
     lost_note,
 )
 from agents.mcp.notices import ChangeNotices
-from agents.mcp.oauth import signs_in
+from agents.mcp.oauth import OAuthUse
 from agents.mcp.outcome import Failure, ToolOutput, finished, timeout_seconds, unexpected
+from agents.mcp.signin import SessionSignIn, session_oauth_for, signed_outcome
 from agents.mcp.transport import Revision
 from planboard.models import Toolset
 
@@ -126,11 +130,9 @@ class SessionPool:
         elicit: Elicitor | None = None,
     ) -> ToolOutput:
         """`action` (a tool call, a resource read) on the conversation's session with the
-        toolset's server; never raises (an `Error: …` output instead). An OAuth toolset is
-        used on a connection of its own each time (its tokens are refreshed and handed back to
-        be stored per call: `ToolOutput.oauth_tokens`); live sessions for those are not built."""
-        if signs_in(toolset):
-            return await once(toolset, action, tool=tool, elicitor=elicit)
+        toolset's server; never raises (an `Error: …` output instead). An OAuth toolset's
+        tokens the call refreshed come back on the output, to be stored by the caller
+        (`ToolOutput.oauth_tokens`)."""
         fingerprint = fingerprint_of(toolset)
         known = self.stateless.get(fingerprint)
         if known is not None:
@@ -144,10 +146,12 @@ class SessionPool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_seconds()
         note = ""
+        oauth = session_oauth_for(toolset)
+        live: Live | None = None
         try:
             for _ in range(3):  # a session found ended before the call was sent is replaced
                 try:
-                    live, why = await self._session_for(toolset, conversation)
+                    live, why = await self._session_for(toolset, conversation, oauth)
                 except Gone:
                     continue
                 if why is not None and not note:
@@ -158,6 +162,7 @@ class SessionPool:
                     deadline=deadline,
                     future=loop.create_future(),
                     elicit=elicit,
+                    oauth=oauth,
                 )
                 live.busy += 1
                 try:
@@ -183,10 +188,14 @@ class SessionPool:
         output = finished(output, started)
         if note:
             output = ToolOutput(f"{output.text}\n\n{note}", output.ok, output.duration_ms)
+        if oauth is not None:
+            if oauth.provider.reconnect and live is not None:
+                self._close(live, "the sign-in at its provider was refused")
+            output = signed_outcome(oauth, output)
         return output
 
     async def _session_for(
-        self, toolset: Toolset, conversation: Conversation
+        self, toolset: Toolset, conversation: Conversation, oauth: OAuthUse | None = None
     ) -> tuple[Live, str | None]:
         """The open session for the call (waiting for it to be ready), and why state was lost
         when a new one had to replace an earlier one (None: nothing was lost)."""
@@ -209,7 +218,9 @@ class SessionPool:
                 live = self.live.get(key)  # opened meanwhile by another call of the pair?
             if live is None or live.ended:
                 self._make_room()
-                live = Live(self, key, toolset, previous=why or None, roots=conversation.roots())
+                signin = SessionSignIn(oauth) if oauth is not None else None
+                roots = conversation.roots()
+                live = Live(self, key, toolset, previous=why or None, roots=roots, signin=signin)
                 self.live[key] = live
                 self._remember(pair, "")
                 self._owners[live.task] = live

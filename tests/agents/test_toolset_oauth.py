@@ -216,8 +216,8 @@ def test_a_signed_in_servers_question_reaches_the_person_with_the_clock_stopped(
     settings: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # OAuth toolsets are called on a connection of their own per call: the question still
-    # reaches the person, and their time does not count against the tool timeout.
+    # A signed-in call's question reaches the person too, and their time does not count
+    # against the tool timeout.
     settings.PLANBOARD_TOOL_TIMEOUT = 4
     toolset = oauth_toolset(staff_admin, oauth_server, access="per_person")
     services.toolset_refresh_tools(toolset_id=toolset.pk, tools=[{"name": "ask"}])

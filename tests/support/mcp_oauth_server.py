@@ -6,18 +6,25 @@ authorization request at once (the person "signs in" by following the redirect).
 
 A test can make the access tokens expire (`expire_access_tokens`: the client must refresh) or
 revoke everything (`revoke_all`: the client must send the person to connect again). The tool
-`whoami` answers with the subject the token was issued to and how many access tokens the
-server has issued so far.
+`whoami` answers with the provider's subject and how many access tokens the server has
+issued so far.
+
+`speaks` narrows the revisions it answers (`tests.support.mcp_revisions.revision_filter`:
+"handshake" keeps MCP sessions, the default "dual" adopts the stateless 2026 revision), and
+`seen` records every MCP request: its JSON-RPC method, its bearer token, the subject the
+provider issued that token to, the MCP session id it named and the revision it was sent at.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvicorn
 from mcp.server.auth.provider import (
@@ -30,11 +37,15 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
+from tests.support.mcp_revisions import _replaying, _whole_body, revision_filter
 from tests.support.mcp_test_server import add_ask
 from tests.support.processes import free_port
 
 TOKEN_SECONDS = 3600
+# The newest revisions the SDK offers, each era's (for tests, which never import the SDK).
+NEWEST_MODERN, NEWEST_HANDSHAKE = LATEST_MODERN_VERSION, LATEST_HANDSHAKE_VERSION
 
 
 @dataclass
@@ -139,11 +150,76 @@ class MemoryProvider:
         self.refresh.clear()
 
 
+@dataclass(frozen=True)
+class Seen:
+    """One MCP request as the server received it."""
+
+    method: str  # its JSON-RPC method ("" for a response or a GET/DELETE)
+    token: str | None  # its bearer token
+    subject: str | None  # whom the provider issued that token to (None: not a valid one)
+    session: str | None  # the MCP session id it named
+    version: str = ""  # the revision it was sent at (its header, or what `initialize` offers)
+
+
 @dataclass
 class OAuthServer:
     url: str  # the MCP endpoint
     base: str  # the authorization server (the same origin)
     provider: MemoryProvider
+    seen: list[Seen] = field(default_factory=list)
+
+    def methods(self) -> list[str]:
+        return [s.method for s in self.seen if s.method]
+
+    def openings(self) -> int:
+        """How many sessions were opened signed in (an `initialize` with a valid token; the
+        Connect probe's carries none)."""
+        return sum(s.method == "initialize" and s.subject is not None for s in self.seen)
+
+    def calls(self) -> list[Seen]:
+        return [s for s in self.seen if s.method == "tools/call"]
+
+
+def recording(app: Any, server: OAuthServer) -> Any:
+    """`app` with every request to the MCP endpoint recorded in `server.seen`."""
+
+    async def recorded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/mcp":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        authorization = headers.get(b"authorization", b"").decode()
+        token = authorization.removeprefix("Bearer ") if authorization else None
+        method = ""
+        version = headers.get(b"mcp-protocol-version", b"").decode()
+        if scope["method"] == "POST":
+            body = await _whole_body(receive)
+            receive = _replaying(body, receive)
+            try:
+                message = json.loads(body)
+            except ValueError:
+                message = {}
+            if isinstance(message, dict):
+                method = str(message.get("method", ""))
+                params = message.get("params")
+                if isinstance(params, dict) and not version:
+                    version = str(params.get("protocolVersion") or "")
+        issued = server.provider.access.get(token or "")
+        if issued is not None and issued.expires_at is not None and issued.expires_at < time.time():
+            issued = None
+        named = headers.get(b"mcp-session-id")
+        server.seen.append(
+            Seen(
+                method=method,
+                token=token,
+                subject=issued.subject if issued is not None else None,
+                session=named.decode() if named else None,
+                version=version,
+            )
+        )
+        await app(scope, receive, send)
+
+    return recorded
 
 
 def build_server(provider: MemoryProvider, base: str) -> MCPServer:
@@ -169,12 +245,16 @@ def build_server(provider: MemoryProvider, base: str) -> MCPServer:
 
 
 @contextmanager
-def oauth_mcp_server() -> Iterator[OAuthServer]:
+def oauth_mcp_server(speaks: str = "dual") -> Iterator[OAuthServer]:
     """The server on a free loopback port, in a thread."""
     provider = MemoryProvider()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    found = OAuthServer(url=f"{base}/mcp", base=base, provider=provider)
     app = build_server(provider, base).streamable_http_app()
+    if speaks != "dual":
+        app = revision_filter(app, speaks, [])
+    app = recording(app, found)
     runner = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
@@ -186,7 +266,7 @@ def oauth_mcp_server() -> Iterator[OAuthServer]:
             raise RuntimeError("the OAuth test MCP server did not start")
         time.sleep(0.02)
     try:
-        yield OAuthServer(url=f"{base}/mcp", base=base, provider=provider)
+        yield found
     finally:
         runner.should_exit = True
         thread.join(10)

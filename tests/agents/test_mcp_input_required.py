@@ -14,11 +14,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from agents import external_tools
-from planboard import selectors, services
+from planboard import secret_fields, selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import (
     AgentRun,
@@ -30,6 +29,7 @@ from planboard.models import (
     ToolCall,
     Toolset,
 )
+from tests.support import db
 from tests.support.action_links import SITE, links_of, subscribe, token_of
 from tests.support.mcp_revisions import (
     MODERN,
@@ -94,18 +94,16 @@ def test_the_question_waits_in_the_inbox_and_its_answer_resumes_the_call_elsewhe
     run = parked(session, user, scripted_model, item="apples")
     asked = question()
     assert (asked.message, asked.input_key, asked.mode) == ("How many apples?", "count", "form")
-    [item] = [
-        i for i in selectors.inbox_items(user=user) if i["key"] == f"elicitation:{asked.pk}"
-    ]
+    [item] = [i for i in selectors.inbox_items(user=user) if i["key"] == f"elicitation:{asked.pk}"]
     assert item["elicitation"]["message"] == "How many apples?"
     # The server's state, stored for the call's next send only, encrypted at rest.
     parked_round = InputRound.objects.get()
     sealed = parked_round.carried["state"]
     assert sealed and STATE_MARK not in sealed  # the server sealed it; we echo it as is
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT carried FROM planboard_inputround WHERE id = %s", [parked_round.pk])
-        [(raw,)] = cursor.fetchall()
-    assert sealed not in raw and '"state"' not in raw
+    row = db.fetch_one("SELECT carried FROM planboard_inputround WHERE id = %s", [parked_round.pk])
+    assert row is not None
+    raw = str(row[0])
+    assert raw.startswith(secret_fields.PREFIX) and sealed not in raw and '"state"' not in raw
     # Nobody is shown it: not people (inbox, session page), not the model.
     shown = json.dumps([item, selectors.serialize_elicitation(asked)])
     assert sealed not in shown and STATE_MARK not in shown
@@ -134,9 +132,12 @@ def test_the_question_waits_in_the_inbox_and_its_answer_resumes_the_call_elsewhe
             elicitation_id=asked.pk, user=user, action="accept", content={"count": 9}
         )
     assert again.value.code == "already_decided"
-    assert external_tools.advance_call(
-        run=finished, call={"id": "o1", "function": {"name": "remote__order"}}, held=False
-    ) is not None
+    assert (
+        external_tools.advance_call(
+            run=finished, call={"id": "o1", "function": {"name": "remote__order"}}, held=False
+        )
+        is not None
+    )
     assert len(server.sent) == calls_sent
 
 
@@ -148,10 +149,12 @@ def test_decline_and_cancel_reach_the_server(
     scripted_model: ScriptedModel,
 ) -> None:
     run = parked(session, user, scripted_model, item="ticket")
-    services.elicitation_answer(elicitation_id=question(input_key="count").pk, user=user, action="decline")
+    count, login = question(input_key="count"), question(input_key="login")
+    assert (login.mode, login.url) == ("url", "https://tickets.example/login")
+    services.elicitation_answer(elicitation_id=count.pk, user=user, action="decline")
     run.refresh_from_db()
     assert run.status == AgentRun.Status.WAITING_FOR_APPROVAL  # the sign-in still waits
-    services.elicitation_answer(elicitation_id=question(input_key="login").pk, user=user, action="cancel")
+    services.elicitation_answer(elicitation_id=login.pk, user=user, action="cancel")
     scripted_model.script.append(say("Not ordered."))
     assert resumed(run).status == AgentRun.Status.SUCCEEDED
     assert server.sent[-1]["inputResponses"] == {
@@ -250,7 +253,7 @@ def test_a_cancelled_run_gives_up_the_question(
     remote: Toolset,
     scripted_model: ScriptedModel,
 ) -> None:
-    run = parked(session, user, scripted_model, item="figs")
+    parked(session, user, scripted_model, item="figs")
     services.run_cancel(session_id=session.pk)
     assert Elicitation.objects.get().status == Elicitation.Status.CANCELLED
     assert InputRound.objects.get().status == InputRound.Status.VOID

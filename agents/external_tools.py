@@ -34,7 +34,7 @@ from enum import Enum
 from typing import Any
 
 from agents import elicitation, markers, workspace
-from agents.mcp import calls, elicit, outcome, sessions
+from agents.mcp import calls, elicit, input_required, outcome, sessions
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
 from agents.runtime.control import RunControl
@@ -54,6 +54,14 @@ DENIED = "Error: the person denied this call."
 INTERRUPTED = (
     "Error: interrupted, outcome unknown. The worker running this call stopped before the "
     "tool answered, so it may or may not have taken effect; check before calling it again."
+)
+INPUT_EXPIRED = (
+    "Error: the tool's server asked questions that nobody answered in time; the call was "
+    "not sent again and its outcome is what the server made of it unanswered (likely nothing)."
+)
+INPUT_GIVEN_UP = (
+    "Error: the tool's server asked questions, and the run stopped waiting for the answers "
+    "(it was stopped, or someone wrote instead); the call was not sent again."
 )
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -182,6 +190,8 @@ def advance_call(*, run: AgentRun, call: dict[str, Any], held: bool) -> Outcome 
         record = opened
     if record.status == ToolCall.Status.PENDING:
         return Outcome.WAITING
+    if record.status == ToolCall.Status.INPUT:
+        return _resume(run=run, record=record)
     if held:
         return Outcome.HELD
     if record.status == ToolCall.Status.DENIED:
@@ -274,6 +284,40 @@ def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _unavailable(record: ToolCall) -> Outcome:
+    text = (
+        f"Error: the tool {record.tool_name!r} is no longer available in this session "
+        "(its toolset was disabled or removed, staff stopped offering it, or the session's "
+        "owner has not connected their own credential for it, or was deactivated); it was "
+        "not run."
+    )
+    return _answer(record, text, status=ToolCall.Status.FAILED)
+
+
+def _resume(*, run: AgentRun, record: ToolCall) -> Outcome | ToolCall:
+    """A call parked on its server's questions: still waiting; answered as expired or given
+    up; or claimed to be sent again with the answers (once, whichever worker asks first)."""
+    resumed = services.tool_call_resume_input(record_id=record.pk)
+    if isinstance(resumed, str):
+        if resumed == "waiting":
+            return Outcome.WAITING
+        if resumed == "expired":
+            return _answer(record, INPUT_EXPIRED, status=ToolCall.Status.FAILED)
+        if resumed == "void":
+            return _answer(record, INPUT_GIVEN_UP, status=ToolCall.Status.FAILED)
+        return Outcome.ANSWERED  # another worker took it up
+    claimed = resumed.record
+    offered_now = {o.name: o for o in offered_tools(session_id=run.session_id)}
+    if claimed.toolset is None or record.tool_name not in offered_now:
+        return _unavailable(claimed)
+    claimed.resumes_input = {
+        "responses": resumed.responses,
+        "state": resumed.state,
+        "rounds": resumed.rounds,
+    }
+    return claimed
+
+
 def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome | ToolCall:
     claimed = services.tool_call_claim(record_id=record.pk, retry=retry)
     if claimed is None:
@@ -281,13 +325,7 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome | ToolCall:
     offered_now = {o.name: o for o in offered_tools(session_id=run.session_id)}
     still = offered_now.get(record.tool_name)
     if still is None or claimed.toolset is None:
-        text = (
-            f"Error: the tool {record.tool_name!r} is no longer available in this session "
-            "(its toolset was disabled or removed, staff stopped offering it, or the session's "
-            "owner has not connected their own credential for it, or was deactivated); it was "
-            "not run."
-        )
-        return _answer(claimed, text, status=ToolCall.Status.FAILED)
+        return _unavailable(claimed)
     if claimed.toolset.kind == Toolset.Kind.BUILTIN:
         if claimed.decided_by_id is None:
             # Approved without a person when it was recorded; earlier calls of the answer
@@ -349,7 +387,9 @@ def server_output(record: ToolCall) -> outcome.ToolOutput:
         if record.reads_resource:
             uri = str((record.arguments or {}).get("uri"))
             return calls.read_resource(record.toolset, uri)
-        return calls.call_tool(record.toolset, record.tool, record.arguments or {})
+        return calls.call_tool(
+            record.toolset, record.tool, record.arguments or {}, resume=_resume_of(record)
+        )
     except Exception as exc:
         return _unexpected(record, exc)
 
@@ -384,9 +424,17 @@ async def aserver_output(
             conversation=conversation,
             elicit=elicitation.asker(record, lane=lane, control=control),
             progress=progress_reporter(record, lane=lane),
+            resume=_resume_of(record),
         )
     except Exception as exc:
         return _unexpected(record, exc)
+
+
+def _resume_of(record: ToolCall) -> input_required.Resume | None:
+    carried = record.resumes_input
+    if carried is None:
+        return None
+    return input_required.Resume(carried["responses"], carried["state"], carried["rounds"])
 
 
 # A chatty server's progress reaches people at most this often (the last one always does).
@@ -441,8 +489,41 @@ def finish_call(*, record: ToolCall, output: outcome.ToolOutput) -> Outcome:
             tokens=output.oauth_tokens,
             replacing=output.oauth_replaces or {},
         )
+    if output.input_needed is not None:
+        return _park(record, output.input_needed)
     status = ToolCall.Status.SUCCEEDED if output.ok else ToolCall.Status.FAILED
     return _answer(record, output.text, status=status, duration_ms=output.duration_ms)
+
+
+def _park(record: ToolCall, needed: input_required.InputNeeded) -> Outcome:
+    """The server answered `input_required`: the call waits for people's answers, with no
+    worker held (`services.tool_call_await_input`); a question Planboard cannot show fails
+    the call instead."""
+    try:
+        services.tool_call_await_input(
+            record_id=record.pk,
+            questions=[
+                {
+                    "key": q.key,
+                    "mode": q.asked.mode,
+                    "message": q.asked.message,
+                    "schema": q.asked.schema,
+                    "url": q.asked.url,
+                }
+                for q in needed.questions
+            ],
+            state=needed.state,
+            ready=needed.ready,
+            rounds=needed.rounds,
+            timeout_seconds=input_required.input_seconds(),
+        )
+    except PlanError as exc:
+        if exc.code == "already_decided":
+            return Outcome.ANSWERED  # no longer this worker's call
+        name = record.toolset.name if record.toolset is not None else "?"
+        text = f"Error: toolset '{name}': the tool '{record.tool}' failed: {exc.message}"
+        return _answer(record, text, status=ToolCall.Status.FAILED)
+    return Outcome.WAITING
 
 
 def _now_discards(record: ToolCall) -> str:

@@ -6,8 +6,10 @@ dies (SIGKILL, the OOM killer, a lost machine), nothing of it is left to say so:
 every `PLANBOARD_SWEEP_SECONDS` (a quarter lease by default, jittered so that many processes
 spread out) for runs whose lease has expired and dispatches them again
 (`services.run_reclaim_expired_leases`: row locks skipped, compare-and-set, so two sweepers
-never both dispatch a run). The same sweep re-dispatches queued runs whose message was lost
-and admits waiting runs whose owner has room again (`services.run_admit_waiting`). A dead
+never both dispatch a run). The same sweep re-dispatches queued runs whose message was lost,
+resumes runs whose tool calls were parked on questions nobody answered in time
+(`services.input_rounds_expire`), and admits waiting runs whose owner has room again
+(`services.run_admit_waiting`). A dead
 host's run thus resumes within lease + one sweep interval, whatever the broker's visibility
 timeout.
 
@@ -38,17 +40,26 @@ SWEEP_LIMIT = 200
 class SweepResult(NamedTuple):
     reclaimed: list[int]  # runs whose lease or dispatch deadline had expired
     admitted: list[int]  # waiting runs let in because their owner had room
+    # Runs resumed because the questions their parked calls waited on expired unanswered.
+    expired_input: list[int] = []
 
 
 def sweep_once(*, limit: int = SWEEP_LIMIT) -> SweepResult:
-    """One sweep: re-dispatch expired runs, then admit waiting runs whose owner has room."""
+    """One sweep: re-dispatch expired runs, resume runs whose parked calls' questions
+    expired, then admit waiting runs whose owner has room."""
     reclaimed = services.run_reclaim_expired_leases(limit=limit)
+    expired_input = services.input_rounds_expire(limit=limit)
     admitted: list[int] = []
     for user_id in selectors.users_with_waiting_runs(limit=limit):
         admitted += services.run_admit_waiting(user_id=user_id)
-    if reclaimed or admitted:
-        logger.info("sweep: re-dispatched runs %s, admitted runs %s", reclaimed, admitted)
-    return SweepResult(reclaimed, admitted)
+    if reclaimed or admitted or expired_input:
+        logger.info(
+            "sweep: re-dispatched runs %s, admitted runs %s, resumed runs %s",
+            reclaimed,
+            admitted,
+            expired_input,
+        )
+    return SweepResult(reclaimed, admitted, expired_input)
 
 
 def sweep_interval() -> float:

@@ -639,6 +639,9 @@ class ToolCall(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         INTERRUPTED = "interrupted", "Interrupted"
+        # Its server answered `input_required` (MCP 2026-07-28): the call is sent again once
+        # people answered its questions (`InputRound`); nothing runs meanwhile.
+        INPUT = "input", "Waiting for input"
 
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="tool_calls")
     run = models.ForeignKey(
@@ -681,6 +684,9 @@ class ToolCall(models.Model):
     # Not a field: set on a claimed call of a toolset's `read_resource` (Planboard's own tool,
     # `ToolsetTool.reads_resources`), which reads a resource instead of calling a tool.
     reads_resource: bool = False
+    # Not a field: set on a call claimed to be sent again after its `input_required` round
+    # was answered (`services.tool_call_resume_input`): `responses`, `state`, `rounds`.
+    resumes_input: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"
@@ -736,6 +742,12 @@ class Elicitation(models.Model):
     answered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
+    # Asked in an `input_required` result (MCP 2026-07-28) rather than mid-call: the round it
+    # belongs to, and the server's key for it (its answer goes back under that key).
+    input_round = models.ForeignKey(
+        "InputRound", null=True, blank=True, on_delete=models.CASCADE, related_name="questions"
+    )
+    input_key = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["id"]
@@ -743,6 +755,45 @@ class Elicitation(models.Model):
 
     def __str__(self) -> str:
         return f"elicitation {self.pk} ({self.status})"
+
+
+class InputRound(models.Model):
+    """A tool call's server answered `input_required` (MCP 2026-07-28): it needs people's
+    answers (`questions`, elicitations like any other) before the call is sent again. What
+    the server asked to be sent back with them (its opaque `requestState`, and responses
+    Planboard gave without a person) is `carried`, encrypted at rest, used once: the claim
+    that sends the call again consumes it in the same transaction and erases it. It waits at
+    most until `expires_at`; `number` counts the call's rounds, this one included.
+
+    waiting -> consumed (sent back) | expired (nobody answered in time) | void (the call
+    ended otherwise: the run was cancelled, the call failed).
+    """
+
+    class Status(models.TextChoices):
+        WAITING = "waiting", "Waiting for answers"
+        CONSUMED = "consumed", "Sent back"
+        EXPIRED = "expired", "Expired"
+        VOID = "void", "Void"
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(
+        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="input_rounds")
+    number = models.PositiveIntegerField(default=1)
+    # {"state": the server's requestState or null, "ready": {key: response}}; null once used.
+    carried = EncryptedJSONField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.WAITING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["status", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"input round {self.number} of call {self.tool_call_id} ({self.status})"
 
 
 # --- files the agent produces -----------------------------------------------------------------

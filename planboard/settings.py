@@ -439,6 +439,10 @@ PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 # How long a server's question to a person (MCP elicitation) waits for an answer (seconds);
 # then the server is told "decline". The wait does not count against PLANBOARD_TOOL_TIMEOUT.
 PLANBOARD_ELICITATION_TIMEOUT = float(os.environ.get("PLANBOARD_ELICITATION_TIMEOUT", "600"))
+# A server's `input_required` answer (MCP 2026-07-28) parks the call: its questions wait this
+# long (seconds, default 7 days) with no worker held, and a call asks at most this many rounds.
+PLANBOARD_MCP_INPUT_SECONDS = float(os.environ.get("PLANBOARD_MCP_INPUT_SECONDS", "604800"))
+PLANBOARD_MCP_INPUT_ROUNDS = int(os.environ.get("PLANBOARD_MCP_INPUT_ROUNDS", "5"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp.listing.discover_tools"
 # Gets an MCP prompt's text for the composer (prompts/get on a connection of its own).

@@ -14,11 +14,30 @@ import math
 from typing import Any
 
 from mcp import Client
-from mcp.types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    HEADER_MISMATCH,
+    CallToolResult,
+    EmbeddedResource,
+    InputRequiredResult,
+    InputResponses,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 
 from agents import mcp_limits
 from agents.mcp.connection import once, used_once
 from agents.mcp.elicit import Elicitor, Progress
+from agents.mcp.input_required import (
+    InputNeeded,
+    Refused,
+    Resume,
+    RoundLimit,
+    input_rounds,
+    next_round,
+    responses_of,
+)
 from agents.mcp.oauth import oauth_for
 from agents.mcp.outcome import (
     Failure,
@@ -35,13 +54,21 @@ from planboard.models import Toolset
 READING = "resources/read"
 
 
-def call_tool(toolset: Toolset, tool: str, arguments: dict[str, Any]) -> ToolOutput:
-    """Call one tool; the result (or what went wrong) as text for the model."""
-    return run_sync(lambda: acall_tool(toolset, tool, arguments))
+def call_tool(
+    toolset: Toolset, tool: str, arguments: dict[str, Any], *, resume: Resume | None = None
+) -> ToolOutput:
+    """Call one tool; the result (or what went wrong) as text for the model. `resume`: a
+    call parked on `input_required`, sent again with its answers."""
+    return run_sync(lambda: acall_tool(toolset, tool, arguments, resume=resume))
 
 
 async def acall_tool(
-    toolset: Toolset, tool: str, arguments: dict[str, Any], *, elicit: Elicitor | None = None
+    toolset: Toolset,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    elicit: Elicitor | None = None,
+    resume: Resume | None = None,
 ) -> ToolOutput:
     """`call_tool` awaited on the caller's event loop: the wait for the server costs no
     thread. `elicit` answers what the server asks a person meanwhile (the call's clock stopped
@@ -49,7 +76,9 @@ async def acall_tool(
 
     async def calling(session: Client) -> ToolOutput:
         # The connection's own deadline (which pauses for a person) bounds the call.
-        return await call_on(session, toolset, tool, arguments, read_timeout=math.inf)
+        return await call_on(
+            session, toolset, tool, arguments, read_timeout=math.inf, resume=resume
+        )
 
     return await once(toolset, calling, tool=tool, elicitor=elicit)
 
@@ -62,12 +91,16 @@ async def call_on(
     *,
     read_timeout: float | None = None,
     progress: Progress | None = None,
+    resume: Resume | None = None,
 ) -> ToolOutput:
     """One tools/call on an initialized session, its result as the model gets it (cut,
     secrets removed). `read_timeout`: the SDK's own limit on the wait for the answer
     (`PLANBOARD_TOOL_TIMEOUT` unless given; a live session gives `math.inf` and keeps the
     limit itself, with its clock stopped while a person answers the server's question).
-    `progress`: told the server's progress notifications (the call then asks for them)."""
+    `progress`: told the server's progress notifications (the call then asks for them).
+    An `input_required` answer that asks people something is handed back unanswered
+    (`ToolOutput.input_needed`: the caller parks the call); `resume` sends a parked call
+    again with its answers."""
     limit = timeout_seconds() if read_timeout is None else read_timeout
     reported = None
     if progress is not None:
@@ -76,17 +109,70 @@ async def call_on(
         async def reported(progress: float, total: float | None, message: str | None) -> None:
             tell(progress, total, message)
 
-    result = await session.call_tool(
-        tool, arguments, read_timeout_seconds=limit, progress_callback=reported
-    )
+    rounds = resume.rounds if resume is not None else 0
+    responses, state = responses_of(resume), resume.state if resume is not None else None
+    while True:
+        result = await _send(session, tool, arguments, limit, reported, responses, state)
+        if isinstance(result, CallToolResult):
+            break
+        try:
+            step = await next_round(session, result, rounds=rounds + 1)
+        except RoundLimit:
+            return _failed(
+                toolset,
+                tool,
+                f"its server asked for input more than {input_rounds()} times; the call was "
+                "given up",
+            )
+        except Refused as refused:
+            return _failed(toolset, tool, refused.message)
+        if isinstance(step, InputNeeded):
+            return ToolOutput("", True, input_needed=step)
+        rounds, responses, state = step.rounds, responses_of(step), step.state
     rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
     text = redact_server_text(rendered.text, toolset)
     if result.is_error:
-        reason = text.strip() or "no reason given"
-        return ToolOutput(
-            f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
-        )
+        return _failed(toolset, tool, text.strip() or "no reason given")
     return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+
+
+def _failed(toolset: Toolset, tool: str, reason: str) -> ToolOutput:
+    return ToolOutput(
+        f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
+    )
+
+
+async def _send(
+    session: Client,
+    tool: str,
+    arguments: dict[str, Any],
+    limit: float,
+    reported: Any,
+    responses: InputResponses | None,
+    state: str | None,
+) -> CallToolResult | InputRequiredResult:
+    """One tools/call, an `input_required` answer handed back rather than driven in memory
+    (the SDK's `Client.call_tool` would wait for people on this worker). A 2026-07-28 server
+    that says the tool's listing is stale gets it listed again and the call once more."""
+    for attempt in range(2):
+        try:
+            result = await session.session.call_tool(
+                tool,
+                arguments,
+                read_timeout_seconds=limit,
+                progress_callback=reported,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            )
+        except MCPError as error:
+            if error.code != HEADER_MISMATCH or attempt:
+                raise
+            await session.list_tools(cache_mode="refresh")
+            continue
+        assert isinstance(result, CallToolResult | InputRequiredResult)
+        return result
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def read_on(session: Client, toolset: Toolset, uri: str) -> ToolOutput:

@@ -35,7 +35,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +44,7 @@ from mcp import Client
 from agents.mcp import calls
 from agents.mcp.connection import once
 from agents.mcp.elicit import Elicitor, Progress
+from agents.mcp.input_required import Resume
 from agents.mcp.live import (
     ELSEWHERE,
     Conversation,
@@ -108,6 +109,7 @@ class SessionPool:
         conversation: Conversation,
         elicit: Elicitor | None = None,
         progress: Progress | None = None,
+        resume: Resume | None = None,
     ) -> ToolOutput:
         return await self.serve(
             toolset,
@@ -115,7 +117,13 @@ class SessionPool:
             # The session's own deadline bounds the call (its clock stops while a person
             # answers the server): the SDK's per-request limit is lifted.
             lambda session: calls.call_on(
-                session, toolset, tool, arguments, read_timeout=math.inf, progress=progress
+                session,
+                toolset,
+                tool,
+                arguments,
+                read_timeout=math.inf,
+                progress=progress,
+                resume=resume,
             ),
             conversation,
             elicit,
@@ -187,7 +195,7 @@ class SessionPool:
             output = unexpected(toolset, tool, exc)
         output = finished(output, started)
         if note:
-            output = ToolOutput(f"{output.text}\n\n{note}", output.ok, output.duration_ms)
+            output = replace(output, text=f"{output.text}\n\n{note}")
         if oauth is not None:
             if oauth.provider.reconnect and live is not None:
                 self._close(live, "the sign-in at its provider was refused")
@@ -376,12 +384,14 @@ async def acall_tool(
     conversation: Conversation,
     elicit: Elicitor | None = None,
     progress: Progress | None = None,
+    resume: Resume | None = None,
 ) -> ToolOutput:
     """Call one tool in the chat session's live session with the toolset's server (opened
     if it has none); never raises, like `calls.call_tool`. `elicit` answers the questions the
     server asks a person during the call (`agents.elicitation`); `progress` hears the
-    server's progress notifications."""
-    return await pool().call(toolset, tool, arguments, conversation, elicit, progress)
+    server's progress notifications; `resume` sends a call parked on `input_required`
+    again with its answers (`agents.mcp.input_required`)."""
+    return await pool().call(toolset, tool, arguments, conversation, elicit, progress, resume)
 
 
 async def aread_resource(toolset: Toolset, uri: str, *, conversation: Conversation) -> ToolOutput:

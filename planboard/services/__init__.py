@@ -28,6 +28,8 @@ nothing.
 | `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
 | `elicitations` | `elicitation_open/answer/close`: MCP servers' questions to people |
+| `input_rounds` | `tool_call_await_input/resume_input`, `input_rounds_expire`: calls |
+|             | parked on a 2026-07-28 server's `input_required` answer              |
 | `inbox`     | `inbox_snooze`, `tool_calls_approve_same`, answerers and consent to be named |
 | `notifications` | notification settings, the outbox (claim/finish)                   |
 | `action_links`  | signed action links: made with a notification, used, expired      |
@@ -61,6 +63,11 @@ from planboard.services.inbox import (
     inbox_snooze,
     session_set_answerers,
     tool_calls_approve_same,
+)
+from planboard.services.input_rounds import (
+    input_rounds_expire,
+    tool_call_await_input,
+    tool_call_resume_input,
 )
 from planboard.services.notifications import (
     Claimed,
@@ -192,6 +199,7 @@ __all__ = [
     "elicitation_close",
     "elicitation_open",
     "inbox_snooze",
+    "input_rounds_expire",
     "message_post",
     "message_record_agent",
     "message_record_attachment",
@@ -254,10 +262,12 @@ __all__ = [
     "token_revoke",
     "token_ttl",
     "tool_call_answer",
+    "tool_call_await_input",
     "tool_call_claim",
     "tool_call_decide",
     "tool_call_expire",
     "tool_call_open",
+    "tool_call_resume_input",
     "tool_calls_approve_same",
     "toolset_create",
     "toolset_credential_delete",

@@ -25,6 +25,7 @@ from planboard.exceptions import PlanError
 from planboard.models import ActionLink, AgentRun, Decision, Elicitation, Notification, ToolCall
 from planboard.selectors.inbox import InboxItem
 from planboard.services._inbox import WaitRef
+from planboard.services.elicitations import elicitation_answer
 from planboard.services.runs import message_post
 from planboard.services.tool_calls import tool_call_decide, tool_call_expire
 
@@ -34,6 +35,8 @@ GO_AHEAD = "Yes, go ahead."
 LINK_DECISIONS: dict[str, tuple[str, ...]] = {
     Decision.Kind.APPROVAL: ("approve", "deny"),
     Decision.Kind.CONFIRMATION: ("confirm",),
+    # A server's question: declined from the message (an answer needs its form or URL).
+    Decision.Kind.ELICITATION: ("decline",),
 }
 
 
@@ -206,6 +209,13 @@ def _decide(link: ActionLink, item: InboxItem) -> None:
             tool_call_id=item["tool_call"]["tool_call_id"],
             user=link.user,
             decision=link.decision,
+            channel=link.channel,
+        )
+    elif item["elicitation"] is not None:
+        elicitation_answer(
+            elicitation_id=item["elicitation"]["id"],
+            user=link.user,
+            action=link.decision,
             channel=link.channel,
         )
     elif link.decision == "confirm":

@@ -19,10 +19,13 @@ from django.utils import timezone
 from planboard import selectors
 from planboard.elicitation import MESSAGE_MAX, check_content, check_schema, check_url
 from planboard.exceptions import Forbidden, PlanError
-from planboard.models import Channel, Decision, Elicitation
+from planboard.models import AgentRun, Channel, Decision, Elicitation
 from planboard.pgtext import without_nul
-from planboard.services._core import _lock_session, _publish_session
+from planboard.services._core import _lock_session
 from planboard.services._inbox import _inbox_changed, _item_waits, _record_decision
+from planboard.services._people import refuse_if_owner_inactive
+from planboard.services._waits import _calls_wait, _publish_question
+from planboard.services.runs import _requeue
 
 ACTIONS = {
     "accept": (Elicitation.Status.ACCEPTED, Decision.Choice.ACCEPT),
@@ -33,17 +36,41 @@ CLOSING = (Elicitation.Status.EXPIRED, Elicitation.Status.CANCELLED)
 SUMMARY_MAX = 200
 
 
-def _publish(row: Elicitation) -> None:
-    _publish_session(
-        row.session_id,
-        {"type": "session.elicitation", "elicitation": selectors.serialize_elicitation(row)},
-    )
+_publish = _publish_question
 
 
 def _summary(row: Elicitation) -> str:
     first = (row.message.strip().splitlines() or [""])[0]
     who = row.toolset_name or "a tool"
     return f"{who}: {first}"[:SUMMARY_MAX]
+
+
+def _checked_question(
+    mode: str, message: Any, requested_schema: dict[str, Any] | None, url: str
+) -> tuple[str, dict[str, Any], str]:
+    """(message, schema, url) of a server's question as stored, or `PlanError` (code
+    `bad_schema`) when it is not one the specification allows."""
+    if mode == Elicitation.Mode.FORM:
+        schema = check_schema(requested_schema)
+        url = ""
+    elif mode == Elicitation.Mode.URL:
+        url = check_url(url)
+        schema = {}
+    else:
+        raise PlanError(f"Unknown elicitation mode {mode!r}.", code="bad_schema")
+    if not isinstance(message, str):
+        raise PlanError("The server's message must be text.", code="bad_schema")
+    return without_nul(message)[:MESSAGE_MAX], schema, url
+
+
+def _ask(row: Elicitation) -> Elicitation:
+    """Inside the caller's transaction: a new question waits on the session's people."""
+    row = Elicitation.objects.select_related("tool_call", "answered_by").get(pk=row.pk)
+    _publish(row)
+    _item_waits(
+        row.session_id, key=selectors.elicitation_key(row.pk), kind=Decision.Kind.ELICITATION
+    )
+    return row
 
 
 def elicitation_open(
@@ -63,17 +90,7 @@ def elicitation_open(
     shown on the session page) until `timeout_seconds` from now. A form's schema must be one
     the specification allows (`planboard.elicitation.check_schema`), a URL http(s); anything
     else raises `PlanError` and records nothing."""
-    if mode == Elicitation.Mode.FORM:
-        schema = check_schema(requested_schema)
-        url = ""
-    elif mode == Elicitation.Mode.URL:
-        url = check_url(url)
-        schema = {}
-    else:
-        raise PlanError(f"Unknown elicitation mode {mode!r}.", code="bad_schema")
-    if not isinstance(message, str):
-        raise PlanError("The server's message must be text.", code="bad_schema")
-    text = without_nul(message)[:MESSAGE_MAX]
+    text, schema, url = _checked_question(mode, message, requested_schema, url)
     with transaction.atomic():
         _lock_session(session_id)
         row = Elicitation.objects.create(
@@ -88,12 +105,7 @@ def elicitation_open(
             url=url,
             expires_at=timezone.now() + timedelta(seconds=max(1.0, timeout_seconds)),
         )
-        row = Elicitation.objects.select_related("tool_call", "answered_by").get(pk=row.pk)
-        _publish(row)
-        _item_waits(
-            session_id, key=selectors.elicitation_key(row.pk), kind=Decision.Kind.ELICITATION
-        )
-    return row
+        return _ask(row)
 
 
 def elicitation_answer(
@@ -106,11 +118,16 @@ def elicitation_answer(
 ) -> Elicitation:
     """A person answers a waiting elicitation: `accept` (with `content` for a form, checked
     against its schema), `decline` or `cancel`. The session's owner, the people they named
-    to answer it, or staff allowed to change sessions may; once only."""
+    to answer it, or staff allowed to change sessions may; once only. The last answer a
+    run paused for (a question of a parked call's round) queues the run again."""
     if action not in ACTIONS:
         raise PlanError("'action' must be 'accept', 'decline' or 'cancel'.")
-    found = Elicitation.objects.filter(pk=elicitation_id).values_list("session_id", flat=True)
-    if not found:
+    found = (
+        Elicitation.objects.filter(pk=elicitation_id)
+        .values_list("session_id", "input_round__run_id")
+        .first()
+    )
+    if found is None:
         raise PlanError(f"There is no elicitation {elicitation_id}.", code="not_found")
     with transaction.atomic():
         session = _lock_session(found[0])
@@ -119,6 +136,14 @@ def elicitation_answer(
                 "Only the session's owner, the people they named to answer it, or staff "
                 "allowed to change sessions answer its tools' questions."
             )
+        # A parked call's question: answering it may resume the run (locked before the row).
+        run = (
+            AgentRun.objects.select_for_update(no_key=True).filter(pk=found[1]).first()
+            if found[1] is not None
+            else None
+        )
+        if run is not None:
+            refuse_if_owner_inactive(session, user)
         row = (
             Elicitation.objects.select_for_update(no_key=True, of=("self",))
             .select_related("tool_call", "answered_by")
@@ -159,6 +184,12 @@ def elicitation_answer(
             summary=_summary(row),
         )
         _inbox_changed(session.pk)
+        if (
+            run is not None
+            and run.status == AgentRun.Status.WAITING_FOR_APPROVAL
+            and not _calls_wait(run)
+        ):
+            _requeue(run)
     return row
 
 

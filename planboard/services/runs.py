@@ -41,6 +41,7 @@ from planboard.services._inbox import (
     _run_waits_kind,
 )
 from planboard.services._people import OWNER_INACTIVE, check_answer, refuse_if_owner_inactive
+from planboard.services._waits import _void_input_rounds
 from planboard.services.run_queue import (
     _admit_or_wait,
     _dispatch_on_commit,
@@ -414,7 +415,8 @@ def _deny_pending_calls(
     run: AgentRun, *, note: str, user: User | None = None, channel: str = ""
 ) -> None:
     """Close the run's undecided tool calls as denied (the run goes on, or stops, without
-    them); the caller holds the run's lock. With `user`, it is their decision (they wrote
+    them), and give up the questions its parked calls wait on; the caller holds the run's
+    lock. With `user`, it is their decision (they wrote
     instead of deciding), recorded with its channel."""
     pending = list(
         ToolCall.objects.select_for_update(no_key=True, of=("self",)).filter(
@@ -443,6 +445,7 @@ def _deny_pending_calls(
             )
     if pending:
         _inbox_changed(run.session_id)
+    _void_input_rounds(run)
 
 
 def _requeue(run: AgentRun) -> None:

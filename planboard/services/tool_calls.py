@@ -31,6 +31,7 @@ from planboard.pgtext import without_nul
 from planboard.services._core import _clean_text, _lock_session
 from planboard.services._inbox import _inbox_changed, _item_waits, _record_decision
 from planboard.services._people import check_always_allow, refuse_if_owner_inactive
+from planboard.services._waits import _calls_wait
 from planboard.services.elicitations import _take_down_questions
 from planboard.services.runs import (
     DENIED_BY_STOP,
@@ -272,7 +273,7 @@ def tool_call_decide(
         if (
             run is not None
             and run.status == AgentRun.Status.WAITING_FOR_APPROVAL
-            and not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists()
+            and not _calls_wait(run)
         ):
             _requeue(run)
     return record
@@ -318,15 +319,16 @@ def tool_call_expire(*, record_id: int) -> bool:
         if (
             run is not None
             and run.status == AgentRun.Status.WAITING_FOR_APPROVAL
-            and not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists()
+            and not _calls_wait(run)
         ):
             _requeue(run)
     return True
 
 
 def run_pause_for_approval(*, run_id: int) -> AgentRun:
-    """Pause a running run until people decide its pending calls. Under the same locks as
-    `tool_call_decide`, so a decision made meanwhile is never missed: with nothing left
+    """Pause a running run until people decide its pending calls (and answer the questions
+    its parked calls wait on). Under the same locks as `tool_call_decide` and
+    `elicitation_answer`, so a decision or answer made meanwhile is never missed: with nothing left
     pending the run stays running (the caller goes on). A cancel requested meanwhile wins."""
     with transaction.atomic():
         session_id = AgentRun.objects.filter(pk=run_id).values_list("session_id", flat=True)
@@ -338,7 +340,7 @@ def run_pause_for_approval(*, run_id: int) -> AgentRun:
         if run.cancel_requested:
             _deny_pending_calls(run, note=DENIED_BY_STOP)
             return _run_set_status(run, AgentRun.Status.CANCELLED, "")
-        if not ToolCall.objects.filter(run=run, status=ToolCall.Status.PENDING).exists():
+        if not _calls_wait(run):  # a decision or an answer came in meanwhile
             return run
         return _run_set_status(
             run, AgentRun.Status.WAITING_FOR_APPROVAL, "", pause_reason=AgentRun.PAUSE_APPROVAL

@@ -13,6 +13,7 @@ test thread can act while the run waits, through the same REST endpoint a page u
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,11 +21,11 @@ import pytest
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Decision, Elicitation, Toolset
 from tests.support.elicitation import answer_when_asked, rest_answer
+from tests.support.mcp_revisions import RevisionServer, revision_toolset
 from tests.support.mcp_servers import (
     HttpServer,
     everything_server_argv,
     http_toolset,
-    stdio_toolset,
 )
 from tests.support.runs import HostLoop, post, result_of
 from tests.support.scripted import Action, ScriptedModel, call, say, tool_calls
@@ -34,11 +35,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def asking(superuser: Any, session: ChatSession) -> Toolset:
-    toolset = stdio_toolset(superuser, name="asking")
-    services.toolset_update(toolset_id=toolset.pk, user=None, tool_policies={"ask": "auto"})
-    services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
-    return toolset
+def asking(superuser: Any, session: ChatSession) -> Iterator[Toolset]:
+    # A server from before 2026-07-28: its question comes mid-call, and the call waits for
+    # the answer (a 2026-07-28 server's parks the call: test_mcp_input_required.py).
+    with RevisionServer("handshake") as server:
+        toolset = revision_toolset(superuser, server, name="asking")
+        services.toolset_update(toolset_id=toolset.pk, user=None, tool_policies={"ask": "auto"})
+        services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
+        yield toolset
 
 
 def test_the_owner_answers_the_test_servers_form_and_the_model_reads_it(

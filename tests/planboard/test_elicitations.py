@@ -414,8 +414,8 @@ def test_a_question_notifies_with_its_words_and_is_skipped_once_answered(
     row = Notification.objects.get(item_key=f"elicitation:{first.pk}")
     claimed = services.notification_claim(notification_id=row.pk)
     assert isinstance(claimed, services.Claimed)
-    # Answering needs the form: only a link to the question, no one-click decisions.
-    assert list(claimed.links) == ["open"]
+    # Answering needs the form: a link to the question, and one-click decline only.
+    assert list(claimed.links) == ["open", "decline"]
     assert claimed.links["open"].endswith(f"/sessions/{chat_session.pk}/#elicitation-{first.pk}")
     subject, body = summary(claimed)
     assert subject == "A tool asks you something: Trip"

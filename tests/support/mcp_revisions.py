@@ -10,7 +10,12 @@ session, as a real server's does):
 The SDK server answers both eras. `speaks` narrows that with a small ASGI filter in front of
 it: "modern" refuses the `initialize` handshake (a 2026-07-28-only server), "handshake" refuses
 `server/discover` and every request stamped with a 2026 revision (a server from before).
-`seen` records each request's JSON-RPC method and `MCP-Protocol-Version` header.
+`seen` records each request's JSON-RPC method and `MCP-Protocol-Version` header, `sent` each
+tools/call's params as they came over the wire (the sealed `requestState` a client echoes).
+
+`RevisionServer("modern", build=asking_server)` serves tools that answer `input_required`
+(2026-07-28) instead: `order` asks how many before it orders, `pester` asks again every
+round. Its `requestState` is sealed under a fixed key, so a restarted server still takes it.
 """
 
 from __future__ import annotations
@@ -18,10 +23,19 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 import uvicorn
+from mcp.server.mcpserver import Context, MCPServer, RequestStateSecurity
+from mcp.types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+)
 
 from planboard import services
 from planboard.models import Toolset
@@ -66,7 +80,74 @@ async def _refuse(send: Any, request_id: Any, code: int, message: str, data: Any
     await send({"type": "http.response.body", "body": body})
 
 
-def revision_filter(app: Any, speaks: str, seen: list[tuple[str, str]]) -> Any:
+# What `order` keeps in its requestState: no client may ever show it to anyone.
+STATE_MARK = "server-private-7f3a"
+STATE_KEY = b"k" * 32
+
+
+def asking_server() -> MCPServer:
+    """A 2026-07-28 server whose tools answer `input_required` (see the module docstring)."""
+    server = MCPServer(
+        "planboard-asking-tools", request_state_security=RequestStateSecurity(keys=[STATE_KEY])
+    )
+    how_many = {
+        "type": "object",
+        "properties": {"count": {"type": "integer", "minimum": 1, "title": "How many"}},
+        "required": ["count"],
+    }
+
+    @server.tool()
+    async def order(item: str, ctx: Context) -> str | InputRequiredResult:  # type: ignore[type-arg]
+        """Order something; asks how many first (and, for a `ticket`, to sign in)."""
+        answers = ctx.input_responses or {}
+        if "count" not in answers:
+            asks: dict[str, Any] = {
+                "count": ElicitRequest(
+                    params=ElicitRequestFormParams(
+                        message=f"How many {item}?", requested_schema=how_many
+                    )
+                )
+            }
+            if item == "ticket":
+                asks["login"] = ElicitRequest(
+                    params=ElicitRequestURLParams(
+                        message="Sign in to the box office.",
+                        url="https://tickets.example/login",
+                        elicitation_id="login-1",
+                    )
+                )
+            state = json.dumps({"item": item, "mark": STATE_MARK})
+            return InputRequiredResult(input_requests=asks, request_state=state)
+        state = json.loads(ctx.request_state or "{}")
+        told = {key: getattr(answer, "action", "?") for key, answer in answers.items()}
+        count = answers["count"]
+        assert isinstance(count, ElicitResult)
+        if count.action != "accept" or any(action != "accept" for action in told.values()):
+            return f"not ordered: {json.dumps(told, sort_keys=True)}"
+        assert state.get("mark") == STATE_MARK  # the state came back as it was sealed
+        return f"ordered {(count.content or {}).get('count')} {state['item']}"
+
+    @server.tool()
+    async def pester(ctx: Context) -> str | InputRequiredResult:  # type: ignore[type-arg]
+        """Never done: asks again every round."""
+        asked = int(ctx.request_state or "0") + 1
+        question = ElicitRequest(
+            params=ElicitRequestFormParams(
+                message=f"Still there? ({asked})",
+                requested_schema={"type": "object", "properties": {}},
+            )
+        )
+        return InputRequiredResult(input_requests={f"q{asked}": question}, request_state=str(asked))
+
+    return server
+
+
+def revision_filter(
+    app: Any,
+    speaks: str,
+    seen: list[tuple[str, str]],
+    sent: list[dict[str, Any]] | None = None,
+) -> Any:
     """`app` speaking only what `speaks` says (see the module's docstring)."""
 
     async def filtered(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -82,6 +163,8 @@ def revision_filter(app: Any, speaks: str, seen: list[tuple[str, str]]) -> Any:
             message = {}
         method = str(message.get("method", "")) if isinstance(message, dict) else ""
         seen.append((method, version))
+        if sent is not None and method == "tools/call" and isinstance(message, dict):
+            sent.append(dict(message.get("params") or {}))
         request_id = message.get("id") if isinstance(message, dict) else None
         if speaks == "modern" and method == "initialize":
             await _refuse(
@@ -103,8 +186,10 @@ def revision_filter(app: Any, speaks: str, seen: list[tuple[str, str]]) -> Any:
 class RevisionServer:
     """The test server (`tests/support/mcp_test_server.py`) over streamable HTTP."""
 
-    def __init__(self, speaks: str) -> None:
+    def __init__(self, speaks: str, *, build: Callable[[], MCPServer] | None = None) -> None:
         self.speaks = speaks
+        self.build = build
+        self.sent: list[dict[str, Any]] = []
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.seen: list[tuple[str, str]] = []
@@ -115,7 +200,8 @@ class RevisionServer:
     def start(self) -> RevisionServer:
         from tests.support.mcp_test_server import build_server
 
-        app = revision_filter(build_server().streamable_http_app(), self.speaks, self.seen)
+        served = (self.build or build_server)()
+        app = revision_filter(served.streamable_http_app(), self.speaks, self.seen, self.sent)
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
         )

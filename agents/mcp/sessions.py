@@ -56,6 +56,7 @@ from agents.mcp.live import (
 from agents.mcp.notices import ChangeNotices
 from agents.mcp.oauth import signs_in
 from agents.mcp.outcome import Failure, ToolOutput, finished, timeout_seconds, unexpected
+from agents.mcp.roots import with_tree
 from agents.mcp.transport import Revision
 from planboard.models import Toolset
 
@@ -154,7 +155,9 @@ class SessionPool:
                     note = lost_note(toolset.name, why)
                 job = Job(
                     tool=tool,
-                    action=action,
+                    action=with_tree(action, live.tree, conversation.files)
+                    if live.tree is not None and conversation.files is not None
+                    else action,
                     deadline=deadline,
                     future=loop.create_future(),
                     elicit=elicit,
@@ -209,7 +212,7 @@ class SessionPool:
                 live = self.live.get(key)  # opened meanwhile by another call of the pair?
             if live is None or live.ended:
                 self._make_room()
-                live = Live(self, key, toolset, previous=why or None, roots=conversation.roots())
+                live = Live(self, key, toolset, previous=why or None)
                 self.live[key] = live
                 self._remember(pair, "")
                 self._owners[live.task] = live

@@ -154,6 +154,7 @@ from planboard.selectors.workspace import (
     workspace_file,
     workspace_file_bytes,
     workspace_file_open,
+    workspace_file_rows,
 )
 
 __all__ = [
@@ -271,4 +272,5 @@ __all__ = [
     "workspace_file",
     "workspace_file_bytes",
     "workspace_file_open",
+    "workspace_file_rows",
 ]

@@ -29,11 +29,12 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import elicitation, markers, workspace
+from agents import elicitation, markers, workspace, workspace_tree
 from agents.mcp import calls, elicit, input_required, outcome, sessions
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
@@ -412,7 +413,15 @@ async def aserver_output(
             call_id=record.pk,
         )
 
-    conversation = sessions.Conversation(record.session_id, used_before=used_before)
+    files = None
+    if record.toolset.roots == Toolset.Roots.WORKSPACE:
+        files = workspace_tree.Sync(
+            session_id=record.session_id,
+            run_id=record.run_id,
+            asks=workspace_asks(record),
+            run_db=lane.run,
+        )
+    conversation = sessions.Conversation(record.session_id, used_before=used_before, files=files)
     try:
         if record.reads_resource:
             uri = str((record.arguments or {}).get("uri"))
@@ -435,6 +444,26 @@ def _resume_of(record: ToolCall) -> input_required.Resume | None:
     if carried is None:
         return None
     return input_required.Resume(carried["responses"], carried["state"], carried["rounds"])
+
+
+def workspace_asks(record: ToolCall) -> Callable[[str], bool]:
+    """Whether a change a server made to the session's files in its tree must wait for a
+    person, by the workspace tool that makes such a change (`write_file`, `delete_file`):
+    when that tool would ask in this session (or is not offered there), unless a person
+    approved this very call. Asked off the event loop (`agents.workspace_tree.collect`)."""
+    found: dict[str, bool] = {}
+
+    def asks(tool: str) -> bool:
+        if record.decided_by_id is not None:
+            return False
+        if not found:
+            for item in offered_tools(session_id=record.session_id):
+                if item.tool.toolset.kind == Toolset.Kind.BUILTIN:
+                    found[item.tool.name] = item.asks
+            found.setdefault("", True)  # read once, even when nothing is offered
+        return found.get(tool, True)
+
+    return asks
 
 
 # A chatty server's progress reaches people at most this often (the last one always does).

@@ -483,6 +483,10 @@ class Toolset(models.Model):
         HEADERS = "headers", "Static headers (or none)"
         OAUTH = "oauth", "OAuth: people connect an account at the server's provider"
 
+    class Roots(models.TextChoices):
+        NONE = "none", "None: the server works in the folders it was started with"
+        WORKSPACE = "workspace", "The session's workspace: its files, as a folder tree"
+
     name = models.SlugField(max_length=TOOLSET_NAME_MAX, unique=True)
     title = models.CharField(max_length=NAME_MAX, blank=True, default="")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -505,6 +509,10 @@ class Toolset(models.Model):
     auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.HEADERS)
     oauth_client = EncryptedJSONField(default=dict, blank=True)
     oauth_tokens = EncryptedJSONField(default=dict, blank=True)
+    # What a stdio server asking for roots is given (docs/TOOLS.md, "Roots"): nothing (the
+    # roots capability is not even declared, so a server keeps the folders it was started
+    # with), or a folder tree of the chat session's files whose changes come back as Files.
+    roots = models.CharField(max_length=10, choices=Roots.choices, default=Roots.NONE)
     # Empty: everyone may use it; otherwise members of these teams only.
     teams = models.ManyToManyField(Team, blank=True, related_name="toolsets")
     # What the server answered to tools/list at the last refresh, as received.

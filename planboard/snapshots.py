@@ -360,6 +360,7 @@ def serialize_toolset(
         "enabled": toolset.enabled,
         "access": toolset.access,
         "auth": toolset.auth,
+        "roots": toolset.roots,
         "refreshed_at": iso(toolset.refreshed_at),
         "tools": [serialize_toolset_tool(t) for t in tools],
     }

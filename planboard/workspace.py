@@ -12,7 +12,6 @@ import codecs
 import mimetypes
 import re
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import IO, Any
 
 from asgiref.sync import sync_to_async
@@ -39,24 +38,6 @@ CHUNK = 65536
 def storage_folder(session_id: int) -> str:
     """Where a session's files are stored (under generated names) in the default storage."""
     return f"workspace/{session_id}"
-
-
-def local_root_uri(session_id: int) -> str | None:
-    """The session's workspace folder as a `file://` URI, when the default storage keeps files
-    on this machine's file system (Django's `FileSystemStorage`: the folder is made if
-    missing); None for storage elsewhere (S3 and the like). What an MCP server that asks for
-    roots is given."""
-    from django.core.files.storage import default_storage
-
-    try:
-        folder = Path(default_storage.path(storage_folder(session_id)))
-    except NotImplementedError:  # not a local file system
-        return None
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return folder.resolve().as_uri()
 
 
 def file_limit() -> int:
@@ -105,12 +86,17 @@ def encode_content(value: Any) -> bytes:
     if not isinstance(value, str):
         raise PlanError("'content' must be text.")
     data = value.encode("utf-8", errors="replace")
-    limit = file_limit()
-    if len(data) > limit:
-        raise PlanError(
-            f"'content' is {len(data)} bytes; a workspace file may hold at most {limit} bytes."
-        )
+    check_size(len(data))
     return data
+
+
+def check_size(size: int) -> None:
+    """`PlanError` when a file of `size` bytes is over `file_limit`."""
+    limit = file_limit()
+    if size > limit:
+        raise PlanError(
+            f"'content' is {size} bytes; a workspace file may hold at most {limit} bytes."
+        )
 
 
 def content_type(path: str) -> str:

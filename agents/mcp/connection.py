@@ -25,7 +25,7 @@ from agents.mcp.outcome import (
     timeout_seconds,
     unexpected,
 )
-from agents.mcp.transport import Revision, opened
+from agents.mcp.transport import Revision, declared_roots, opened
 from planboard.models import Toolset
 
 T = TypeVar("T")
@@ -56,6 +56,7 @@ async def _connected_once(
                 reading=reading,
                 auth=oauth.provider if oauth is not None else None,
                 elicitor=asking,
+                roots=declared_roots(toolset),
                 known=known,
             ) as session:
                 return await action(session)

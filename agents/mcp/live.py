@@ -35,15 +35,19 @@ from agents.mcp.outcome import (
     is_tools_changed,
     timeout_seconds,
 )
+from agents.mcp.roots import Files
 from agents.mcp.signin import SessionSignIn
 from agents.mcp.transport import Revision, SessionLoss, change_notices, opened, revision_of
-from planboard import workspace
+from agents.workspace_tree import Tree
 from planboard.models import Toolset
 
 # How much of a live server's stderr is kept on disk at most: past it the file is emptied
 # after a call (a crash quotes only the last lines anyway). Over a long conversation a chatty
 # server would otherwise fill the disk.
 STDERR_KEEP_BYTES = 1024 * 1024
+
+# How long a new session with a server given a tree waits for it to ask for its roots.
+ROOTS_WAIT_SECONDS = 5.0
 
 Key = tuple[int, int, str]  # chat session, toolset, credential identity
 Pair = tuple[int, int]  # chat session, toolset
@@ -62,17 +66,14 @@ class Owner(Protocol):
 
 @dataclass(frozen=True)
 class Conversation:
-    """Whose call it is: the chat session, and how to ask (only when a session has to be
-    opened) whether its earlier calls reached this toolset's server somewhere else."""
+    """Whose call it is: the chat session, how to ask (only when a session has to be
+    opened) whether its earlier calls reached this toolset's server somewhere else, and how
+    its files reach the folder tree of a toolset given the session's workspace as its root
+    (`files`; None: the tree is left as the last call left it)."""
 
     session_id: int
     used_before: Callable[[], Awaitable[bool]] | None = None
-
-    def roots(self) -> list[str]:
-        """What a server asking for roots is given: the chat session's workspace folder when
-        it is on this machine (`planboard.workspace.local_root_uri`), else nothing."""
-        uri = workspace.local_root_uri(self.session_id)
-        return [uri] if uri else []
+    files: Files | None = None
 
 
 def lost_note(toolset_name: str, why: str) -> str:
@@ -112,6 +113,7 @@ def fingerprint_of(toolset: Toolset) -> str:
         toolset.url,
         toolset.headers,
         toolset.auth,
+        toolset.roots,
     )
 
 
@@ -158,12 +160,14 @@ class Live:
         key: Key,
         toolset: Toolset,
         previous: str | None,
-        roots: list[str] | None = None,
         signin: SessionSignIn | None = None,
     ):
         self.owner = owner
         self.signin = signin  # an OAuth toolset's: signs each request with the call's tokens
-        self.roots = roots or []  # answered to the server's roots/list
+        # The session's folder tree for a toolset given the session's workspace as its root
+        # (made when the session opens, removed when it ends); None: no roots declared.
+        self.tree: Tree | None = None
+        self._roots_asked = anyio.Event()
         self.key = key
         self.toolset = toolset
         self.fingerprint = fingerprint_of(toolset)
@@ -267,6 +271,29 @@ class Live:
         except (OSError, ValueError):
             pass  # closed meanwhile
 
+    def _roots(self) -> list[str] | None:
+        """What the server's roots/list is answered: a new tree of the conversation's files
+        for a toolset given the session's workspace, else nothing (no roots capability)."""
+        if self.toolset.roots != Toolset.Roots.WORKSPACE:
+            return None
+        self.tree = Tree.make()
+        return [self.tree.uri]
+
+    async def _rooted(self, session: Client) -> None:
+        """A server given a tree asks for its roots when the session opens, and acts on the
+        answer in its own time: its first call waits (up to `ROOTS_WAIT_SECONDS`) until it
+        asked, and for a ping after, so the call does not reach it before its roots do."""
+        if self.tree is None:
+            return
+        with anyio.move_on_after(ROOTS_WAIT_SECONDS):
+            await self._roots_asked.wait()
+            if not revision_of(session).stateless:  # no ping in a stateless revision
+                await session.send_ping()
+
+    def _drop_tree(self) -> None:
+        if self.tree is not None:
+            self.tree.remove()  # the server has stopped: nothing writes there any more
+
     async def _own(self) -> None:
         errlog: TextIO = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         _append_only(errlog)
@@ -286,13 +313,15 @@ class Live:
                         reading=reading,
                         message_handler=self._on_message,
                         on_end=self._stopped,
-                        roots=self.roots,
+                        roots=self._roots(),
+                        roots_asked=self._roots_asked.set,
                         elicitor=self._on_elicit,
                         loss=loss,
                         auth=self.signin,
                     ) as session,
                     change_notices(session, limit=timeout_seconds()),
                 ):
+                    await self._rooted(session)
                     scope.deadline = math.inf
                     self.revision = revision_of(session)
                     self._signing(None)
@@ -350,6 +379,7 @@ class Live:
                 )
             self.errlog = None
             errlog.close()
+            self._drop_tree()
             _settle(self.ready, error=described)
             if current is not None:
                 _settle(current.future, error=described)

@@ -60,6 +60,7 @@ from agents.mcp.live import (
 from agents.mcp.notices import ChangeNotices
 from agents.mcp.oauth import OAuthUse
 from agents.mcp.outcome import Failure, ToolOutput, finished, timeout_seconds, unexpected
+from agents.mcp.roots import with_tree
 from agents.mcp.signin import SessionSignIn, session_oauth_for, signed_outcome
 from agents.mcp.transport import Revision
 from planboard.models import Toolset
@@ -166,7 +167,9 @@ class SessionPool:
                     note = lost_note(toolset.name, why)
                 job = Job(
                     tool=tool,
-                    action=action,
+                    action=with_tree(action, live.tree, conversation.files)
+                    if live.tree is not None and conversation.files is not None
+                    else action,
                     deadline=deadline,
                     future=loop.create_future(),
                     elicit=elicit,
@@ -227,8 +230,7 @@ class SessionPool:
             if live is None or live.ended:
                 self._make_room()
                 signin = SessionSignIn(oauth) if oauth is not None else None
-                roots = conversation.roots()
-                live = Live(self, key, toolset, previous=why or None, roots=roots, signin=signin)
+                live = Live(self, key, toolset, previous=why or None, signin=signin)
                 self.live[key] = live
                 self._remember(pair, "")
                 self._owners[live.task] = live

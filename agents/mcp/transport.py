@@ -88,7 +88,8 @@ async def opened(
     on_end: Callable[[], None] | None = None,
     auth: httpx2.Auth | None = None,
     elicitor: Elicitor | None = None,
-    roots: Sequence[str] = (),
+    roots: Sequence[str] | None = None,
+    roots_asked: Callable[[], None] | None = None,
     loss: SessionLoss | None = None,
     known: Revision | None = None,
 ) -> AsyncIterator[Client]:
@@ -96,10 +97,11 @@ async def opened(
     reached (HTTP), reading through `reading`, the server's stderr in `errlog`.
     `message_handler` gets what the server sends unasked (notifications); `on_end` is called
     once a stdio server's output ends (it stopped); `roots` (`file://` URIs) answer the
-    server's roots/list (the roots capability is always declared: a connection with no
-    conversation answers none); `elicitor` answers the server's questions to a person (None:
-    they are declined); `auth` signs HTTP requests in (an OAuth toolset's provider); `loss`
-    hears an HTTP server say it no longer knows the session.
+    server's roots/list (None: the roots capability is not declared, so a server keeps the
+    folders it was started with: `declared_roots`; `roots_asked` is told each time the
+    server asks); `elicitor` answers the server's
+    questions to a person (None: they are declined); `auth` signs HTTP requests in (an
+    OAuth toolset's provider); `loss` hears an HTTP server say it no longer knows the session.
 
     The SDK negotiates (`Client(mode="auto")`): it asks `server/discover` for the newest
     revision both sides speak and falls back to the `initialize` handshake with a server that
@@ -112,7 +114,8 @@ async def opened(
             env={str(k): str(v) for k, v in (toolset.env or {}).items()} or None,
         )
         transport = _bounded_stdio_client(params, errlog=errlog, limit=reading, on_end=on_end)
-        async with _negotiated(transport, message_handler, elicitor, roots, known) as client:
+        rooting = (roots, roots_asked)
+        async with _negotiated(transport, message_handler, elicitor, rooting, known) as client:
             yield client
         return
     limit = timeout_seconds()
@@ -131,7 +134,8 @@ async def opened(
         transport = streamable_http_client(
             toolset.url, http_client=http, max_sse_event_size=reading.max_bytes
         )
-        async with _negotiated(transport, message_handler, elicitor, roots, known) as client:
+        rooting = (roots, roots_asked)
+        async with _negotiated(transport, message_handler, elicitor, rooting, known) as client:
             yield client
 
 
@@ -166,13 +170,14 @@ def _negotiated(
     transport: Transport,
     message_handler: MessageHandlerFnT | None,
     elicitor: Elicitor | None,
-    roots: Sequence[str],
+    rooting: tuple[Sequence[str] | None, Callable[[], None] | None],
     known: Revision | None,
 ) -> Client:
     """The SDK's client over `transport`: one code path for every revision (the SDK keeps
     what differs: the handshake or discovery, session ids, a stateless server's questions to
     a person sent back as input requests, answered by the same callback). Planboard keeps no
     response cache: every listing and read asks the server."""
+    roots, asked = rooting
     adopted = known if known is not None and known.stateless and known.discovered else None
     return Client(
         transport,
@@ -181,19 +186,29 @@ def _negotiated(
         read_timeout_seconds=timeout_seconds(),
         message_handler=message_handler,
         elicitation_callback=elicitation_callback(elicitor),
-        list_roots_callback=_roots_answer(roots),
+        list_roots_callback=_roots_answer(roots, asked) if roots is not None else None,
         cache=None,
     )
 
 
-def _roots_answer(roots: Sequence[str]) -> ListRootsFnT:
-    """The answer to a server's roots/list: the conversation's workspace folder when it is
-    on this machine (`planboard.workspace.local_root_uri`), else no roots."""
+def declared_roots(toolset: Toolset) -> list[str] | None:
+    """What a connection of its own (a listing, a prompt) answers the server's roots/list:
+    nothing for a toolset without roots (the capability is not declared: the server keeps
+    the folders it was started with), an empty list for one given the session's workspace
+    (it has roots, but no conversation's files outside a live session: `agents.mcp.live`)."""
+    return [] if toolset.roots == Toolset.Roots.WORKSPACE else None
+
+
+def _roots_answer(roots: Sequence[str], asked: Callable[[], None] | None) -> ListRootsFnT:
+    """The answer to a server's roots/list: the live session's folder tree of the
+    conversation's files (`agents.workspace_tree`), or no roots."""
     answer = ListRootsResult(
         roots=[Root.model_validate({"uri": uri, "name": "workspace"}) for uri in roots]
     )
 
     async def list_roots(context: ClientRequestContext) -> ListRootsResult:
+        if asked is not None:
+            asked()
         return answer
 
     return list_roots

@@ -75,8 +75,8 @@ class ToolsetAdminForm(forms.ModelForm):
     class Meta:
         model = Toolset
         fields = (
-            "name", "title", "kind", "command", "args", "env", "url", "headers", "auth",
-            "enabled", "access", "teams",
+            "name", "title", "kind", "command", "args", "env", "roots", "url", "headers",
+            "auth", "enabled", "access", "teams",
         )  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -97,6 +97,7 @@ class ToolsetAdminForm(forms.ModelForm):
                 "kind",
                 "command",
                 "args",
+                "roots",
                 "url",
                 "auth",
                 "enabled",
@@ -146,11 +147,12 @@ class ToolsetToolInline(admin.TabularInline):
         return False
 
 
-# How a stdio toolset runs its program; only people allowed to run programs change these.
-_PROGRAM_FIELDS = ("command", "args", "env")
+# How a stdio toolset runs its program (and which of the session's files it may write);
+# only people allowed to run programs change these.
+_PROGRAM_FIELDS = ("command", "args", "env", "roots")
 _ALL_TOOLSET_FIELDS = (
-    "name", "title", "kind", "command", "args", "env", "url", "headers", "auth", "access",
-    "teams",
+    "name", "title", "kind", "command", "args", "env", "roots", "url", "headers", "auth",
+    "access", "teams",
 )  # fmt: skip
 
 
@@ -235,7 +237,7 @@ class ToolsetAdmin(admin.ModelAdmin):
             and obj.kind == Toolset.Kind.STDIO
             and not selectors.may_run_programs(signed_in(request))
         ):
-            readonly = (*readonly, "kind", "command", "args")
+            readonly = (*readonly, "kind", "command", "args", "roots")
         return readonly
 
     def get_form(
@@ -303,7 +305,7 @@ class ToolsetAdmin(admin.ModelAdmin):
         # Only what the form showed is sent: a hidden field keeps its stored value.
         values: dict[str, Any] = {
             key: data[key]
-            for key in ("title", "kind", "command", "url", "auth", "enabled", "access")
+            for key in ("title", "kind", "command", "roots", "url", "auth", "enabled", "access")
             if key in shown and key in data
         }
         if "args" in shown:

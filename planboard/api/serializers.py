@@ -758,6 +758,13 @@ class ToolsetSerializer(serializers.Serializer):
         help_text="oauth: calls sign in with an account connected at the server's provider "
         "(open /toolsets/{id}/connect/ in a browser to connect or reconnect).",
     )
+    roots = serializers.ChoiceField(
+        choices=Toolset.Roots.choices,
+        help_text="What the server is given when it asks for roots: none (the roots capability "
+        "is not declared: it keeps the folders it was started with) or workspace (a stdio "
+        "server only: a folder tree of the session's files under their own names; what it "
+        "writes there comes back as the session's files).",
+    )
     connected = serializers.BooleanField(
         help_text="Whether calls in your sessions can reach the server: always for a shared "
         "toolset, once you have set your credential for a per-person one."
@@ -829,6 +836,14 @@ class ToolsetWriteSerializer(InputSerializer):
         required=False,
         help_text="headers: the static headers above; oauth: people connect an account at the "
         "server's provider (GET /toolsets/{id}/connect/ in a browser).",
+    )
+    roots = StrictChoiceField(
+        choices=Toolset.Roots.choices,
+        required=False,
+        help_text="What the server is given when it asks for roots: none (the roots capability "
+        "is not declared: it keeps the folders it was started with) or workspace (a stdio "
+        "server only: a folder tree of the session's files under their own names; what it "
+        "writes there comes back as the session's files).",
     )
     teams = serializers.ListField(
         child=serializers.IntegerField(min_value=1),

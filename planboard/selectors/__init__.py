@@ -155,6 +155,7 @@ from planboard.selectors.workspace import (
     workspace_file,
     workspace_file_bytes,
     workspace_file_open,
+    workspace_file_rows,
 )
 
 __all__ = [
@@ -273,4 +274,5 @@ __all__ = [
     "workspace_file",
     "workspace_file_bytes",
     "workspace_file_open",
+    "workspace_file_rows",
 ]

@@ -18,6 +18,11 @@ def session_files(*, session_id: int) -> list[dict[str, Any]]:
     ]
 
 
+def workspace_file_rows(*, session_id: int) -> list[WorkspaceFile]:
+    """The session's file rows (paths, sizes, where their bytes are stored)."""
+    return list(WorkspaceFile.objects.filter(session_id=session_id).order_by("path"))
+
+
 def workspace_file(*, session_id: int, path: str) -> WorkspaceFile | None:
     """The file at exactly `path` (paths are looked up, never opened as given)."""
     if not isinstance(path, str) or "\x00" in path:

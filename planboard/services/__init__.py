@@ -175,6 +175,7 @@ from planboard.services.usage import profile_usage_add
 from planboard.services.workspace import (
     toolset_ensure_workspace,
     workspace_file_delete,
+    workspace_file_store,
     workspace_file_write,
 )
 
@@ -284,5 +285,6 @@ __all__ = [
     "toolset_rotate_secrets",
     "toolset_update",
     "workspace_file_delete",
+    "workspace_file_store",
     "workspace_file_write",
 ]

@@ -57,6 +57,7 @@ TOOLSET_FIELDS = (
     "enabled",
     "access",
     "auth",
+    "roots",
     "teams",
     "tool_policies",
     "tool_signed_in_only",
@@ -179,6 +180,12 @@ def _clean_auth(value: Any) -> str:
     return str(value)
 
 
+def _clean_roots(value: Any) -> str:
+    if value not in Toolset.Roots.values:
+        raise PlanError(f"'roots' must be one of: {', '.join(Toolset.Roots.values)}.")
+    return str(value)
+
+
 def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
     unknown = set(fields) - set(TOOLSET_FIELDS)
     if unknown:
@@ -197,6 +204,7 @@ def clean_toolset(fields: dict[str, Any], *, updating: bool) -> dict[str, Any]:
         "enabled": _clean_enabled,
         "access": _clean_access,
         "auth": _clean_auth,
+        "roots": _clean_roots,
         "teams": _clean_team_ids,
         "tool_policies": _clean_policies,
         "tool_signed_in_only": _clean_signed_in_only,
@@ -224,22 +232,30 @@ def _check_complete(toolset: Toolset) -> None:
         raise PlanError("An http toolset needs the 'url' of its server.")
     if toolset.auth == Toolset.Auth.OAUTH and toolset.kind != Toolset.Kind.HTTP:
         raise PlanError("Only an http toolset can sign in with OAuth.")
+    if toolset.roots == Toolset.Roots.WORKSPACE and toolset.kind != Toolset.Kind.STDIO:
+        # The tree is a folder on the worker: only a program running there can open it.
+        raise PlanError(
+            "Only a stdio toolset can be given the session's workspace as its root: the "
+            "folder is on the worker, out of a remote server's reach."
+        )
 
 
-def _program_of(toolset: Toolset) -> tuple[bool, str, list[str], dict[str, Any]]:
-    """What a toolset makes the workers run: whether it is a program, and which one."""
+Program = tuple[bool, str, list[str], dict[str, Any], str]
+
+
+def _program_of(toolset: Toolset) -> Program:
+    """What a toolset makes the workers run: whether it is a program, which one, and which
+    folder it is handed as its root (`roots`: the session's files, or none)."""
     is_program = toolset.kind == Toolset.Kind.STDIO
-    return is_program, toolset.command, list(toolset.args or []), dict(toolset.env or {})
+    roots = toolset.roots if toolset.roots != Toolset.Roots.NONE else ""
+    return is_program, toolset.command, list(toolset.args or []), dict(toolset.env or {}), roots
 
 
-def _require_program_right(
-    user: User | None,
-    before: tuple[bool, str, list[str], dict[str, Any]] | None,
-    toolset: Toolset,
-) -> None:
+def _require_program_right(user: User | None, before: Program | None, toolset: Toolset) -> None:
     """A stdio toolset is a command the workers run with their OS user's rights (its env, its
     files, the workers' /proc): making one, turning a toolset into one, or changing its
-    command, args or env needs `planboard.run_stdio_toolset`, not just add/change."""
+    command, args, env or roots (what it may write into the session's files) needs
+    `planboard.run_stdio_toolset`, not just add/change."""
     after = _program_of(toolset)
     becomes_program = after[0] and (before is None or not before[0])
     # Set on any kind: a command left on an http toolset would run once someone switches it.
@@ -248,7 +264,7 @@ def _require_program_right(
         raise Forbidden(
             "Only superusers and staff allowed to run programs on the workers "
             f"({selectors.RUN_STDIO_TOOLSET}) may set up a stdio toolset or change its "
-            "command, args or env."
+            "command, args, env or roots."
         )
 
 
@@ -467,8 +483,11 @@ def toolset_refresh_tools(
     return result
 
 
-# What changes where a toolset's server is, or how it is reached: its tools are asked again.
-_DISCOVERY_FIELDS = frozenset({"kind", "command", "args", "env", "url", "headers", "enabled"})
+# What changes where a toolset's server is, or how it is reached: its tools are asked again
+# (a server may offer other tools when it is given roots).
+_DISCOVERY_FIELDS = frozenset(
+    {"kind", "command", "args", "env", "roots", "url", "headers", "enabled"}
+)
 
 
 def toolset_discover(*, toolset_id: int, changed: Iterable[str] | None = None) -> Refreshed | None:

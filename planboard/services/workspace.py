@@ -97,6 +97,24 @@ def workspace_file_write(
     wrote it). Raises `PlanError` for a bad path, too much content, or too many files."""
     clean = workspace.clean_path(path)
     data = workspace.encode_content(content)
+    return _store(session_id=session_id, path=clean, data=data, run_id=run_id)
+
+
+def workspace_file_store(
+    *, session_id: int, path: str, data: bytes, run_id: int | None = None
+) -> WorkspaceFile:
+    """Create or replace a file with these bytes, as they are (a file an MCP server wrote in
+    the session's folder tree: `agents.workspace_tree`), within the same limits as
+    `workspace_file_write`; `PlanError` says which one it passes."""
+    clean = workspace.clean_path(path)
+    if not isinstance(data, bytes):
+        raise PlanError("A file's content must be bytes.")
+    workspace.check_size(len(data))
+    return _store(session_id=session_id, path=clean, data=data, run_id=run_id)
+
+
+def _store(*, session_id: int, path: str, data: bytes, run_id: int | None) -> WorkspaceFile:
+    clean = path
     folder = workspace.storage_folder(session_id)
     name = default_storage.save(f"{folder}/{uuid.uuid4().hex}", ContentFile(data))
     try:

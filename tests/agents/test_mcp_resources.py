@@ -1,4 +1,4 @@
-"""Resources, prompts and roots of MCP servers, against the reference "everything"
+"""Resources and prompts of MCP servers, against the reference "everything"
 server: a refresh lists its resources, templates and prompts (bounded); a session lists what
 its toolsets offer to those who may see it."""
 
@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.files.storage import InMemoryStorage
 from django.test import Client
 from rest_framework.test import APIClient
 
 from agents.external_tools import resource_template_matches
 from agents.mcp import sessions
 from agents.mcp.sessions import Conversation
-from planboard import services, workspace
+from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Toolset, ToolsetTool
 from planboard.services.tool_listing import RESOURCE_TOOL, clean_catalog
@@ -400,48 +399,7 @@ def test_a_stranger_cannot_get_prompts(
     assert response.status_code == 404
 
 
-# --- roots ------------------------------------------------------------------------------------
-
-
-def test_a_server_asking_for_roots_gets_the_workspace_folder(
-    user: Any, session: ChatSession, everything: Toolset, scripted_model: ScriptedModel
-) -> None:
-    # Planboard declares the roots capability, so the server offers its roots tool.
-    assert ToolsetTool.objects.filter(toolset=everything, name="get-roots-list").exists()
-    folder = workspace.local_root_uri(session.pk)
-    assert folder is not None and folder.startswith("file:///")
-    assert folder.endswith(f"/workspace/{session.pk}")
-    scripted_model.script.extend(
-        [tool_calls(call("everything__get-roots-list", call_id="g1")), say("Rooted.")]
-    )
-    with HostLoop() as host:
-        assert host.drive(post(session, user)).status == "succeeded"
-    assert folder in result_of(session, "g1")
-
-
-class RemoteStorage(InMemoryStorage):
-    """Stands in for storage that is not a local file system (S3 and the like): no paths."""
-
-    def path(self, name: str) -> str:
-        raise NotImplementedError("no local paths")
-
-
-def test_workspace_storage_elsewhere_gives_no_roots(
-    user: Any, session: ChatSession, everything: Toolset, settings: Any
-) -> None:
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {"BACKEND": f"{__name__}.RemoteStorage"},
-    }
-    assert workspace.local_root_uri(session.pk) is None
-    with HostLoop() as host:
-        output = host.run(
-            sessions.acall_tool(
-                everything, "get-roots-list", {}, conversation=Conversation(session.pk)
-            )
-        )
-    assert output.ok, output.text
-    assert "no roots are currently configured" in output.text
+# --- change notices ---------------------------------------------------------------------------
 
 
 @pytest.mark.django_db(transaction=True)  # the refresh writes from a thread of its own

@@ -18,6 +18,7 @@ HTTP_TOOLSET = {
     "command": "",
     "args": "[]",
     "env": "",
+    "roots": "none",
     "url": "https://tools.example.com/mcp",
     "headers": "",
     "auth": "headers",

@@ -105,9 +105,9 @@ class ToolsetDetailView(ApiView):
         responses={200: s.ToolsetSerializer, **ERRORS},
         summary="Change a toolset (needs planboard.change_toolset; see the description).",
         description="env/headers merge; tool_policies override. Turning a toolset into stdio "
-        "or changing command, args or env also needs planboard.run_stdio_toolset. A change of "
-        "how the server is reached (kind, command, args, env, url, headers, enabled) lists its "
-        "tools again; a failure is kept in `refresh_error`.",
+        "or changing command, args, env or roots also needs planboard.run_stdio_toolset. A "
+        "change of how the server is reached (kind, command, args, env, roots, url, "
+        "headers, enabled) lists its tools again; a failure is kept in `refresh_error`.",
     )
     def patch(self, request: Request, toolset_id: int) -> Response:
         _toolset_for(request, toolset_id)

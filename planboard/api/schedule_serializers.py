@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from planboard.api.serializers import (
@@ -74,6 +72,7 @@ class ScheduleCreateSerializer(RuleInputSerializer):
 
 
 class ScheduleUpdateSerializer(InputSerializer):
+    needs_one_of = "__all__"
     message = StrictCharField(max_length=MESSAGE_MAX // 2, required=False, trim_whitespace=False)
     name = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
     max_failures = StrictIntegerField(min_value=1, max_value=FAILURES_MAX, required=False)
@@ -83,8 +82,3 @@ class ScheduleUpdateSerializer(InputSerializer):
     every = StrictIntegerField(min_value=1, max_value=366, required=False, allow_null=True)
     at_time = serializers.TimeField(required=False, allow_null=True)
     starts_on = serializers.DateField(required=False, allow_null=True)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not attrs:
-            raise serializers.ValidationError("Give at least one field to change.")
-        return attrs

@@ -10,6 +10,7 @@ class PlanboardConfig(AppConfig):
         from django.db.models.signals import post_delete
 
         from planboard import access_events, checks  # noqa: F401 (registers the checks)
+        from planboard.api import schema  # noqa: F401 (registers the schema extensions)
         from planboard.models import WorkspaceFile
         from planboard.services.workspace import forget_blob_of_deleted_row
 

@@ -282,7 +282,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 25,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "planboard.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "planboard.api.errors.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "messages": os.environ.get("PLANBOARD_MESSAGE_RATE", "30/min"),

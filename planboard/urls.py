@@ -10,6 +10,9 @@ def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
     return HttpResponsePermanentRedirect(static("img/favicon.svg"))
 
 
+# An unexpected error under /api/ is JSON too (unknown API addresses: api/urls.py).
+handler500 = "planboard.api.errors.server_error"
+
 urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),

@@ -16,7 +16,8 @@ from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import InterfaceError, OperationalError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -107,3 +108,13 @@ def _first_messages(detail: Any, prefix: str = "") -> list[str]:
 def summarize_validation(detail: Any) -> str:
     lines = _first_messages(detail)
     return " ".join(lines) if lines else "The request is not valid."
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """Django's `handler500`: under /api/ the same JSON shape as every other API error."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"error": "Something went wrong on our side; try again later.", "code": "server_error"},
+            status=500,
+        )
+    return defaults.server_error(request)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from planboard.api.serializers import (
@@ -33,6 +35,16 @@ class ForkRequestSerializer(InputSerializer):
         max_length=NAME_MAX,
         help_text="The new session's title (default: the source's, \"(continued)\").",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("version" in attrs) == ("subtask_id" in attrs):
+            raise serializers.ValidationError(
+                "Give either 'version' or 'subtask_id' to say where to continue from."
+            )
+        return attrs
+
+    def schema_rules(self) -> dict[str, Any]:
+        return {"oneOf": [{"required": ["version"]}, {"required": ["subtask_id"]}]}
 
 
 class ForkResultSerializer(serializers.Serializer):

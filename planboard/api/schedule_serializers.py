@@ -103,10 +103,14 @@ class ScheduleCreateSerializer(RuleInputSerializer):
                 "Give exactly one target: session_id (post into that session) or template_id "
                 "(start a new session from that template at each occurrence)."
             )
-        return attrs
+        return super().validate(attrs)
+
+    def schema_rules(self) -> dict[str, Any]:
+        return {"oneOf": [{"required": ["session_id"]}, {"required": ["template_id"]}]}
 
 
 class ScheduleUpdateSerializer(InputSerializer):
+    needs_one_of = "__all__"
     message = StrictCharField(max_length=MESSAGE_MAX // 2, required=False, trim_whitespace=False)
     name = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
     max_failures = StrictIntegerField(min_value=1, max_value=FAILURES_MAX, required=False)
@@ -116,8 +120,3 @@ class ScheduleUpdateSerializer(InputSerializer):
     every = StrictIntegerField(min_value=1, max_value=366, required=False, allow_null=True)
     at_time = serializers.TimeField(required=False, allow_null=True)
     starts_on = serializers.DateField(required=False, allow_null=True)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not attrs:
-            raise serializers.ValidationError("Give at least one field to change.")
-        return attrs

@@ -12,7 +12,8 @@ as they are, and the serializers exist so that `/api/schema/` documents them exa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any, ClassVar, Literal
 
 from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
@@ -94,9 +95,12 @@ def version_field() -> StrictIntegerField:
     )
 
 
-# Refuses fields it does not know, naming them (a comment, not a docstring: docstrings
-# become schema descriptions).
+# Refuses fields it does not know, naming them, and a body without any of `needs_one_of`
+# ("__all__": any of its fields). planboard.api.schema puts both rules, and `schema_rules`,
+# into the OpenAPI schema. (A comment, not a docstring: docstrings become schema descriptions.)
 class InputSerializer(serializers.Serializer):
+    needs_one_of: ClassVar[tuple[str, ...] | Literal["__all__"]] = ()
+
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, Mapping):
             unknown = sorted(set(data) - set(self.fields) - IGNORED_INPUT_KEYS)
@@ -105,10 +109,19 @@ class InputSerializer(serializers.Serializer):
                 raise serializers.ValidationError({key: [message] for key in unknown})
         return super().to_internal_value(data)
 
+    def one_of_fields(self) -> tuple[str, ...]:
+        return tuple(self.fields) if self.needs_one_of == "__all__" else self.needs_one_of
 
-def _require_one(attrs: dict[str, Any], fields: tuple[str, ...]) -> None:
-    if not any(field in attrs for field in fields):
-        raise serializers.ValidationError(f"Give at least one of: {', '.join(fields)}.")
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        fields = self.one_of_fields()
+        if fields and not any(field in attrs for field in fields):
+            raise serializers.ValidationError(f"Give at least one of: {', '.join(fields)}.")
+        return attrs
+
+    def schema_rules(self) -> dict[str, Any]:
+        """JSON Schema keywords for the rules `validate` checks across fields."""
+        fields = self.one_of_fields()
+        return {"anyOf": [{"required": [field]} for field in fields]} if fields else {}
 
 
 # --- sessions and messages ------------------------------------------------------------------------
@@ -124,11 +137,26 @@ def profile_name_field() -> StrictCharField:
     )
 
 
+class MoneyField(serializers.DecimalField):
+    """JSON numbers are binary floats (0.1 + 0.2 has 17 decimals): rounded to the stored
+    places instead of refused."""
+
+    def validate_precision(self, value: Decimal) -> Decimal:
+        try:
+            value = self.quantize(value)
+        except InvalidOperation:  # Too many whole digits to round: refused as such below.
+            pass
+        return super().validate_precision(value)
+
+
 def money_field() -> serializers.DecimalField:
-    return serializers.DecimalField(
+    return MoneyField(
         max_digits=12,
         decimal_places=4,
+        rounding=ROUND_HALF_UP,
         min_value=0,
+        # Below 10**8 whole dollars also once rounded.
+        max_value=Decimal("99999999.9999"),
         required=False,
         allow_null=True,
         coerce_to_string=False,
@@ -162,6 +190,7 @@ class SessionCreateSerializer(InputSerializer):
 
 
 class SessionUpdateSerializer(InputSerializer):
+    needs_one_of = "__all__"
     title = StrictCharField(max_length=NAME_MAX, required=False, allow_blank=True)
     need_user_confirm = StrictBooleanField(required=False)
     max_subtasks = StrictIntegerField(
@@ -178,10 +207,6 @@ class SessionUpdateSerializer(InputSerializer):
         max_length=50,
         help_text="Ids of the toolsets the agent may use in this session (replaces the list).",
     )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        _require_one(attrs, tuple(self.fields))
-        return attrs
 
 
 class ResourceRefSerializer(InputSerializer):
@@ -221,6 +246,7 @@ class MessagesQuerySerializer(serializers.Serializer):
 
 
 class PlanUpdateSerializer(InputSerializer):
+    needs_one_of = ("name", "description", "expected_outcome", "state")
     name = name_field(required=False)
     description = text_field()
     expected_outcome = text_field()
@@ -234,7 +260,7 @@ class PlanUpdateSerializer(InputSerializer):
     expected_version = version_field()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        _require_one(attrs, ("name", "description", "expected_outcome", "state"))
+        attrs = super().validate(attrs)
         if "outcome" in attrs and "state" not in attrs:
             raise serializers.ValidationError(
                 {"outcome": ["An outcome is given when finishing the plan: add `state`."]}
@@ -270,6 +296,16 @@ class SubtaskCreateSerializer(InputSerializer):
 
 
 class SubtaskUpdateSerializer(InputSerializer):
+    needs_one_of = (
+        "name",
+        "description",
+        "expected_outcome",
+        "outcome",
+        "agent",
+        "blocked_by",
+        "state",
+        "index",
+    )
     name = name_field(required=False)
     description = text_field()
     expected_outcome = text_field()
@@ -292,22 +328,6 @@ class SubtaskUpdateSerializer(InputSerializer):
         help_text="Move the subtask to this 0-based position.",
     )
     expected_version = version_field()
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        _require_one(
-            attrs,
-            (
-                "name",
-                "description",
-                "expected_outcome",
-                "outcome",
-                "agent",
-                "blocked_by",
-                "state",
-                "index",
-            ),
-        )
-        return attrs
 
 
 class VersionQuerySerializer(serializers.Serializer):

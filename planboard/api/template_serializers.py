@@ -18,7 +18,6 @@ from planboard.api.serializers import (
     StrictChoiceField,
     StrictIntegerField,
     UserRefSerializer,
-    _require_one,
     name_field,
     profile_name_field,
     text_field,
@@ -66,6 +65,10 @@ def _team_field() -> StrictIntegerField:
     )
 
 
+# What a saved plan brings along itself.
+PLAN_GIVES = ("description", "expected_outcome", "subtasks")
+
+
 class TemplateCreateSerializer(InputSerializer):
     plan_id = StrictIntegerField(
         min_value=1,
@@ -82,7 +85,7 @@ class TemplateCreateSerializer(InputSerializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "plan_id" in attrs:
-            extra = sorted({"description", "expected_outcome", "subtasks"} & set(attrs))
+            extra = sorted(set(PLAN_GIVES) & set(attrs))
             if extra:
                 raise serializers.ValidationError(
                     f"With plan_id the plan gives {', '.join(extra)}; send only name and team_id."
@@ -93,17 +96,23 @@ class TemplateCreateSerializer(InputSerializer):
             )
         return attrs
 
+    def schema_rules(self) -> dict[str, Any]:
+        # A plan to save, without the text it brings; or a new template's name.
+        from_plan = {
+            "required": ["plan_id"],
+            "not": {"anyOf": [{"required": [f]} for f in PLAN_GIVES]},
+        }
+        new = {"required": ["name"], "not": {"required": ["plan_id"]}}
+        return {"anyOf": [from_plan, new]}
+
 
 class TemplateUpdateSerializer(InputSerializer):
+    needs_one_of = "__all__"
     name = name_field(required=False)
     description = text_field()
     expected_outcome = text_field()
     subtasks = _subtasks_field()
     team_id = _team_field()
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        _require_one(attrs, tuple(self.fields))
-        return attrs
 
 
 class TemplateStartSerializer(InputSerializer):

@@ -194,5 +194,6 @@ urlpatterns = [
         name="api-docs",
     ),
     # Last: unknown addresses (and ids too long to exist) get a JSON 404, not an HTML page.
-    re_path(r"^(?P<unmatched>.*)$", base.not_found, name="api-not-found"),
+    # `[\s\S]`, not `.`: a path with a newline in it is an unknown address too.
+    re_path(r"^(?P<unmatched>[\s\S]*)$", base.not_found, name="api-not-found"),
 ]

@@ -48,7 +48,7 @@ class InboxSnoozeView(ApiView):
     @extend_schema(
         tags=["inbox"],
         request=s.SnoozeSerializer,
-        responses={200: s.SnoozedSerializer, 400: ERRORS[400], 401: ERRORS[401]},
+        responses={200: s.SnoozedSerializer, **{c: ERRORS[c] for c in (400, 401, 404)}},
         summary="Not now: hide one item of your inbox for a while, without deciding it.",
     )
     def post(self, request: Request) -> Response:

@@ -18,6 +18,7 @@ from planboard.api import serializers as s
 from planboard.api.filters import ID_MAX, SEARCH_HELP, PlanFilter
 from planboard.api.fork_serializers import ForkRequestSerializer, ForkResultSerializer
 from planboard.api.permissions import editable_plan, visible_plan
+from planboard.api.schema import NO_NULLS
 from planboard.api.views.base import (
     ERRORS,
     PAGE,
@@ -70,12 +71,12 @@ def plan_list_row(plan: Plan) -> dict[str, Any]:
         ),
         OpenApiParameter(
             "owner",
-            {"type": "string", "maxLength": 150},
+            {"type": "string", "maxLength": 150, "pattern": NO_NULLS},
             description="The owner's username or user id.",
         ),
         OpenApiParameter(
             "search",
-            {"type": "string", "maxLength": NAME_MAX},
+            {"type": "string", "maxLength": NAME_MAX, "pattern": NO_NULLS},
             description=SEARCH_HELP,
         ),
         OpenApiParameter(

@@ -19,17 +19,25 @@ from planboard import selectors, services
 from planboard.api import schedule_serializers as s
 from planboard.api.errors import summarize_validation
 from planboard.api.permissions import visible_session
-from planboard.api.views.base import ERRORS, READ_ERRORS, ApiView, parse, path_id, query_dict
+from planboard.api.views.base import (
+    ERRORS,
+    ID_SCHEMA,
+    READ_ERRORS,
+    ApiView,
+    parse,
+    path_id,
+    query_dict,
+)
 from planboard.exceptions import PlanError
 from planboard.models import Schedule
 from planboard.users import signed_in
 
 SCHEDULE_ID = path_id("schedule_id", "Schedule")
 SESSION_FILTER = OpenApiParameter(
-    "session", {"type": "integer", "minimum": 1}, description="Only this session's schedules."
+    "session", ID_SCHEMA, description="Only this session's schedules."
 )
 TEMPLATE_FILTER = OpenApiParameter(
-    "template", {"type": "integer", "minimum": 1}, description="Only this template's schedules."
+    "template", ID_SCHEMA, description="Only this template's schedules."
 )
 TAGS = ["schedules"]
 
@@ -54,7 +62,7 @@ class ScheduleListView(ApiView):
     @extend_schema(
         tags=TAGS,
         parameters=[SESSION_FILTER, TEMPLATE_FILTER],
-        responses={200: s.ScheduleSerializer(many=True), **READ_ERRORS},
+        responses={200: s.ScheduleSerializer(many=True), 400: ERRORS[400], **READ_ERRORS},
         summary="Your schedules (staff with view_schedule: everyone's).",
     )
     def get(self, request: Request) -> Response:

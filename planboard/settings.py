@@ -439,6 +439,9 @@ PLANBOARD_TOOL_TIMEOUT = float(os.environ.get("PLANBOARD_TOOL_TIMEOUT", "60"))
 # How long a server's question to a person (MCP elicitation) waits for an answer (seconds);
 # then the server is told "decline". The wait does not count against PLANBOARD_TOOL_TIMEOUT.
 PLANBOARD_ELICITATION_TIMEOUT = float(os.environ.get("PLANBOARD_ELICITATION_TIMEOUT", "600"))
+# How long a tool call the server runs as an MCP task may take (seconds, from the call's start);
+# then the task is cancelled at the server and the call answered so.
+PLANBOARD_MCP_TASK_DEADLINE = float(os.environ.get("PLANBOARD_MCP_TASK_DEADLINE", "86400"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp.listing.discover_tools"
 # Gets an MCP prompt's text for the composer (prompts/get on a connection of its own).

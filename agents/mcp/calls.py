@@ -11,12 +11,14 @@ of their own (`agents.mcp.connection`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from mcp import Client
 from mcp.types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
 
 from agents import mcp_limits
+from agents.mcp import tasks
 from agents.mcp.connection import once, used_once
 from agents.mcp.elicit import Elicitor, Progress
 from agents.mcp.oauth import oauth_for
@@ -49,7 +51,12 @@ async def acall_tool(
 
     async def calling(session: Client) -> ToolOutput:
         # The connection's own deadline (which pauses for a person) bounds the call.
-        return await call_on(session, toolset, tool, arguments, read_timeout=math.inf)
+        output = await call_on(session, toolset, tool, arguments, read_timeout=math.inf)
+        if output.task is None:
+            return output
+        # Only a run follows a task (`agents.task_polls`): this one is stopped at once.
+        await tasks.cancel_on(session, output.task.task_id)
+        return ToolOutput(tasks.UNFOLLOWED.format(toolset=toolset.name, tool=tool), ok=False)
 
     return await once(toolset, calling, tool=tool, elicitor=elicit)
 
@@ -67,7 +74,9 @@ async def call_on(
     secrets removed). `read_timeout`: the SDK's own limit on the wait for the answer
     (`PLANBOARD_TOOL_TIMEOUT` unless given; a live session gives `math.inf` and keeps the
     limit itself, with its clock stopped while a person answers the server's question).
-    `progress`: told the server's progress notifications (the call then asks for them)."""
+    `progress`: told the server's progress notifications (the call then asks for them).
+    A call the server turns into a task (the tasks extension, 2026-07-28) answers at once with
+    the task (`ToolOutput.task`) and no text: the run host polls it (`agents.task_polls`)."""
     limit = timeout_seconds() if read_timeout is None else read_timeout
     reported = None
     if progress is not None:
@@ -76,17 +85,20 @@ async def call_on(
         async def reported(progress: float, total: float | None, message: str | None) -> None:
             tell(progress, total, message)
 
-    result = await session.call_tool(
-        tool, arguments, read_timeout_seconds=limit, progress_callback=reported
-    )
-    rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
-    text = redact_server_text(rendered.text, toolset)
-    if result.is_error:
-        reason = text.strip() or "no reason given"
-        return ToolOutput(
-            f"Error: toolset '{toolset.name}': the tool '{tool}' failed: {reason}", ok=False
+    try:
+        result = await session.call_tool(
+            tool, arguments, read_timeout_seconds=limit, progress_callback=reported
         )
-    return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+    except tasks.TaskCreated as created:
+        # The server runs the call as a task: the run host polls it (`agents.task_polls`).
+        state = created.state
+        message = redact_server_text(state.message, toolset)[: tasks.MESSAGE_MAX]
+        return ToolOutput("", ok=True, task=replace(state, message=message))
+    except tasks.TaskAnswerInvalid as invalid:
+        raise Failure(
+            f"toolset '{toolset.name}': the server's task answer was not valid: {invalid}"
+        ) from None
+    return tasks.render(result, toolset, tool)
 
 
 async def read_on(session: Client, toolset: Toolset, uri: str) -> ToolOutput:

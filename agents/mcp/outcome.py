@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import httpx2
 from django.conf import settings
@@ -27,6 +27,9 @@ from agents import mcp_limits
 from agents.redaction import redact_server_text
 from planboard import outbound
 from planboard.models import Toolset
+
+if TYPE_CHECKING:
+    from agents.mcp.tasks import TaskState
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,9 @@ class ToolOutput:
     # stored newer ones meanwhile (`services.toolset_oauth_tokens_store`).
     oauth_tokens: dict[str, Any] | None = None
     oauth_replaces: dict[str, Any] | None = None
+    # A call the server runs as an MCP task: what it last said of the task
+    # (`agents.mcp.tasks`); the text is the result only once the task is done.
+    task: TaskState | None = None
 
 
 def timeout_seconds() -> float:
@@ -70,7 +76,7 @@ def finished(output: ToolOutput, started: float) -> ToolOutput:
     when it was rendered)."""
     elapsed = int((time.monotonic() - started) * 1000)
     text = output.text if output.ok else mcp_limits.cut(output.text)
-    return ToolOutput(text, ok=output.ok, duration_ms=elapsed)
+    return ToolOutput(text, ok=output.ok, duration_ms=elapsed, task=output.task)
 
 
 class Failure(Exception):

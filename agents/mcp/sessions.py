@@ -32,7 +32,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
@@ -182,7 +182,7 @@ class SessionPool:
             output = unexpected(toolset, tool, exc)
         output = finished(output, started)
         if note:
-            output = ToolOutput(f"{output.text}\n\n{note}", output.ok, output.duration_ms)
+            output = replace(output, text=f"{output.text}\n\n{note}")
         return output
 
     async def _session_for(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
@@ -103,8 +104,9 @@ def revision_filter(app: Any, speaks: str, seen: list[tuple[str, str]]) -> Any:
 class RevisionServer:
     """The test server (`tests/support/mcp_test_server.py`) over streamable HTTP."""
 
-    def __init__(self, speaks: str) -> None:
+    def __init__(self, speaks: str, *, extensions: Sequence[Any] = ()) -> None:
         self.speaks = speaks
+        self.extensions = list(extensions)  # SDK server extensions (`tests.support.mcp_tasks`)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.seen: list[tuple[str, str]] = []
@@ -115,7 +117,8 @@ class RevisionServer:
     def start(self) -> RevisionServer:
         from tests.support.mcp_test_server import build_server
 
-        app = revision_filter(build_server().streamable_http_app(), self.speaks, self.seen)
+        built = build_server(extensions=self.extensions)
+        app = revision_filter(built.streamable_http_app(), self.speaks, self.seen)
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
         )

@@ -20,6 +20,7 @@ It ends with:
 - `PLANBOARD_MCP_TASK_DEADLINE` seconds after the call started: cancelled at the server, and
   answered that it did not finish in time;
 - the server asking for input during the task: not supported yet; cancelled and answered so;
+- the run failing at the worker's memory limit: cancelled at the server (nobody would poll);
 - the worker handing its runs off (shutdown, recycling): the wait ends at once and the call
   stays `running` with its task id; the worker that takes the run over polls the stored task
   (`external_tools.advance_call`), nothing of it kept in memory.
@@ -39,8 +40,8 @@ from django.utils import timezone
 
 from agents import llm
 from agents.mcp import sessions, tasks
-from agents.mcp.outcome import ToolOutput
-from agents.runtime.control import RunControl
+from agents.mcp.outcome import TaskState, ToolOutput
+from agents.runtime.control import MemoryLimitExceeded, RunControl
 from agents.runtime.lanes import Lane
 from planboard import services
 from planboard.models import ToolCall, Toolset
@@ -67,7 +68,7 @@ def task_deadline_seconds() -> float:
 
 async def follow(
     record: ToolCall,
-    first: tasks.TaskState | None,
+    first: TaskState | None,
     *,
     lane: Lane,
     control: RunControl,
@@ -107,6 +108,9 @@ async def follow(
             await _cancel(toolset, task_id, conversation)
             text = STOPPED.format(tool=record.tool, toolset=toolset.name)
             return _ended(record, ToolOutput(text, ok=False))
+        except MemoryLimitExceeded:
+            await _cancel(toolset, task_id, conversation)  # the run fails: nobody would poll
+            raise
         wait = min(MAX_POLL_SECONDS, wait * 2)
         polled = await control.measured(
             sessions.pool().serve(
@@ -136,7 +140,7 @@ async def follow(
             return _ended(record, polled)
 
 
-async def _store(lane: Lane, record: ToolCall, state: tasks.TaskState) -> None:
+async def _store(lane: Lane, record: ToolCall, state: TaskState) -> None:
     await lane.run(
         services.tool_call_task_record,
         record_id=record.pk,

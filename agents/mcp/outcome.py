@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import httpx2
 from django.conf import settings
@@ -28,13 +28,28 @@ from agents.redaction import redact_server_text
 from planboard import outbound
 from planboard.models import Toolset
 
-if TYPE_CHECKING:
-    from agents.mcp.tasks import TaskState
-
 logger = logging.getLogger(__name__)
 
 # How much of a crashed server's stderr an error message quotes.
 STDERR_TAIL = 300
+
+
+# The statuses that end an MCP task (`agents.mcp.tasks`).
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What the server last said of a task."""
+
+    task_id: str
+    status: str  # working, input_required, completed, failed or cancelled
+    message: str = ""  # the server's status message (its progress), cut, secrets removed
+    poll_ms: int | None = None  # the server's suggested polling interval
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
 
 
 @dataclass(frozen=True)
@@ -50,8 +65,8 @@ class ToolOutput:
     # stored newer ones meanwhile (`services.toolset_oauth_tokens_store`).
     oauth_tokens: dict[str, Any] | None = None
     oauth_replaces: dict[str, Any] | None = None
-    # A call the server runs as an MCP task: what it last said of the task
-    # (`agents.mcp.tasks`); the text is the result only once the task is done.
+    # A call the server runs as an MCP task: what it last said of the task; the text is the
+    # result only once the task is done.
     task: TaskState | None = None
 
 

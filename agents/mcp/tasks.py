@@ -23,7 +23,6 @@ What a poll says is a `TaskState` on the `ToolOutput` (`ToolOutput.task`); the r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from mcp import Client
@@ -33,14 +32,13 @@ from mcp.types import CallToolResult, Request, RequestParams, Result
 from pydantic import ConfigDict, ValidationError
 
 from agents import mcp_limits
-from agents.mcp.outcome import ToolOutput, output_limit
+from agents.mcp.outcome import TERMINAL, TaskState, ToolOutput, output_limit
 from agents.redaction import redact_server_text
 from planboard.models import Toolset
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 
-STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
-TERMINAL = ("completed", "failed", "cancelled")
+STATUSES = ("working", "input_required", *TERMINAL)
 # What a task's id and status message may be at most (longer ones are refused or cut).
 TASK_ID_MAX = 200
 MESSAGE_MAX = 300
@@ -53,20 +51,6 @@ INPUT_DURING_TASK = (
     "Error: toolset '{toolset}': the server asked for input during a task; not supported "
     "yet. The task was cancelled at the server."
 )
-
-
-@dataclass(frozen=True)
-class TaskState:
-    """What the server last said of a task."""
-
-    task_id: str
-    status: str  # one of STATUSES
-    message: str = ""  # the server's status message (its progress), cut, secrets removed
-    poll_ms: int | None = None  # the server's suggested polling interval
-
-    @property
-    def done(self) -> bool:
-        return self.status in TERMINAL
 
 
 class TaskCreated(Exception):

@@ -342,6 +342,6 @@ export class ChatView {
 function taskDetail(record) {
   const known = ["working", "input_required", "completed", "failed", "cancelled"];
   const status = known.includes(record.task_status) ? t(`tool_task_${record.task_status}`) : "";
-  const message = record.task_message ? ` — ${record.task_message}` : "";
-  return status || message ? ` · ${status}${message}` : "";
+  const said = [status, record.task_message || ""].filter(Boolean).join(" — ");
+  return said ? ` · ${said}` : "";
 }

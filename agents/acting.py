@@ -14,7 +14,7 @@ import time
 
 from django.db import transaction
 
-from agents import external_tools, tools
+from agents import external_tools, task_polls, tools
 from agents.memory import RunMemory
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
@@ -33,10 +33,17 @@ async def call_server(record: ToolCall, *, lane: Lane, control: RunControl) -> N
     """An external tool call claimed by a unit: ask its server on the loop (a tool call is
     never cut short, not even by a hand-off: its effect could not be undone; its growth of
     the process is measured for the run, `agents.runtime.memory_limit`), store the answer in
-    another unit."""
-    output = await control.measured(
-        external_tools.aserver_output(record, lane=lane, control=control)
-    )
+    another unit. A call the server runs as a task is followed until the task is done
+    (`agents.task_polls`; a hand-off ends that wait, the task's id stored on the call): one
+    whose task is stored already is taken up from there, without calling the tool again."""
+    if record.task_id:
+        output = await task_polls.follow(record, None, lane=lane, control=control)
+    else:
+        output = await control.measured(
+            external_tools.aserver_output(record, lane=lane, control=control)
+        )
+        if output.task is not None:
+            output = await task_polls.follow(record, output.task, lane=lane, control=control)
     await lane.run(external_tools.finish_call, record=record, output=output)
 
 

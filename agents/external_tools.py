@@ -201,7 +201,11 @@ def advance_call(*, run: AgentRun, call: dict[str, Any], held: bool) -> Outcome 
     if record.status == ToolCall.Status.APPROVED:
         return _run(run=run, record=record, retry=False)
     if record.status == ToolCall.Status.RUNNING:
-        # Its worker died mid-call (we are the run's only driver now).
+        # Its worker died mid-call (we are the run's only driver now). A call the server runs
+        # as a task is polled from its stored id (`agents.task_polls`), never called again.
+        resumed = selectors.tool_call_with_task(record_id=record.pk) if record.task_id else None
+        if resumed is not None:
+            return resumed
         if repeatable(record):
             return _run(run=run, record=record, retry=True)
         return _answer(record, INTERRUPTED, status=ToolCall.Status.INTERRUPTED)

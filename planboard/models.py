@@ -571,7 +571,7 @@ class ToolsetTool(models.Model):
     # False once the server stopped listing it (kept so a staff override survives).
     available = models.BooleanField(default=True)
     # Why Planboard does not offer the tool although the server lists it (e.g. it runs only
-    # as an MCP task); empty: offered.
+    # as a 2025-11-25 MCP task); empty: offered.
     unsupported = models.CharField(max_length=300, blank=True, default="")
     # Planboard's own tool, not the server's: reads one of the server's resources
     # (`resources/read`), added by a refresh while the server lists resources.
@@ -679,6 +679,12 @@ class ToolCall(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A call the server runs as an MCP task (`agents.mcp.tasks`): the task's id, stored once it
+    # is made (a worker that takes the run over polls it from there), and what the server last
+    # said of it: its status and its status message (its progress, in the server's words).
+    task_id = models.CharField(max_length=200, blank=True, default="")
+    task_status = models.CharField(max_length=20, blank=True, default="")
+    task_message = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["id"]

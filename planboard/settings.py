@@ -443,6 +443,9 @@ PLANBOARD_ELICITATION_TIMEOUT = float(os.environ.get("PLANBOARD_ELICITATION_TIME
 # long (seconds, default 7 days) with no worker held, and a call asks at most this many rounds.
 PLANBOARD_MCP_INPUT_SECONDS = float(os.environ.get("PLANBOARD_MCP_INPUT_SECONDS", "604800"))
 PLANBOARD_MCP_INPUT_ROUNDS = int(os.environ.get("PLANBOARD_MCP_INPUT_ROUNDS", "5"))
+# How long a tool call the server runs as an MCP task may take (seconds, from the call's start);
+# then the task is cancelled at the server and the call answered so.
+PLANBOARD_MCP_TASK_DEADLINE = float(os.environ.get("PLANBOARD_MCP_TASK_DEADLINE", "86400"))
 PLANBOARD_TOOL_OUTPUT_LIMIT = int(os.environ.get("PLANBOARD_TOOL_OUTPUT_LIMIT", "20000"))
 PLANBOARD_TOOL_DISCOVERER = "agents.mcp.listing.discover_tools"
 # Gets an MCP prompt's text for the composer (prompts/get on a connection of its own).

@@ -405,6 +405,9 @@ def serialize_tool_call(record: ToolCall) -> dict[str, Any]:
         "finished_at": iso(record.finished_at),
         "duration_ms": record.duration_ms,
         "created_at": iso(record.created_at),
+        "task_id": record.task_id or None,
+        "task_status": record.task_status or None,
+        "task_message": record.task_message or None,
     }
 
 

@@ -11,6 +11,7 @@ of their own (`agents.mcp.connection`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from mcp import Client
@@ -27,6 +28,7 @@ from mcp.types import (
 )
 
 from agents import mcp_limits
+from agents.mcp import tasks
 from agents.mcp.connection import once, used_once
 from agents.mcp.elicit import Elicitor, Progress
 from agents.mcp.input_required import (
@@ -76,9 +78,14 @@ async def acall_tool(
 
     async def calling(session: Client) -> ToolOutput:
         # The connection's own deadline (which pauses for a person) bounds the call.
-        return await call_on(
+        output = await call_on(
             session, toolset, tool, arguments, read_timeout=math.inf, resume=resume
         )
+        if output.task is None:
+            return output
+        # Only a run follows a task (`agents.task_polls`): this one is stopped at once.
+        await tasks.cancel_on(session, output.task.task_id)
+        return ToolOutput(tasks.UNFOLLOWED.format(toolset=toolset.name, tool=tool), ok=False)
 
     return await once(toolset, calling, tool=tool, elicitor=elicit)
 
@@ -100,7 +107,9 @@ async def call_on(
     `progress`: told the server's progress notifications (the call then asks for them).
     An `input_required` answer that asks people something is handed back unanswered
     (`ToolOutput.input_needed`: the caller parks the call); `resume` sends a parked call
-    again with its answers."""
+    again with its answers. A call the server turns into a task (the tasks extension,
+    2026-07-28) answers at once with the task (`ToolOutput.task`) and no text: the run host
+    polls it (`agents.task_polls`)."""
     limit = timeout_seconds() if read_timeout is None else read_timeout
     reported = None
     if progress is not None:
@@ -112,7 +121,17 @@ async def call_on(
     rounds = resume.rounds if resume is not None else 0
     responses, state = responses_of(resume), resume.state if resume is not None else None
     while True:
-        result = await _send(session, tool, arguments, limit, reported, responses, state)
+        try:
+            result = await _send(session, tool, arguments, limit, reported, responses, state)
+        except tasks.TaskCreated as created:
+            # The server runs the call as a task: the run host polls it (`agents.task_polls`).
+            task = created.state
+            message = redact_server_text(task.message, toolset)[: tasks.MESSAGE_MAX]
+            return ToolOutput("", ok=True, task=replace(task, message=message))
+        except tasks.TaskAnswerInvalid as invalid:
+            raise Failure(
+                f"toolset '{toolset.name}': the server's task answer was not valid: {invalid}"
+            ) from None
         if isinstance(result, CallToolResult):
             break
         try:
@@ -129,11 +148,7 @@ async def call_on(
         if isinstance(step, InputNeeded):
             return ToolOutput("", True, input_needed=step)
         rounds, responses, state = step.rounds, responses_of(step), step.state
-    rendered = mcp_limits.render_result(result, keep=output_limit() + mcp_limits.REDACTION_ROOM)
-    text = redact_server_text(rendered.text, toolset)
-    if result.is_error:
-        return _failed(toolset, tool, text.strip() or "no reason given")
-    return ToolOutput(mcp_limits.cut(text, total=rendered.total, exact=rendered.exact), True)
+    return tasks.render(result, toolset, tool)
 
 
 def _failed(toolset: Toolset, tool: str, reason: str) -> ToolOutput:

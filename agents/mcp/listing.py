@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents.mcp.connection import used_once
 from agents.mcp.oauth import oauth_for
@@ -158,10 +159,12 @@ async def _listing(session: Client) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     weight = 0
     cursor: str | None = None
+    # At 2026-07-28 tasks are the tasks extension's, which every call declares (`tasks`).
+    extension = session.protocol_version in MODERN_PROTOCOL_VERSIONS
     for _ in range(MAX_TOOL_PAGES):
         page = await session.list_tools(cursor=cursor)
         for tool in page.tools:
-            found.append(_listed(tool))
+            found.append(_listed(tool, tasks_extension=extension))
             weight += found[-1].get("weight", 0)
             if len(found) > max_tools() or weight > toolset_schema_max_bytes():
                 return found
@@ -178,8 +181,11 @@ async def listing_digest(session: Client) -> str:
     return hashlib.sha256(json.dumps(found, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _listed(tool: Any) -> dict[str, Any]:
-    """One tool of a listing (and its `weight` in bytes, counted towards the toolset's)."""
+def _listed(tool: Any, *, tasks_extension: bool = False) -> dict[str, Any]:
+    """One tool of a listing (and its `weight` in bytes, counted towards the toolset's).
+    `task_support` is the server's `execution.taskSupport`; on a session that speaks the tasks
+    extension (`tasks_extension`) a task-only tool is called like any other (the server makes
+    the task), so it is `optional` there."""
     description = tool.description or ""
     schema = dict(tool.input_schema or {})
     weight = listing_bytes(description, schema)
@@ -192,9 +198,14 @@ def _listed(tool: Any) -> dict[str, Any]:
         "description": description,
         "input_schema": schema,
         "read_only": bool(annotations and annotations.read_only_hint),
-        "task_support": (execution.task_support if execution else None) or "forbidden",
+        "task_support": _task_support(execution, tasks_extension),
         "weight": weight,
     }
+
+
+def _task_support(execution: Any, tasks_extension: bool) -> str:
+    support = (execution.task_support if execution else None) or "forbidden"
+    return "optional" if tasks_extension and support == "required" else support
 
 
 Refresher = Callable[[int], Awaitable[None]]

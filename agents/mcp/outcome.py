@@ -37,6 +37,24 @@ logger = logging.getLogger(__name__)
 STDERR_TAIL = 300
 
 
+# The statuses that end an MCP task (`agents.mcp.tasks`).
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """What the server last said of a task."""
+
+    task_id: str
+    status: str  # working, input_required, completed, failed or cancelled
+    message: str = ""  # the server's status message (its progress), cut, secrets removed
+    poll_ms: int | None = None  # the server's suggested polling interval
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+
 @dataclass(frozen=True)
 class ToolOutput:
     """What a call gives the model (`text`), and whether the tool did its job (`ok`)."""
@@ -53,6 +71,9 @@ class ToolOutput:
     # The server answered `input_required` (2026-07-28): no result yet; the caller parks the
     # call on these questions (`agents.mcp.input_required`). `text` is empty then.
     input_needed: InputNeeded | None = None
+    # A call the server runs as an MCP task: what it last said of the task; the text is the
+    # result only once the task is done.
+    task: TaskState | None = None
 
 
 def timeout_seconds() -> float:
@@ -76,7 +97,13 @@ def finished(output: ToolOutput, started: float) -> ToolOutput:
     when it was rendered)."""
     elapsed = int((time.monotonic() - started) * 1000)
     text = output.text if output.ok else mcp_limits.cut(output.text)
-    return ToolOutput(text, ok=output.ok, duration_ms=elapsed, input_needed=output.input_needed)
+    return ToolOutput(
+        text,
+        ok=output.ok,
+        duration_ms=elapsed,
+        input_needed=output.input_needed,
+        task=output.task,
+    )
 
 
 class Failure(Exception):

@@ -42,6 +42,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from agents import mcp_limits
 from agents.mcp.elicit import Elicitor, elicitation_callback, elicitation_seconds
 from agents.mcp.outcome import timeout_seconds
+from agents.mcp.tasks import TasksExtension
 from agents.outbound_http import checked_client
 from planboard.models import Toolset
 
@@ -188,6 +189,8 @@ def _negotiated(
         elicitation_callback=elicitation_callback(elicitor),
         list_roots_callback=_roots_answer(roots, asked) if roots is not None else None,
         cache=None,
+        # Tool calls may be answered with a task handle (`agents.mcp.tasks`).
+        extensions=[TasksExtension()],
     )
 
 

@@ -198,7 +198,8 @@ export class ChatView {
     const row = this.callRows.get(record.tool_call_id);
     if (row) {
       const label = t(`tool_status_${record.status}`);
-      const detail = record.duration_ms ? ` · ${record.duration_ms} ms` : "";
+      let detail = record.duration_ms ? ` · ${record.duration_ms} ms` : "";
+      if (record.status === "running" && record.task_status) detail = taskDetail(record);
       setCallStatus(row, record.status, label + detail, this.plan);
     }
     if (record.status !== "pending") {
@@ -331,4 +332,16 @@ export class ChatView {
   scrollToEnd(force) {
     if (force) this.list.scrollTop = this.list.scrollHeight;
   }
+}
+
+/**
+ * What a call its server runs as an MCP task says while it runs: " · working — 40%" (the
+ * task's status, then the server's status message, its progress, set as text).
+ * @param {{task_status: string, task_message?: string | null}} record
+ */
+function taskDetail(record) {
+  const known = ["working", "input_required", "completed", "failed", "cancelled"];
+  const status = known.includes(record.task_status) ? t(`tool_task_${record.task_status}`) : "";
+  const said = [status, record.task_message || ""].filter(Boolean).join(" — ");
+  return said ? ` · ${said}` : "";
 }

@@ -537,6 +537,17 @@ class ToolCallSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     duration_ms = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField(allow_null=True)
+    task_id = serializers.CharField(
+        allow_null=True, help_text="The MCP task the server runs the call as, if it does."
+    )
+    task_status = serializers.CharField(
+        allow_null=True,
+        help_text="What the server last said of the task: working, input_required, completed, "
+        "failed or cancelled.",
+    )
+    task_message = serializers.CharField(
+        allow_null=True, help_text="The server's status message for the task (its progress)."
+    )
 
 
 class ElicitationSerializer(serializers.Serializer):

@@ -249,3 +249,19 @@ def pending_tool_calls(*, session_id: int) -> list[ToolCall]:
             "id"
         )
     )
+
+
+def tool_call_with_task(*, record_id: int) -> ToolCall | None:
+    """A running call whose server runs it as a task (its id stored), with its toolset as it
+    is called: what the worker now driving its run polls. None when it has no task or is no
+    longer running."""
+    record = (
+        ToolCall.objects.select_related("toolset")
+        .defer("toolset__tools_cache")
+        .filter(pk=record_id, status=ToolCall.Status.RUNNING)
+        .exclude(task_id="")
+        .first()
+    )
+    if record is not None and record.toolset is not None:
+        record.toolset = toolset_as_called(record.toolset, session_id=record.session_id)
+    return record

@@ -130,11 +130,15 @@ def _clean_discovered(item: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-# The MCP SDK's client has no task support yet (create, poll, cancel): a tool the server runs
-# only as a task would fail on every call, so it is listed for staff but never offered.
+# A 2025-11-25 server's task-only tool would fail on every call: that revision's task answer
+# to `tools/call` is refused by the MCP SDK's client (`agents.mcp.tasks`), so the tool is
+# listed for staff but never offered. At 2026-07-28 tasks are the tasks extension's, and a
+# discoverer lists such tools as `optional`.
 TASK_ONLY = (
-    "The server runs this tool only as an MCP task (execution.taskSupport: required), which "
-    "Planboard does not support yet; it is not offered to the agent."
+    "The server runs this tool only as an MCP task of the 2025-11-25 revision "
+    "(execution.taskSupport: required), which Planboard cannot call; it is not offered to the "
+    "agent. Servers speaking 2026-07-28 run tasks through the tasks extension, which Planboard "
+    "follows."
 )
 
 

@@ -360,6 +360,12 @@ STRINGS: dict[str, str | Promise] = {
     "tool_status_succeeded": _("done"),
     "tool_status_failed": _("failed"),
     "tool_status_interrupted": _("interrupted"),
+    # A call its server runs as an MCP task: what the server last said of the task.
+    "tool_task_working": _("working"),
+    "tool_task_input_required": _("needs input"),
+    "tool_task_completed": _("task done"),
+    "tool_task_failed": _("task failed"),
+    "tool_task_cancelled": _("task cancelled"),
     # The agent's tool work in the chat, one line per call; {names} are shown emphasised.
     "act_created_plan": _("Created the plan {name}"),
     "act_updated_plan": _("Updated the plan's details"),

@@ -87,3 +87,37 @@ def test_a_running_calls_progress_shows_in_its_status_as_text(
     send({**progress, "tool_call_id": "call_seed_note", "progress": 3, "total": 4,
           "message": "late"})  # fmt: skip
     expect(status).to_have_text("done")
+
+
+def test_a_call_run_as_a_task_shows_the_tasks_status_as_text(
+    browsing: Browsing, screenshot: Any
+) -> None:
+    """A call its server runs as an MCP task (tests/agents/test_mcp_tasks): its status line
+    says what the server last said of the task, the server's words as text."""
+    session_id = browsing.server.data["approval_session"]
+    page = browsing.new_page("alice")
+    open_session(page, browsing.server.url, session_id)
+    row = page.locator(".tool-row", has_text="notes__write_note").first
+    expect(row).to_be_visible()
+    status = row.locator(".tool-status")
+    hostile = '<img src=x onerror="window.__xss=1">'
+    call = {
+        "tool_call_id": "call_seed_note",
+        "status": "running",
+        "tool_name": "notes",
+        "task_id": "t-1",
+        "task_status": "working",
+        "task_message": f"40% {hostile}",
+    }
+
+    def send(message: dict[str, Any]) -> None:
+        page.evaluate("(m) => window.planboard.onMessage(m)", message)
+
+    send({"type": "session.tool_call", "tool_call": call})
+    expect(status).to_have_text(f"running · working — 40% {hostile}")
+    assert not page.evaluate("window.__xss")
+    screenshot(page, "tool-task-progress")
+    send({"type": "session.tool_call", "tool_call": {**call, "task_status": "bogus"}})
+    expect(status).to_have_text(f"running · 40% {hostile}")  # an unknown status is not shown
+    send({"type": "session.tool_call", "tool_call": {**call, "status": "succeeded"}})
+    expect(status).to_have_text("done")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -186,10 +186,17 @@ def revision_filter(
 class RevisionServer:
     """The test server (`tests/support/mcp_test_server.py`) over streamable HTTP."""
 
-    def __init__(self, speaks: str, *, build: Callable[[], MCPServer] | None = None) -> None:
+    def __init__(
+        self,
+        speaks: str,
+        *,
+        build: Callable[[], MCPServer] | None = None,
+        extensions: Sequence[Any] = (),
+    ) -> None:
         self.speaks = speaks
         self.build = build
         self.sent: list[dict[str, Any]] = []
+        self.extensions = list(extensions)  # SDK server extensions (`tests.support.mcp_tasks`)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.seen: list[tuple[str, str]] = []
@@ -200,7 +207,7 @@ class RevisionServer:
     def start(self) -> RevisionServer:
         from tests.support.mcp_test_server import build_server
 
-        served = (self.build or build_server)()
+        served = self.build() if self.build else build_server(extensions=self.extensions)
         app = revision_filter(served.streamable_http_app(), self.speaks, self.seen, self.sent)
         config = uvicorn.Config(
             app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"

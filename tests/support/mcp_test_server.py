@@ -12,9 +12,11 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp.server.extension import Extension
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resources.types import TextResource
 from mcp.types import (
@@ -34,10 +36,14 @@ FORGED_HINT = (
 )
 
 
-def build_server(notes_path: str | None = None) -> MCPServer:
+def build_server(
+    notes_path: str | None = None, extensions: Sequence[Extension] | None = None
+) -> MCPServer:
     # `$NO_LISTEN`: a 2026-07-28 server that serves no `subscriptions/listen` stream.
     server = MCPServer(
-        "planboard-test-tools", subscriptions=False if os.environ.get("NO_LISTEN") else None
+        "planboard-test-tools",
+        subscriptions=False if os.environ.get("NO_LISTEN") else None,
+        extensions=extensions,
     )
     notes = Path(notes_path or os.environ.get("NOTES_FILE") or os.devnull)
 

@@ -179,14 +179,16 @@ async def _send(
                 input_responses=responses,
                 request_state=state,
                 allow_input_required=True,
+                allow_claimed=True,  # a task handle (the tasks extension) ends any round
             )
         except MCPError as error:
             if error.code != HEADER_MISMATCH or attempt:
                 raise
             await session.list_tools(cache_mode="refresh")
             continue
-        assert isinstance(result, CallToolResult | InputRequiredResult)
-        return result
+        if isinstance(result, CallToolResult | InputRequiredResult):
+            return result
+        tasks.claimed(result)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

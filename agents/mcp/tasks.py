@@ -23,7 +23,7 @@ What a poll says is a `TaskState` on the `ToolOutput` (`ToolOutput.task`); the r
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NoReturn
 
 from mcp import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
@@ -76,6 +76,14 @@ class _CreatedTask(_Loose):
 
 async def _created(result: _CreatedTask, context: ClaimContext) -> CallToolResult:
     raise TaskCreated(state_of(result.model_extra or {}, asked=None))
+
+
+def claimed(result: Result) -> NoReturn:
+    """A claimed shape answering a `tools/call` sent with `allow_claimed` (the input rounds are
+    driven by hand, `agents.mcp.calls`): what the extension's resolver would do with it."""
+    if isinstance(result, _CreatedTask):
+        raise TaskCreated(state_of(result.model_extra or {}, asked=None))
+    raise TaskAnswerInvalid(f"an unexpected result shape ({type(result).__name__})")
 
 
 class TasksExtension(ClientExtension):

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from agents import workspace_tree
@@ -28,6 +29,33 @@ pytestmark = pytest.mark.django_db
 
 FILESYSTEM_SERVER = ROOT / "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 EVERYTHING_SERVER = ROOT / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+
+@pytest.fixture(autouse=True)
+def roots_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session given a tree starts its first call once the server has *applied* its roots.
+
+    Planboard waits for the server to ask for them and for a ping after; the filesystem server
+    applies them on its own event loop after checking each folder on disk, which on a loaded
+    machine can come after the ping's answer. These tests are about what a call does with the
+    tree, so they wait for the server to list the tree among its allowed folders."""
+    from agents.mcp.live import Live
+
+    rooted = Live._rooted
+
+    async def rooted_and_applied(self: Live, session: Any) -> None:
+        await rooted(self, session)
+        if self.tree is None or "list_allowed_directories" not in {
+            tool.name for tool in (await session.list_tools()).tools
+        }:
+            return
+        for _ in range(600):
+            listed = await session.call_tool("list_allowed_directories", {})
+            if any(self.tree.folder.name in getattr(c, "text", "") for c in listed.content):
+                return
+            await anyio.sleep(0.05)
+
+    monkeypatch.setattr(Live, "_rooted", rooted_and_applied)
 
 
 def node_server(script: Path, *args: str) -> list[str]:

@@ -112,7 +112,10 @@ def write_report() -> None:
     lines: list[str] = []
     for name, run in (("Instructions", counted), ("CPU", timed)):
         if run:
-            text = " ".join(common.facts_lines(run[0], width=10_000))
+            facts = dict(run[0])
+            if run is timed and counted and facts["machine"] == counted[0]["machine"]:
+                facts["machine"], facts["services"] = "the same", ""
+            text = " ".join(common.facts_lines(facts, width=10_000))
             lines += [f"{name}: {text[0].lower()}{text[1:]}"]
     by_key = {(r["final_words"], r["label"], r["unit"]): r for r in counted + timed}
 
@@ -136,10 +139,10 @@ def write_report() -> None:
     lines += [
         "",
         f"One process hosting {first['runs']} runs per row as a worker does ({first['in_flight']} "
-        "in flight, 4 answers each, PostgreSQL and Redis), the rows in turn for "
-        f"{first['rounds']} rounds (medians). A page on each session (presence), nobody, and "
+        f"in flight, 4 answers each), the rows in turn for {first['rounds']} rounds (medians); "
         "the reference in the same run: nobody watching, every answer streamed all the same "
-        "(`PLANBOARD_STREAM_UNWATCHED=1`).",
+        "(`PLANBOARD_STREAM_UNWATCHED=1`). Earlier rows: `python -m bench.history "
+        "step_instructions`.",
         "",
         *common.table(
             [
@@ -152,8 +155,5 @@ def write_report() -> None:
             ],
             table,
         ),
-        "",
-        "Earlier rows (the step before and after pieces were held on the loop): "
-        "`python -m bench.history step_instructions`.",
     ]
     common.write_section("step_instructions", "8. Instructions per agent step, by watchers", lines)

@@ -57,7 +57,7 @@ def main(args: argparse.Namespace, counter_class: type, drive_runs: Callable[...
             settings.PLANBOARD_LLM_API_BASE = servers[words][1]
             drive_runs(2, 2, watched=True)
             drive_runs(2, 2)
-        for number in range(args.rounds):
+        for number in range(args.repeats):
             order = list(MODES) if number % 2 == 0 else list(reversed(MODES))
             for words in lengths:
                 settings.PLANBOARD_LLM_API_BASE = servers[words][1]
@@ -85,7 +85,7 @@ def main(args: argparse.Namespace, counter_class: type, drive_runs: Callable[...
                 "final_words": words,
                 "runs": args.runs,
                 "in_flight": args.in_flight,
-                "rounds": args.rounds,
+                "rounds": args.repeats,
                 "steps": steps[(words, mode)],
                 "per_step": [round(v, 6 if unit == "cpu_s" else 0) for v in values],
                 "median": round(middle, 6 if unit == "cpu_s" else 0),

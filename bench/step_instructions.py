@@ -15,7 +15,7 @@ that part. The floor in the same run: the same number of litellm calls alone
 `--watchers` measures instead what a step costs by who watches its session (answers are
 streamed only to watchers, `agents/streaming.py`): runs whose sessions a page has open
 (streamed), runs nobody watches (one piece), and the reference, nobody watching with every
-answer streamed as before (`PLANBOARD_STREAM_UNWATCHED`), in turn for `--rounds` rounds, a
+answer streamed all the same (`PLANBOARD_STREAM_UNWATCHED`), in turn for `--repeats` rounds, a
 4-word and a `--final-words` (default 300) final answer (bench/_step_watchers.py).
 
 Each labelled run appends its row to bench/results/step_instructions.json (every earlier row
@@ -298,7 +298,7 @@ def main() -> None:
     )
     parser.add_argument("--no-valgrind", action="store_true")
     parser.add_argument("--watchers", action="store_true", help="steps by who watches")
-    parser.add_argument("--rounds", type=int, default=2, help="with --watchers")
+    parser.add_argument("--repeats", type=int, default=2, help="rounds of rows, with --watchers")
     args = parser.parse_args()
     valgrind = shutil.which("valgrind")
     if not args.no_valgrind and valgrind and not os.environ.get(UNDER_VALGRIND):

@@ -116,6 +116,7 @@ def write_report() -> None:
             if run is timed and counted and facts["machine"] == counted[0]["machine"]:
                 facts["machine"], facts["services"] = "the same", ""
             text = " ".join(common.facts_lines(facts, width=10_000))
+            text = text.replace("Machine: the same.", "the same machine.")
             lines += [f"{name}: {text[0].lower()}{text[1:]}"]
     by_key = {(r["final_words"], r["label"], r["unit"]): r for r in counted + timed}
 
@@ -135,11 +136,15 @@ def write_report() -> None:
         for words in sorted({r["final_words"] for r in counted + timed})
         for mode in MODES
     ]
-    first = (counted or timed)[0]
+    shape = "; ".join(
+        f"{name} {run[0]['runs']} runs per row, {run[0]['rounds']} round(s)"
+        for name, run in (("instructions", counted), ("CPU", timed))
+        if run
+    )
     lines += [
         "",
-        f"One process hosting {first['runs']} runs per row as a worker does ({first['in_flight']} "
-        f"in flight, 4 answers each), the rows in turn for {first['rounds']} rounds (medians); "
+        "One process hosting runs as a worker does (4 in flight, 4 answers each; "
+        f"{shape}; medians), the rows in turn; "
         "the reference in the same run: nobody watching, every answer streamed all the same "
         "(`PLANBOARD_STREAM_UNWATCHED=1`). Earlier rows: `python -m bench.history "
         "step_instructions`.",

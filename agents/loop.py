@@ -68,7 +68,7 @@ from agents.steps import (
     seen_until,
     store_answer,
 )
-from agents.streaming import AnswerStream, HeldPieces
+from agents.streaming import AnswerStream, ask_model
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, ToolCall
 from planboard.services import Actor
@@ -155,7 +155,13 @@ async def _drive(run: AgentRun, *, worker: str, lane: Lane, control: RunControl)
         run, step = ready.run, ready.step
         answer = AnswerStream(run=run, answer_id=f"r{run.pk}s{step.number}")
         try:
-            result = await _ask_model(ready, answer, lane=lane, control=control)
+            result = await ask_model(
+                ready.request,
+                answer,
+                max_tokens=ready.allowed.max_tokens,
+                lane=lane,
+                control=control,
+            )
         except HandedOff:
             await lane.run(_close_handed_off, answer, step)
             raise
@@ -211,37 +217,6 @@ def _prepare_step(
     mark_changes_seen(run=run, step=step, request=request, memory=memory)
     mark_messages_seen(run=run, step=step, request=request, memory=memory)
     return _Step(run=run, request=request, allowed=allowed, step=step)
-
-
-async def _ask_model(
-    ready: _Step, answer: AnswerStream, *, lane: Lane, control: RunControl
-) -> llm.LLMResult:
-    """The model call. A hosted model is awaited on the loop (no thread waits for it); an
-    in-process one (the demo, the tests' scripted models) is a unit of the lane: it may use
-    the database, and it never waits on the network."""
-    request = ready.request
-    call: dict[str, Any] = {
-        "messages": request.messages,
-        "tools": request.tools or None,
-        "model": request.model,
-        "api_base": request.acting.api_base,
-        "api_key": request.acting.api_key,
-        "max_tokens": ready.allowed.max_tokens,
-        "prices": request.acting.prices,
-    }
-    if llm.in_process(request.model):
-        return await lane.run(llm.complete, listener=answer.listener(), **call)
-    pieces = HeldPieces(answer, lane.post)
-    listener = llm.StreamListener(
-        on_text=pieces.add, on_reset=pieces.reset, should_stop=lambda: control.stopping
-    )
-    if control.slots is None:
-        result = await control.watch(llm.acomplete(listener=listener, **call))
-    else:
-        async with control.slots(request.model):
-            result = await control.watch(llm.acomplete(listener=listener, **call))
-    pieces.hand_over()  # the rest leaves before the stored answer (the caller drains the lane)
-    return result
 
 
 def _finish(run: AgentRun, status: str, **fields: Any) -> AgentRun:

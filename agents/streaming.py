@@ -1,4 +1,12 @@
-"""Streams a model's answer to the session's clients while it is written.
+"""Streams a model's answer to the session's clients while it is written, when someone
+watches.
+
+Only watchers are streamed to: before each model call the step reads the session's presence
+once (`selectors.session_has_watchers`). Nobody there, a hosted model is asked for its answer
+in one piece (streamed, its pieces cost the worker several times the CPU of the rest of the
+step: docs/PERFORMANCE.md, benchmarks 7 and 8) and an in-process model's pieces go nowhere.
+Someone who opens the session during such an answer sees it when it is stored (its
+`session.message` event, or the snapshot); the next step streams to them.
 
 Pieces of text are batched: a fast model cannot flood clients, because at most one
 `message.delta` event leaves per `PLANBOARD_STREAM_INTERVAL` seconds per answer (the rest
@@ -9,13 +17,61 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from agents import llm
-from planboard import streams
+from planboard import selectors, streams
 from planboard.models import AgentRun
+
+if TYPE_CHECKING:
+    from agents.context import StepRequest
+    from agents.runtime.control import RunControl
+    from agents.runtime.lanes import Lane
+
+
+async def ask_model(
+    request: StepRequest,
+    answer: AnswerStream,
+    *,
+    max_tokens: int | None,
+    lane: Lane,
+    control: RunControl,
+) -> llm.LLMResult:
+    """A step's model call, streamed to the session when someone watches it. A hosted model
+    is awaited on the loop (no thread waits for it); an in-process one (the demo, the tests'
+    scripted models) is a unit of the lane: it may use the database, and it never waits on
+    the network."""
+    call: dict[str, Any] = {
+        "messages": request.messages,
+        "tools": request.tools or None,
+        "model": request.model,
+        "api_base": request.acting.api_base,
+        "api_key": request.acting.api_key,
+        "max_tokens": max_tokens,
+        "prices": request.acting.prices,
+    }
+    watched = await selectors.session_has_watchers(session_id=answer.session_id)
+    if llm.in_process(request.model):
+        # Its stream also carries the cancel check, so it streams to nobody instead.
+        listener = answer.listener() if watched else answer.quiet_listener()
+        return await lane.run(llm.complete, listener=listener, **call)
+    pieces = HeldPieces(answer, lane.post)
+    streamed = (
+        llm.StreamListener(
+            on_text=pieces.add, on_reset=pieces.reset, should_stop=lambda: control.stopping
+        )
+        if watched
+        else None  # one piece: the wait is cancelled by `control.watch`
+    )
+    if control.slots is None:
+        result = await control.watch(llm.acomplete(listener=streamed, **call))
+    else:
+        async with control.slots(request.model):
+            result = await control.watch(llm.acomplete(listener=streamed, **call))
+    pieces.hand_over()  # the rest leaves before the stored answer (the caller drains the lane)
+    return result
 
 
 class AnswerStream:
@@ -34,6 +90,12 @@ class AnswerStream:
     def listener(self) -> llm.StreamListener:
         return llm.StreamListener(
             on_text=self.add, on_reset=self.reset, should_stop=self._cancel_requested
+        )
+
+    def quiet_listener(self) -> llm.StreamListener:
+        """For an answer nobody watches: its pieces are dropped, a cancel is still heard."""
+        return llm.StreamListener(
+            on_text=lambda _text: None, on_reset=lambda: None, should_stop=self._cancel_requested
         )
 
     def add(self, text: str) -> None:

@@ -11,8 +11,9 @@ earlier tool calls and results, and `--tools` tool schemas. Rounds alternate bet
 
 so both see the same machine load; CPU is this process's `time.process_time()` per call.
 The floor beside them: encoding the same request as JSON, which any client must do. A third
-row asks litellm's handler for the answer in one piece (not streamed): with `--final-words`
-the answer is as long as a real one, and the rows show what streaming it costs per piece.
+row asks litellm's handler for the answer in one piece (not streamed), as a step whose session
+nobody watches does: with `--final-words` the answer is as long as a real one, and the rows
+show what streaming it costs per piece (benchmark 8 `--watchers`: the same per step).
 
     .venv/bin/python bench/llm_call_cpu.py [--calls 300] [--rounds 4] [--final-words 0]
 
@@ -189,7 +190,8 @@ def write_report(result: dict[str, Any]) -> None:
         "",
         f"The OpenAI SDK costs {sdk / default:.1f}x litellm's handler (it checks the request "
         f"against its type hints); streamed, the answer costs {default / whole:.1f}x what it "
-        f"costs in one piece ({(default - whole) / row['pieces'] * 1000:.2f} ms a piece). "
+        f"costs in one piece ({(default - whole) / row['pieces'] * 1000:.2f} ms a piece), "
+        "as a step asks for it when nobody watches the session (benchmark 8). "
         "Other answer lengths: `python -m bench.history llm_call_cpu`.",
     ]
     common.write_section("llm_call_cpu", "7. CPU per model call, by transport", lines)

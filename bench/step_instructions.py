@@ -12,6 +12,12 @@ that part. The floor in the same run: the same number of litellm calls alone
 
     .venv/bin/python bench/step_instructions.py [--runs 8] [--in-flight 4] [--label TEXT]
 
+`--watchers` measures instead what a step costs by who watches its session (answers are
+streamed only to watchers, `agents/streaming.py`): runs whose sessions a page has open
+(streamed), runs nobody watches (one piece), and the reference, nobody watching with every
+answer streamed all the same (`PLANBOARD_STREAM_UNWATCHED`), in turn for `--repeats` rounds, a
+4-word and a `--final-words` (default 300) final answer (bench/_step_watchers.py).
+
 Each labelled run appends its row to bench/results/step_instructions.json (every earlier row
 is kept) and writes the section of docs/PERFORMANCE.md from this run: its step beside the
 floor measured with it. Without valgrind on PATH (or with
@@ -85,13 +91,17 @@ class Counter:
         raise SystemExit("callgrind wrote no dump")
 
 
-def drive_runs(runs: int, in_flight: int, counter: Counter | None = None) -> int:
+def drive_runs(
+    runs: int, in_flight: int, counter: Counter | None = None, *, watched: bool = False
+) -> int:
     """Post `runs` messages, then host their runs `in_flight` at a time; returns the steps
-    taken. Only the hosting is counted (`counter`): the messages are posted before."""
+    taken. Only the hosting is counted (`counter`): the messages are posted before.
+    `watched`: a page has each session open (presence), as a person watching it."""
+    from asgiref.sync import async_to_sync
     from django.contrib.auth import get_user_model
 
     from agents.runtime import host as run_host
-    from planboard import broadcast, services
+    from planboard import broadcast, presence, services
     from planboard.models import AgentRun
 
     host = run_host.current()
@@ -101,6 +111,9 @@ def drive_runs(runs: int, in_flight: int, counter: Counter | None = None) -> int
     for number in range(runs):
         user = users.create_user(f"steps-{number}-{time.monotonic_ns()}")
         session = services.session_create(owner=user, need_user_confirm=False)
+        if watched:
+            page = presence.Presence(key=f"b{number}", user_id=user.pk, username="b", name="b")
+            async_to_sync(presence.store().put)(session.pk, page)
         _, run = services.message_post(
             session_id=session.pk, author=user, content="Plan something small"
         )
@@ -284,6 +297,8 @@ def main() -> None:
         help="the final answer's length in words, streamed in 7-character pieces (0: 4 words)",
     )
     parser.add_argument("--no-valgrind", action="store_true")
+    parser.add_argument("--watchers", action="store_true", help="steps by who watches")
+    parser.add_argument("--repeats", type=int, default=2, help="rounds of rows, with --watchers")
     args = parser.parse_args()
     valgrind = shutil.which("valgrind")
     if not args.no_valgrind and valgrind and not os.environ.get(UNDER_VALGRIND):
@@ -301,6 +316,11 @@ def main() -> None:
             *sys.argv,
         ]
         raise SystemExit(subprocess.call(argv, env=env))
+    if args.watchers:
+        import _step_watchers
+
+        _step_watchers.main(args, Counter, drive_runs)
+        return
     result = measure(args)
     print(json.dumps(result))
     if result["unit"] == "instructions" and args.label:

@@ -4,9 +4,11 @@ Presence is kept outside the database, with a time-out: each open page (one webs
 entry that lives `PLANBOARD_PRESENCE_TTL` seconds unless its page's heartbeat refreshes it.
 With `REDIS_URL` the entries are Redis keys with a TTL, so every web process sees the same
 people and an entry left by a process that died expires by itself; in the embedded mode (one
-process) they are kept in memory. The session consumer (`planboard.realtime.consumers`)
-writes and reads them; nothing here touches the database or knows about access (the consumer
-only lets in people who may see the session).
+process, the worker included) they are kept in memory. The session consumer
+(`planboard.realtime.consumers`) writes and reads them; the worker asks whether anyone is there
+at all before each agent step (`planboard.selectors.session_has_watchers`: answers are streamed
+only to watchers). Nothing here touches the database or knows about access (the consumer only
+lets in people who may see the session).
 
 An entry is keyed by a random id per socket, so one person with two tabs is two entries (the
 page shows each person once). Names are data: the page sets them as text.
@@ -68,6 +70,9 @@ class PresenceStore(Protocol):
     async def people(self, session_id: int) -> list[Presence]:
         """The entries that have not expired, oldest first."""
 
+    async def watched(self, session_id: int) -> bool:
+        """Whether any entry has not expired (asked by the worker once per agent step)."""
+
 
 class MemoryPresenceStore:
     """One process's presence (the embedded mode). `clock` is injectable for tests."""
@@ -105,6 +110,12 @@ class MemoryPresenceStore:
             if not entries:
                 self._sessions.pop(session_id, None)
             return [entry for entry, _ in entries.values()]
+
+    async def watched(self, session_id: int) -> bool:
+        now = self.clock()
+        with self._lock:
+            entries = self._sessions.get(session_id, {})
+            return any(expires > now for _, expires in entries.values())
 
 
 class RedisPresenceStore:
@@ -175,6 +186,17 @@ class RedisPresenceStore:
         if gone:
             await client.zrem(self.index_key(session_id), *gone)
         return found
+
+    async def watched(self, session_id: int) -> bool:
+        """One round trip when nobody is there (the index expired with its last entry), a
+        second when it lists keys: an entry left by a dead process stays in the index
+        until someone lists the session."""
+        client = self._client()
+        keys = await client.zrange(self.index_key(session_id), 0, -1)
+        if not keys:
+            return False
+        entries = [self.entry_key(session_id, key.decode()) for key in keys]
+        return bool(await client.exists(*entries))
 
 
 _store: PresenceStore | None = None

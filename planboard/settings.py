@@ -243,6 +243,10 @@ PLANBOARD_EMBEDDED = not REDIS_URL
 # sends one every 15 s; a hidden tab's timers may be slowed to one a minute); kept in Redis
 # with REDIS_URL, else in the process's memory.
 PLANBOARD_PRESENCE_TTL = int(os.environ.get("PLANBOARD_PRESENCE_TTL", "90"))
+# A model's answer is streamed to a session only while a page there has joined presence (a
+# streamed answer costs the worker several times the CPU). True streams every answer, for
+# clients that follow the session socket without joining presence.
+PLANBOARD_STREAM_UNWATCHED = env_bool("PLANBOARD_STREAM_UNWATCHED", False)
 
 # --- Sign-in protection -----------------------------------------------------------------
 # Reverse proxies in front of daphne. The client address is the one the outermost trusted proxy

@@ -65,6 +65,16 @@ def _fast_passwords(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_presence() -> Iterator[None]:
+    """Nobody watches a session unless the test says so (presence lives in the process)."""
+    from planboard import presence
+
+    presence.set_store(None)
+    yield
+    presence.set_store(None)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_throttle_counts() -> None:
     """Rate-limit counters live in the cache; one test's requests must not limit the next.
     (Login lockouts, django-axes, live in the database and roll back with each test.)"""

@@ -7,7 +7,7 @@ Views, consumers, the admin, the agent loop and the tools read through these; ca
 |------------|--------------------------------------------------------------------------|
 | `access`   | who may: visibility, `can_change_plan`, `can_act_in_session`, `staff_may`… |
 | `plans`    | `plan_snapshot`, `plan_events_since`, history search (`plans_matching`)  |
-| `sessions` | `session_snapshot`, `session_messages`, runs, the session list           |
+| `sessions` | `session_snapshot`, `session_messages`, runs, the list, `session_has_watchers` |
 | `toolsets` | toolsets people may use, a session's external tools, its tool-call record |
 | `workspace` | a session's files (`session_files`) and one file's bytes                |
 | `forks`    | a fork's origin and continuations, the account its agent is told (`fork_account`) |
@@ -117,6 +117,7 @@ from planboard.selectors.sessions import (
     latest_run,
     latest_runs_by_session,
     runs_cancel_requested,
+    session_has_watchers,
     session_messages,
     session_snapshot,
     session_with_plan,
@@ -234,6 +235,7 @@ __all__ = [
     "session_catalog",
     "session_elicitations",
     "session_files",
+    "session_has_watchers",
     "session_messages",
     "session_prompt",
     "session_resource",

@@ -1,15 +1,17 @@
 """Session reads: the session snapshot, its transcript, runs, and the session list; what an
-agent step reads of its run, session and transcript."""
+agent step reads of its run, session and transcript; whether anyone watches a session."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Count, Max, Q, QuerySet
 
-from planboard import sql, streams
+from planboard import presence, sql, streams
 from planboard.models import AgentRun, ChatSession, Message, Plan, State
 from planboard.selectors.access import sessions_visible_to
 from planboard.selectors.elicitations import pending_elicitations
@@ -24,6 +26,8 @@ from planboard.snapshots import (
     serialize_session,
     serialize_tool_call,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class SessionWithPlan(NamedTuple):
@@ -152,3 +156,20 @@ def sessions_for_list(user: User) -> QuerySet[ChatSession]:
         )
         .order_by("-updated_at", "-id")
     )
+
+
+async def session_has_watchers(*, session_id: int) -> bool:
+    """Whether a page (any socket that joined presence) has the session open: the agent
+    step streams its answer only then, since a streamed answer costs the worker several times
+    the CPU of the same answer in one piece. One presence read. True, without reading, when
+    `PLANBOARD_STREAM_UNWATCHED` asks for every answer to be streamed (clients that follow
+    the socket without joining presence), and when presence cannot be read (Redis away):
+    streaming to nobody only costs CPU, where not streaming to someone hides the answer
+    until it is stored."""
+    if getattr(settings, "PLANBOARD_STREAM_UNWATCHED", False):
+        return True
+    try:
+        return await presence.store().watched(session_id)
+    except Exception:
+        logger.warning("presence of session %s unreadable; streaming", session_id, exc_info=True)
+        return True

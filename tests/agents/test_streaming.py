@@ -1,4 +1,5 @@
-"""Streamed answers: the model's text reaches the session's clients as it is written.
+"""Streamed answers: the model's text reaches the session's clients as it is written, while
+someone watches (every test here has a watcher; tests/agents/test_stream_watchers.py has none).
 
 Against an OpenAI-compatible server on loopback that streams (server-sent events) — slowly,
 or breaking off mid-answer — through litellm's real streaming path, plus the demo model.
@@ -23,6 +24,7 @@ from tests.support.local_models import SCRIPTED, install
 from tests.support.openai_server import FakeOpenAI
 from tests.support.scripted import call, say, tool_calls
 from tests.support.sockets import ORIGIN, TIMEOUT, cookie_for, open_socket, receive_until, run
+from tests.support.watchers import watch
 
 ANSWER = (
     "Here is what I found:\n\n- **Day 1**: Fushimi Inari early, then Gion.\n"
@@ -42,6 +44,13 @@ def events() -> Iterator[list[tuple[float, dict[str, Any]]]]:
     )
     yield seen
     unsubscribe()
+
+
+@pytest.fixture(autouse=True)
+def _someone_watches(request: pytest.FixtureRequest) -> None:
+    """A page has the `session` open (the socket test joins presence over its socket)."""
+    if "session" in request.fixturenames:
+        watch(request.getfixturevalue("session").pk)
 
 
 @pytest.fixture(autouse=True)
@@ -219,6 +228,8 @@ async def test_a_socket_client_sees_the_answer_being_written(
     socket = await open_socket(f"/ws/sessions/{session.pk}/", ORIGIN, await cookie_for(user))
     snapshot = await socket.receive_json_from(timeout=TIMEOUT)
     assert snapshot["session"]["streaming"] is None
+    await socket.send_json_to({"type": "presence.join"})  # as the page does: it watches
+    await receive_until(socket, lambda m: m["type"] == "presence")
     openai_server.answer(ANSWER, chunk_delay=0.01)
     agent = await run(start, session, user)
     worker = threading.Thread(target=lambda: loop.execute_run(run_id=agent.pk))

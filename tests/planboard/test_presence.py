@@ -73,6 +73,19 @@ async def test_memory_store_heartbeat_refreshes_and_keeps_the_order() -> None:
     assert await store.people(7) == []
 
 
+async def test_memory_store_is_watched_while_an_entry_lives() -> None:
+    clock = Clock()
+    store = MemoryPresenceStore(ttl=lambda: 45, clock=clock)
+    assert not await store.watched(7)
+    await store.put(7, entry("a"))
+    assert await store.watched(7) and not await store.watched(8)
+    clock.now += 45  # no heartbeat came
+    assert not await store.watched(7)
+    await store.put(7, entry("b"))
+    await store.remove(7, "b")
+    assert not await store.watched(7)
+
+
 def test_presence_round_trips_through_its_dict() -> None:
     person = entry("k", editing=3)
     assert Presence.from_dict(person.as_dict()) == person

@@ -59,6 +59,21 @@ async def test_an_expired_entry_is_dropped_from_the_list(
     assert not client.exists(redis_store.index_key(7), redis_store.entry_key(7, "b"))
 
 
+async def test_watched_while_an_entry_key_lives(
+    redis_url: str, redis_store: RedisPresenceStore
+) -> None:
+    assert not await redis_store.watched(7)
+    await redis_store.put(7, entry("a"))
+    await redis_store.put(7, entry("b", user_id=2))
+    assert await redis_store.watched(7) and not await redis_store.watched(8)
+    client = redis.Redis.from_url(redis_url)
+    client.delete(redis_store.entry_key(7, "a"))  # expired; its key is still in the index
+    assert await redis_store.watched(7)
+    client.delete(redis_store.entry_key(7, "b"))  # a page whose process died: both expired
+    assert client.zcard(redis_store.index_key(7)) == 2
+    assert not await redis_store.watched(7)
+
+
 async def test_join_and_leave_through_redis(
     settings: Any, redis_url: str, redis_store: RedisPresenceStore, user: Any, lead: Any, plan: Plan
 ) -> None:

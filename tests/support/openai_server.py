@@ -9,7 +9,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -68,6 +68,9 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         # Where a streamed reply's usage comes (`stream_chunks`).
         self.stream_usage = "last"
+        # Called with each request's body once it is recorded, before the reply (a test
+        # that acts while the model is answering holds the reply here).
+        self.on_request: Callable[[dict[str, Any]], None] | None = None
         self.server = ThreadingHTTPServer((host, 0), self._handler())
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -139,6 +142,8 @@ class FakeOpenAI:
                 fake.requests.append(
                     {"path": self.path, "headers": dict(self.headers), "body": body}
                 )
+                if fake.on_request is not None:
+                    fake.on_request(body)
                 status, payload, delay, chunk_delay, break_after = (
                     fake.replies.popleft()
                     if fake.replies

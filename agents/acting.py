@@ -14,7 +14,7 @@ import time
 
 from django.db import transaction
 
-from agents import external_tools, task_polls, tools
+from agents import external_tools, server_calls, task_polls, tool_offers, tools
 from agents.memory import RunMemory
 from agents.models import AgentStep
 from agents.plan_view import ShownPlan
@@ -40,7 +40,7 @@ async def call_server(record: ToolCall, *, lane: Lane, control: RunControl) -> N
         output = await task_polls.follow(record, None, lane=lane, control=control)
     else:
         output = await control.measured(
-            external_tools.aserver_output(record, lane=lane, control=control)
+            server_calls.aserver_output(record, lane=lane, control=control)
         )
         if output.task is not None:
             output = await task_polls.follow(record, output.task, lane=lane, control=control)
@@ -103,7 +103,7 @@ def execute_tool_calls(
         call_id = call.get("id", "")
         function = call.get("function") or {}
         name = str(function.get("name", ""))
-        if external_tools.is_external(name):
+        if tool_offers.is_external(name):
             all_here = False
             outcome = external_tools.advance_call(run=run, call=call, held=waiting)
             if isinstance(outcome, ToolCall):

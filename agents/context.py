@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from agents import external_tools, hints, llm, markers, tools
+from agents import external_tools, hints, llm, markers, tool_offers, tools
 from agents.fork_hint import render_fork_account
 from agents.memory import RunMemory
 from agents.plan_view import ShownPlan
@@ -162,7 +162,7 @@ def build_request(
         owner_id=session.owner_id,
         flagged=read.calls_flagged,
     )
-    external = external_tools.offered_tools(
+    external = tool_offers.offered_tools(
         session_id=session.pk, within=acting.toolset_ids, allowed=allowed, tools=session_tools
     )
     if session.plan_mode:
@@ -184,7 +184,7 @@ def build_request(
             waiting_calls=external_tools.waiting_calls(session_id=session.pk, pending=pending),
             earlier_work=earlier_work,
         )
-    external_schemas = external_tools.schemas(external)
+    external_schemas = tool_offers.schemas(external)
     offered = [*tools.TOOL_SCHEMAS, *external_schemas] if session.plan_mode else external_schemas
     prompt = SYSTEM_PROMPTS.get(language, SYSTEM_PROMPTS["en"])
     if not session.plan_mode:

@@ -1,5 +1,6 @@
-"""External tools (MCP servers) in the agent loop: what the model is offered, and how each of
-its calls is approved, run once, and answered.
+"""External tools (MCP servers) in the agent loop: how each call is approved, run once, and
+answered. What the model is offered is `agents.tool_offers`; the trip to the server is
+`agents.server_calls`.
 
 The model sees a session's tools as `<toolset>__<tool>` (plan tool names have no `__`, so the
 two never collide) with the server's own input schema. A call is recorded (`ToolCall`) before
@@ -24,33 +25,25 @@ found `running` had no effect and is simply run again.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import re
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agents import elicitation, markers, workspace, workspace_tree
-from agents.mcp import calls, elicit, input_required, outcome, sessions
+from agents import workspace
+from agents.mcp import input_required, outcome
 from agents.models import AgentStep
 from agents.profiles import profile_toolsets
-from agents.runtime.control import RunControl
-from agents.runtime.lanes import Lane
-from planboard import selectors, services, streams
+from agents.server_calls import resource_refused, server_output
+from agents.tool_offers import Offered, offered_tools
+from planboard import selectors, services
 from planboard.exceptions import PlanError
-from planboard.models import AgentRun, Message, ToolCall, Toolset, ToolsetTool
+from planboard.models import AgentRun, Message, ToolCall, Toolset
 from planboard.services.tool_calls import repeatable
-from planboard.services.tool_listing import SEPARATOR, namespaced, trusted_read_only
+from planboard.services.tool_listing import namespaced, trusted_read_only
 
 logger = logging.getLogger(__name__)
 
-# Tool descriptions come from servers: long ones are cut to keep requests small.
-DESCRIPTION_MAX = 1000
-ASKS_NOTE = " (Each call waits for a person's approval before it runs.)"
 DENIED = "Error: the person denied this call."
 INTERRUPTED = (
     "Error: interrupted, outcome unknown. The worker running this call stopped before the "
@@ -64,96 +57,6 @@ INPUT_GIVEN_UP = (
     "Error: the tool's server asked questions, and the run stopped waiting for the answers "
     "(it was stopped, or someone wrote instead); the call was not sent again."
 )
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-def is_external(name: str) -> bool:
-    return SEPARATOR in name
-
-
-@dataclass(frozen=True)
-class Offered:
-    """A session's external tool as the model is offered it."""
-
-    name: str  # <toolset>__<tool>
-    tool: ToolsetTool
-    asks: bool  # each call waits for a person's approval
-
-
-def offered_tools(
-    *,
-    session_id: int,
-    within: frozenset[int] | None = None,
-    allowed: set[tuple[int, str]] | None = None,
-    tools: list[ToolsetTool] | None = None,
-) -> list[Offered]:
-    """The session's enabled tools, limited to the toolsets `within` when the acting profile
-    names some. `allowed`: the always-allowed (toolset, tool) pairs, and `tools`: the
-    session's tools, if already read (`selectors.session_tools_and_call_flags`)."""
-    if allowed is None:
-        allowed = set(
-            ToolCall.objects.filter(session_id=session_id, always_allow=True).values_list(
-                "toolset_id", "tool"
-            )
-        )
-    return [
-        Offered(
-            name=namespaced(t.toolset.name, t.name),
-            tool=t,
-            # "Always allow" was said of the tool as it was: one changed since asks again.
-            asks=t.policy == ToolsetTool.Policy.ASK
-            and (t.needs_review or (t.toolset_id, t.name) not in allowed),
-        )
-        for t in (tools if tools is not None else selectors.session_tools(session_id=session_id))
-        if within is None or t.toolset_id in within
-    ]
-
-
-def schemas(offered: list[Offered]) -> list[dict[str, Any]]:
-    """The offered tools in the format litellm takes as `tools=`."""
-    result = []
-    for item in offered:
-        # Servers write descriptions and schemas: every string in them is model-facing text
-        # (names need nothing: a `<toolset>__<tool>` name is [A-Za-z0-9_-] only).
-        description = markers.neutralize_hint_tags(item.tool.description or "")[:DESCRIPTION_MAX]
-        if item.tool.reads_resources:
-            description += resources_listed(item.tool.toolset)
-        if item.asks:
-            description += ASKS_NOTE
-        schema = item.tool.input_schema
-        result.append(
-            {
-                "type": "function",
-                "function": {
-                    "name": item.name,
-                    "description": description.strip() or item.name,
-                    "parameters": markers.neutralize_data(schema)
-                    if isinstance(schema, dict) and schema
-                    else _EMPTY_SCHEMA,
-                },
-            }
-        )
-    return result
-
-
-# How many of a toolset's resources (and templates) `read_resource`'s description names.
-RESOURCES_NAMED = 50
-
-
-def resources_listed(toolset: Toolset) -> str:
-    """The resources (and templates) `read_resource` may read, for its description: the
-    server's words, defused like every description."""
-    catalog = toolset.catalog or {}
-    lines = []
-    for resource in (catalog.get("resources") or [])[:RESOURCES_NAMED]:
-        label = resource.get("title") or resource.get("name") or ""
-        lines.append(f"- {resource.get('uri')}" + (f" ({label[:100]})" if label else ""))
-    for template in (catalog.get("templates") or [])[:RESOURCES_NAMED]:
-        lines.append(f"- {template.get('uri_template')} (a template: fill in the braces)")
-    more = len(catalog.get("resources") or []) - RESOURCES_NAMED
-    if more > 0:
-        lines.append(f"- … and {more} more")
-    return markers.neutralize_hint_tags("\nResources:\n" + "\n".join(lines)) if lines else ""
 
 
 # --- handling one call ------------------------------------------------------------------------
@@ -356,160 +259,6 @@ def _run(*, run: AgentRun, record: ToolCall, retry: bool) -> Outcome | ToolCall:
             return _answer(claimed, refused, status=ToolCall.Status.FAILED)
         claimed.reads_resource = True
     return claimed
-
-
-def resource_refused(toolset: Toolset, uri: Any) -> str:
-    """Why `read_resource` may not read `uri` from the toolset's server (empty: it may): the
-    URI must be one the server lists, or fit one of its resource templates."""
-    catalog = toolset.catalog or {}
-    if not isinstance(uri, str) or not uri:
-        return "Error: 'uri' is required: the exact URI of one of the listed resources."
-    if any(r.get("uri") == uri for r in catalog.get("resources") or []):
-        return ""
-    for template in catalog.get("templates") or []:
-        if resource_template_matches(str(template.get("uri_template") or ""), uri):
-            return ""
-    return (
-        f"Error: toolset '{toolset.name}' lists no resource {uri[:300]!r}; read one of the "
-        "resources listed in this tool's description. Nothing was read."
-    )
-
-
-def resource_template_matches(template: str, uri: str) -> bool:
-    """Whether `uri` fits an RFC 6570 template such as `demo://text/{id}` (each expression
-    stands for one path segment's worth of text: no `/`, `?` or `#`)."""
-    pattern = "".join(
-        "[^/?#]+" if part.startswith("{") else re.escape(part)
-        for part in re.split(r"(\{[^}]*\})", template)
-        if part
-    )
-    return bool(template) and re.fullmatch(pattern, uri) is not None
-
-
-def server_output(record: ToolCall) -> outcome.ToolOutput:
-    assert record.toolset is not None, "a claimed external call has its toolset"
-    try:
-        if record.reads_resource:
-            uri = str((record.arguments or {}).get("uri"))
-            return calls.read_resource(record.toolset, uri)
-        return calls.call_tool(
-            record.toolset, record.tool, record.arguments or {}, resume=_resume_of(record)
-        )
-    except Exception as exc:
-        return _unexpected(record, exc)
-
-
-async def aserver_output(
-    record: ToolCall, *, lane: Lane, control: RunControl | None = None
-) -> outcome.ToolOutput:
-    """The call, in the chat session's live session with the server (`agents.mcp.sessions`,
-    on the loop driving the run); `lane` asks the database, only when a session has to be
-    opened, whether an earlier one of the conversation was lost, and polls the answer to a
-    question the server asks a person meanwhile (`agents.elicitation`; `control`: the run's
-    cancel ends that wait)."""
-    assert record.toolset is not None, "a claimed external call has its toolset"
-
-    async def used_before() -> bool:
-        return await lane.run(
-            selectors.toolset_called_before,
-            session_id=record.session_id,
-            toolset_id=record.toolset_id,
-            call_id=record.pk,
-        )
-
-    files = None
-    if record.toolset.roots == Toolset.Roots.WORKSPACE:
-        files = workspace_tree.Sync(
-            session_id=record.session_id,
-            run_id=record.run_id,
-            asks=workspace_asks(record),
-            run_db=lane.run,
-        )
-    conversation = sessions.Conversation(record.session_id, used_before=used_before, files=files)
-    try:
-        if record.reads_resource:
-            uri = str((record.arguments or {}).get("uri"))
-            return await sessions.aread_resource(record.toolset, uri, conversation=conversation)
-        return await sessions.acall_tool(
-            record.toolset,
-            record.tool,
-            record.arguments or {},
-            conversation=conversation,
-            elicit=elicitation.asker(record, lane=lane, control=control),
-            progress=progress_reporter(record, lane=lane),
-            resume=_resume_of(record),
-        )
-    except Exception as exc:
-        return _unexpected(record, exc)
-
-
-def _resume_of(record: ToolCall) -> input_required.Resume | None:
-    carried = record.resumes_input
-    if carried is None:
-        return None
-    return input_required.Resume(carried["responses"], carried["state"], carried["rounds"])
-
-
-def workspace_asks(record: ToolCall) -> Callable[[str], bool]:
-    """Whether a change a server made to the session's files in its tree must wait for a
-    person, by the workspace tool that makes such a change (`write_file`, `delete_file`):
-    when that tool would ask in this session (or is not offered there), unless a person
-    approved this very call. Asked off the event loop (`agents.workspace_tree.collect`)."""
-    found: dict[str, bool] = {}
-
-    def asks(tool: str) -> bool:
-        if record.decided_by_id is not None:
-            return False
-        if not found:
-            for item in offered_tools(session_id=record.session_id):
-                if item.tool.toolset.kind == Toolset.Kind.BUILTIN:
-                    found[item.tool.name] = item.asks
-            found.setdefault("", True)  # read once, even when nothing is offered
-        return found.get(tool, True)
-
-    return asks
-
-
-# A chatty server's progress reaches people at most this often (the last one always does).
-PROGRESS_EVERY_SECONDS = 0.25
-
-
-def progress_reporter(record: ToolCall, *, lane: Lane) -> elicit.Progress:
-    """What a call tells people of the progress its server reports: `tool.progress` events
-    for the session (`planboard.streams`), sent off the loop in order, at most one per
-    `PROGRESS_EVERY_SECONDS` unless the call is done."""
-    last = [-PROGRESS_EVERY_SECONDS]
-
-    def report(done: float, total: float | None, message: str | None) -> None:
-        now = time.monotonic()
-        finished = total is not None and done >= total
-        if now - last[0] < PROGRESS_EVERY_SECONDS and not finished:
-            return
-        last[0] = now
-        lane.post(
-            functools.partial(
-                streams.tool_progress,
-                session_id=record.session_id,
-                tool_call_id=record.tool_call_id,
-                progress=done,
-                total=total,
-                message=message,
-            )
-        )
-
-    return report
-
-
-def _unexpected(record: ToolCall, exc: Exception) -> outcome.ToolOutput:
-    # The client turns every failure it knows into an Error result; anything else is a
-    # bug there, and still must not take the run down (found by tests/system fuzzing).
-    logger.exception("tool %s failed unexpectedly in run %s", record.tool_name, record.run_id)
-    name = record.toolset.name if record.toolset is not None else "?"
-    return outcome.ToolOutput(
-        f"Error: toolset '{name}': the call failed unexpectedly "
-        f"({type(exc).__name__}); its outcome is unknown.",
-        ok=False,
-    )
 
 
 def finish_call(*, record: ToolCall, output: outcome.ToolOutput) -> Outcome:

@@ -67,7 +67,11 @@ class RuleInputSerializer(InputSerializer):
     kind = StrictChoiceField(choices=Schedule.Kind.choices)
     timezone = StrictCharField(max_length=64, help_text="An IANA time zone, e.g. Europe/Berlin.")
     cron = StrictCharField(max_length=100, required=False, allow_blank=True)
-    every = StrictIntegerField(min_value=1, max_value=366, required=False, allow_null=True)
+    # Its range is the rule's (`planboard.schedules`): a field being typed (0, empty) is a
+    # rule not valid yet, which the preview answers with its error.
+    every = StrictIntegerField(
+        required=False, allow_null=True, help_text="1 to 366 days, or 1 to 168 hours."
+    )
     at_time = serializers.TimeField(required=False, allow_null=True, help_text="HH:MM")
     starts_on = serializers.DateField(required=False, allow_null=True)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agents import external_tools, hints
+from agents import external_tools, hints, tool_offers
 from agents.mcp import sessions
 from planboard import services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
@@ -62,7 +62,7 @@ def test_enabled_toolsets_are_offered_under_namespaced_names(
     add = offered["remote__add"]
     assert add["description"] == "Add two whole numbers."
     assert add["parameters"]["properties"]["b"]["type"] == "integer"
-    assert offered["remote__write_note"]["description"].endswith(external_tools.ASKS_NOTE)
+    assert offered["remote__write_note"]["description"].endswith(tool_offers.ASKS_NOTE)
     hint = scripted_model.hint(0)
     assert "approves each call" in hint and "remote__write_note" in hint
     assert "remote__echo," not in hint.split("approves each call")[1]  # read-only: auto
@@ -239,7 +239,7 @@ def test_always_allow_lets_later_calls_of_the_tool_run_without_asking(
     assert record(session, "w2").decided_by is None
     # No longer listed as asking, in the tools or the hint.
     offered = {t["function"]["name"]: t["function"] for t in scripted_model.tools[-1]}
-    assert not offered["remote__write_note"]["description"].endswith(external_tools.ASKS_NOTE)
+    assert not offered["remote__write_note"]["description"].endswith(tool_offers.ASKS_NOTE)
     assert "remote__write_note" not in scripted_model.hint(-1)
 
 

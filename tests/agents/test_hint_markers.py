@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agents import context, external_tools, markers
+from agents import context, markers, tool_offers
 from planboard import services
 from planboard.models import ToolsetTool
 
@@ -127,8 +127,8 @@ def test_descriptions_and_schemas_of_offered_tools_are_neutralised(staff: Any) -
     )
     tools = list(ToolsetTool.objects.filter(toolset=toolset).select_related("toolset"))
     assert [t.name for t in tools] == ["search"]
-    offered = [external_tools.Offered(name="shady__search", tool=tools[0], asks=False)]
-    (schema,) = external_tools.schemas(offered)
+    offered = [tool_offers.Offered(name="shady__search", tool=tools[0], asks=False)]
+    (schema,) = tool_offers.schemas(offered)
     function = schema["function"]
     assert function["name"] == "shady__search"
     assert not reads_as_tag(function["description"])

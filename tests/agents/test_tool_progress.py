@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agents import external_tools
+from agents import server_calls
 from planboard import broadcast, services
 from planboard.models import ChatSession, ToolCall, Toolset
 from tests.support.mcp_servers import everything_server_argv
@@ -87,9 +87,9 @@ def test_a_chatty_servers_progress_is_thinned_but_its_end_is_told(
             posted.append(fn.keywords)
 
     record: Any = type("Record", (), {"session_id": 7, "tool_call_id": "c1"})()
-    report = external_tools.progress_reporter(record, lane=Lane())  # type: ignore[arg-type]
+    report = server_calls.progress_reporter(record, lane=Lane())  # type: ignore[arg-type]
     clock = [100.0]
-    monkeypatch.setattr(external_tools.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(server_calls.time, "monotonic", lambda: clock[0])
     for step in range(1, 10):  # nine notifications within 0.09 s
         report(step, 10, f"step {step}")
         clock[0] += 0.01

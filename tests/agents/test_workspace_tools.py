@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.core.files.storage import default_storage
 
-from agents import external_tools
+from agents import external_tools, tool_offers
 from agents import workspace as agent_workspace
 from planboard import selectors, services, workspace
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset, WorkspaceFile
@@ -48,7 +48,7 @@ def test_every_new_session_offers_the_workspace(
     } <= set(offered)
     assert offered["workspace__write_file"]["parameters"]["required"] == ["path", "content"]
     # Only deleting asks a person first.
-    asking = {n for n, f in offered.items() if f["description"].endswith(external_tools.ASKS_NOTE)}
+    asking = {n for n, f in offered.items() if f["description"].endswith(tool_offers.ASKS_NOTE)}
     assert {n for n in asking if n.startswith("workspace__")} == {"workspace__delete_file"}
 
 

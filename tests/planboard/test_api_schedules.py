@@ -47,8 +47,7 @@ def test_preview_answers_a_rule_being_typed_with_its_error(
         ({"kind": "cron", "cron": "0 9 * *", "timezone": "UTC"}, "five fields"),
         ({"kind": "cron", "cron": "0 25 * * *", "timezone": "UTC"}, "0 25 * * *"),
         ({"kind": "days", "every": 1, "timezone": "Nowhere/Town"}, "Unknown time zone"),
-        ({"kind": "hours", "every": 0, "timezone": "UTC"}, "greater than or equal to 1"),
-        ({"kind": "weekly", "timezone": "UTC"}, "not a valid choice"),
+        ({"kind": "hours", "every": 0, "timezone": "UTC"}, "from 1 to"),
     ]
     for body, fragment in cases:
         answer = api.post("/api/schedules/preview/", body, format="json")
@@ -56,6 +55,11 @@ def test_preview_answers_a_rule_being_typed_with_its_error(
         assert answer.json()["occurrences"] == []
         assert fragment in answer.json()["error"], (body, answer.json())
         assert answer.json()["code"]
+    # A request the dialog cannot send (a kind it does not offer) is malformed: a 400.
+    malformed = api.post(
+        "/api/schedules/preview/", {"kind": "weekly", "timezone": "UTC"}, format="json"
+    )
+    assert malformed.status_code == 400 and "kind" in malformed.json()["fields"]
     # Saving the same half-typed rule is still refused.
     saved = create(api, chat_session, cron="0 9 * *")
     assert saved.status_code == 400 and "five fields" in saved.json()["error"]

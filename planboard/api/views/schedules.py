@@ -17,7 +17,6 @@ from rest_framework.response import Response
 from planboard import schedules as rules
 from planboard import selectors, services
 from planboard.api import schedule_serializers as s
-from planboard.api.errors import summarize_validation
 from planboard.api.permissions import visible_session
 from planboard.api.views.base import (
     ERRORS,
@@ -101,17 +100,15 @@ class SchedulePreviewView(ApiView):
         request=s.RuleInputSerializer,
         responses={200: s.PreviewSerializer, **ERRORS},
         summary="The next five due times of a rule, before saving it (nothing is stored). A "
-        "rule that is not valid yet (still being typed) answers 200 with `error`.",
+        "well-formed rule that is not valid yet (a half-typed cron expression, an unknown time "
+        "zone) answers 200 with `error`; a malformed request is a 400.",
     )
     def post(self, request: Request) -> Response:
         # Asked on every keystroke: a half-typed rule is an answer, not a failed request.
-        given = s.RuleInputSerializer(data=request.data)
-        if not given.is_valid():
-            error = summarize_validation(given.errors)
-            return Response({"occurrences": [], "error": error, "code": "invalid"})
+        given = parse(s.RuleInputSerializer, request.data)
         now = timezone.now()
         try:
-            rule = services.schedule_rule_clean(**given.validated_data, now=now)
+            rule = services.schedule_rule_clean(**given, now=now)
         except PlanError as refused:
             return Response({"occurrences": [], "error": refused.message, "code": refused.code})
         due = rules.upcoming(rule, now, rules.PREVIEW_COUNT)

@@ -37,7 +37,7 @@ nothing.
 | `templates` | `template_create(_from_plan)/update/delete`, `session_start_from_template` |
 | `schedules` | `schedule_create/update/pause/resume/delete`, `schedule_rule_clean`     |
 | `schedule_firing` | `schedules_sweep` (settle ended runs, fire what is due), its parts |
-| `secret_rotation` | `notification_settings_rotate_secrets` (`manage.py rotate_secrets`) |
+| `secret_rotation` | `*_rotate_secrets` of webhooks and waiting questions (`rotate_secrets`) |
 """
 
 from planboard.services._core import (
@@ -120,7 +120,10 @@ from planboard.services.schedules import (
     schedule_rule_clean,
     schedule_update,
 )
-from planboard.services.secret_rotation import notification_settings_rotate_secrets
+from planboard.services.secret_rotation import (
+    input_rounds_rotate_secrets,
+    notification_settings_rotate_secrets,
+)
 from planboard.services.sessions import session_create, session_update
 from planboard.services.subtasks import (
     subtask_add,
@@ -203,6 +206,7 @@ __all__ = [
     "elicitation_open",
     "inbox_snooze",
     "input_rounds_expire",
+    "input_rounds_rotate_secrets",
     "message_post",
     "message_record_agent",
     "message_record_attachment",

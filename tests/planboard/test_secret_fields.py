@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import importlib
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
@@ -15,12 +16,14 @@ from django.apps import apps as installed_apps
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
-from django.db.models import Value
+from django.db.models import TextField, Value
+from django.db.models.functions import Cast
 from django.test import override_settings
+from django.utils import timezone
 
 from planboard import notifications, secret_fields, services
 from planboard.checks import secrets_key_configured
-from planboard.models import NotificationSettings, Toolset
+from planboard.models import InputRound, NotificationSettings, ToolCall, Toolset
 from tests.support import db
 
 pytestmark = pytest.mark.django_db
@@ -177,3 +180,37 @@ def test_webhook_secrets_stored_before_encryption_are_encrypted_by_the_migration
     # And back, for the migration run in reverse.
     migration.decrypt_stored(installed_apps, None)
     assert stored_hook_secret(hook_settings.user_id) == HOOK_SECRET
+
+
+def test_a_rotation_moves_waiting_questions_server_state_to_the_new_key(
+    chat_session: Any,
+) -> None:
+    call = ToolCall.objects.create(
+        session=chat_session, tool_call_id="c1", tool_name="remote__order", arguments={}
+    )
+    carried = {"state": "sealed-by-the-server", "ready": {}}
+    expires = timezone.now() + timedelta(days=1)
+    waiting = InputRound.objects.create(
+        session=chat_session, tool_call=call, carried=carried, expires_at=expires
+    )
+    # A consumed round's state was erased with its use: nothing to move.
+    InputRound.objects.create(
+        session=chat_session,
+        tool_call=call,
+        number=2,
+        carried=None,
+        status=InputRound.Status.CONSUMED,
+        expires_at=expires,
+    )
+    derived = secret_fields.derived_key(settings.SECRET_KEY)
+    new = Fernet.generate_key().decode()
+    with override_settings(PLANBOARD_SECRETS_KEYS=f"{new},{derived}"):
+        out = StringIO()
+        call_command("rotate_secrets", stdout=out)
+        assert "server state of 1 waiting questions" in out.getvalue()
+    with override_settings(PLANBOARD_SECRETS_KEYS=new):
+        assert InputRound.objects.get(pk=waiting.pk).carried == carried
+    raw = InputRound.objects.filter(pk=waiting.pk).values_list(
+        Cast("carried", TextField()), flat=True
+    )[0]
+    assert "sealed-by-the-server" not in raw

@@ -7,7 +7,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from planboard.services import notification_settings_rotate_secrets, toolset_rotate_secrets
+from planboard.services import (
+    input_rounds_rotate_secrets,
+    notification_settings_rotate_secrets,
+    toolset_rotate_secrets,
+)
 
 
 class Command(BaseCommand):
@@ -16,7 +20,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         toolsets = toolset_rotate_secrets()
         hooks = notification_settings_rotate_secrets()
+        rounds = input_rounds_rotate_secrets()
         self.stdout.write(
-            f"Re-encrypted the secrets of {toolsets} toolsets and the webhook secrets of "
-            f"{hooks} notification settings under the first key."
+            f"Re-encrypted the secrets of {toolsets} toolsets, the webhook secrets of {hooks} "
+            f"notification settings and the server state of {rounds} waiting questions under "
+            "the first key."
         )

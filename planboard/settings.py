@@ -74,6 +74,8 @@ MIDDLEWARE = [
     "planboard.web.not_found.BrandedNotFoundMiddleware",
     # Last, as axes asks: turns a lockout flagged during authentication into its page.
     "axes.middleware.AxesMiddleware",
+    # Innermost and sync only: the whole chain then runs in one thread under ASGI.
+    "planboard.security.OneThreadMiddleware",
 ]
 
 ROOT_URLCONF = "planboard.urls"

@@ -179,7 +179,7 @@ if REDIS_URL:
     # Note: cache.clear() flushes this whole Redis database (broker and channel layer too).
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "planboard.cache.RedisCache",  # Django's, one client per pool
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "planboard",
         }

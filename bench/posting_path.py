@@ -251,13 +251,9 @@ def write_report(rows: list[dict[str, Any]], label: str) -> None:
     lines = [
         *common.facts_lines(facts),
         "",
-        f"One message posted by each of {rows[0]['posts']} people to a session of their own, "
-        "through daphne as the page posts it (session cookie, CSRF token; a new run each, "
-        "admitted and published to Celery on Redis). Instructions: the daphne process under "
-        "callgrind while the posts go (after warm-up posts); Python calls, SQL statements and "
-        "CPU (which drifts with the machine's load): the same code through Django's test "
-        "client in a process of its own. The reference is the code of the named commit, "
-        "measured in the same run.",
+        f"{rows[0]['posts']} people post one message each through daphne as the page does (a new "
+        "run each, published to Celery on Redis). Instructions: daphne under callgrind; calls, "
+        "statements, CPU (drifts): the same code via Django's test client. Reference: same run.",
         "",
         *common.table(
             [

@@ -20,11 +20,14 @@ class OneClientPerPool(RedisCacheClient):
         self._clients: dict[int, Any] = {}
 
     def get_client(self, key: Any = None, *, write: bool = False) -> Any:
-        pool = self._get_connection_pool(write)
+        # Django's own helpers (the stubs do not list them).
+        pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
         client = self._clients.get(id(pool))
         if client is None:
             # Two threads may both build one; either serves (the pool is the same).
-            client = self._clients[id(pool)] = self._client(connection_pool=pool)
+            client = self._clients[id(pool)] = self._client(  # type: ignore[attr-defined]
+                connection_pool=pool
+            )
         return client
 
 

@@ -251,6 +251,7 @@ SECTION_ORDER = [
     "mcp_session_latency",
     "llm_call_cpu",
     "step_instructions",
+    "posting_path",
 ]
 
 

@@ -1,7 +1,9 @@
-"""Who is asking (the client address the trusted proxies vouch for), and the
-Content-Security-Policy header."""
+"""Who is asking (the client address the trusted proxies vouch for), the
+Content-Security-Policy header, and the middleware chain's one thread under ASGI."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from csp.middleware import CSPMiddleware, PolicyParts
 from django.core.exceptions import DisallowedHost
@@ -41,3 +43,21 @@ class ContentSecurityPolicyMiddleware(CSPMiddleware):
         ]
         parts.update = update
         return parts
+
+
+class OneThreadMiddleware:
+    """Passes the request on, sync only. Under ASGI Django runs an async-capable middleware in
+    async mode, and `MiddlewareMixin` then hands each of its hooks to a thread and back;
+    WhiteNoise is sync only, so a request crossed between the event loop and a thread about
+    twenty times (a third of a posted message's CPU in daphne). The innermost middleware being
+    sync makes Django run every one outside it in sync mode too: one thread, entered once, for
+    the whole chain and the view."""
+
+    sync_capable = True
+    async_capable = False
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        return self.get_response(request)

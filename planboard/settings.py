@@ -74,6 +74,8 @@ MIDDLEWARE = [
     "planboard.web.not_found.BrandedNotFoundMiddleware",
     # Last, as axes asks: turns a lockout flagged during authentication into its page.
     "axes.middleware.AxesMiddleware",
+    # Innermost and sync only: the whole chain then runs in one thread under ASGI.
+    "planboard.security.OneThreadMiddleware",
 ]
 
 ROOT_URLCONF = "planboard.urls"
@@ -177,7 +179,7 @@ if REDIS_URL:
     # Note: cache.clear() flushes this whole Redis database (broker and channel layer too).
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "planboard.cache.RedisCache",  # Django's, one client per pool
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "planboard",
         }

@@ -131,6 +131,18 @@ RUN_COUNT_STEP = """UPDATE planboard_agentrun SET step_count = step_count + 1, p
     prompt_tokens + %s, completion_tokens = completion_tokens + %s, cost_usd = cost_usd + %s
 WHERE id = %s RETURNING cancel_requested, lease_owner"""
 
+# A posted message's statements (`services.message_post`: about half its ORM's CPU was compiling).
+SESSION_OWNER = "SELECT owner_id FROM planboard_chatsession WHERE id = %s"
+LATEST_RUN = f"""SELECT {RUN_COLUMNS} FROM planboard_agentrun r WHERE r.session_id = %s
+ORDER BY r.id DESC LIMIT 1"""
+LOCK_USER = "SELECT id FROM auth_user WHERE id = %s FOR NO KEY UPDATE"
+# Admission: the owner's queued and running runs (few: the cap, and those waiting behind it),
+# each with whether it has a dispatch deadline (queued without one: waiting for admission).
+ACTIVE_RUNS_OF = """SELECT r.id, r.status, r.lease_expires_at IS NOT NULL FROM planboard_agentrun r
+JOIN planboard_chatsession s ON s.id = r.session_id
+WHERE s.owner_id = %s AND r.status IN ('queued', 'running')"""
+SESSION_TITLE = "UPDATE planboard_chatsession SET title = %s, updated_at = %s WHERE id = %s"
+
 # --- the functions that run them ----------------------------------------------------------
 
 SessionRead = tuple[ChatSession, Plan | None, bool, AgentRun | None, int | None, list[tuple]]
@@ -189,6 +201,37 @@ def offered_tools(session_id: int, owner_id: int) -> list[ToolsetTool]:
         toolset = Toolset.from_db(DEFAULT_DB_ALIAS, ["id", "name"], [tool.toolset_id, row[-1]])
         ToolsetTool.toolset.field.set_cached_value(tool, toolset)
     return tools
+
+
+def session_owner_id(session_id: int) -> int | None:
+    """The session's owner (None: no such session)."""
+    found = _rows(SESSION_OWNER, [session_id]) if _is_id(session_id) else []
+    return int(found[0][0]) if found else None
+
+
+def latest_run(session_id: int) -> AgentRun | None:
+    """The session's newest run (None: it has none)."""
+    found = _rows(LATEST_RUN, [session_id]) if _is_id(session_id) else []
+    return load(_db(), AgentRun, RUN_COLUMNS, found[0]) if found else None
+
+
+def lock_user(user_id: int) -> None:
+    """Lock the user's row (in the caller's transaction): admission's lock."""
+    if _is_id(user_id):
+        _rows(_locking(LOCK_USER, LOCK_USER.removesuffix(" FOR NO KEY UPDATE")), [user_id])
+
+
+def active_runs_of(user_id: int) -> list[tuple[int, str, bool]]:
+    """The owner's queued and running runs: id, status, whether it has a dispatch deadline."""
+    found = _rows(ACTIVE_RUNS_OF, [user_id]) if _is_id(user_id) else []
+    return [(int(pk), str(status), bool(deadline)) for pk, status, deadline in found]
+
+
+def session_set_title(session_id: int, title: str) -> datetime:
+    """Set the session's title and `updated_at` (now, returned)."""
+    now = timezone.now()
+    _rows(SESSION_TITLE, [title, _time(now), session_id], fetch=False)
+    return now
 
 
 def plan_update(plan: Plan) -> None:

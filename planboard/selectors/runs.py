@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.db.models import Min, Q, Subquery
 
+from planboard import sql
 from planboard.models import AgentRun, ChatSession
 from planboard.shapes import RunSnapshot
 from planboard.snapshots import serialize_run
@@ -39,13 +40,10 @@ def runs_ahead_and_in_flight(*, user_id: int, before_id: int | None = None) -> t
     """How many of the user's runs wait for admission (those created before `before_id`; all
     without it) and how many are in flight, in one query: what admission decides from. The
     user's queued and running runs are few (the cap, and those waiting behind it): counted
-    here, from a query far cheaper to compile than two filtered counts."""
-    active = AgentRun.objects.filter(
-        session__owner_id=user_id, status__in=[AgentRun.Status.QUEUED, AgentRun.Status.RUNNING]
-    ).values_list("pk", "status", "lease_expires_at")
+    here, from one literal statement (`sql.active_runs_of`), not two filtered counts."""
     ahead = in_flight = 0
-    for pk, status, deadline in active:
-        if _waits(status, deadline):
+    for pk, status, has_deadline in sql.active_runs_of(user_id):
+        if _waits(status, True if has_deadline else None):
             ahead += before_id is None or pk < before_id
         else:  # queued with a deadline, or running: IN_FLIGHT
             in_flight += 1

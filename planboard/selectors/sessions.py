@@ -39,6 +39,11 @@ class SessionWithPlan(NamedTuple):
     messages: int | None = None  # with the run: how many messages the session has
 
 
+def session_owner_id(*, session_id: int) -> int | None:
+    """The session's owner, one row (None: no such session): a posted message's access check."""
+    return sql.session_owner_id(session_id)
+
+
 def session_with_plan(*, session_id: int, run_id: int | None = None) -> SessionWithPlan | None:
     """The session, its current plan (each with its owner's username), in plan mode the plan's
     snapshot, whether one of its tool calls is always allowed or waits for a person, and the

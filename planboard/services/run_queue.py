@@ -27,11 +27,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from planboard import sql
 from planboard.models import AgentRun, ChatSession
 from planboard.selectors.runs import (
     WAITING_FOR_ADMISSION,
@@ -77,7 +77,7 @@ def _owner_id(run: AgentRun) -> int | None:
 
 
 def _lock_user(user_id: int) -> None:
-    list(User.objects.select_for_update(no_key=True).filter(pk=user_id).values_list("pk"))
+    sql.lock_user(user_id)
 
 
 def _has_room(user_id: int, *, run_id: int | None) -> bool:

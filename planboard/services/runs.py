@@ -111,7 +111,7 @@ def message_post(
     with transaction.atomic():
         session = _lock_session(session_id)
         refuse_if_owner_inactive(session, author)
-        latest = AgentRun.objects.filter(session=session).order_by("-id").first()
+        latest = sql.latest_run(session.pk)
         waits = (
             _run_waits_kind(latest)
             if latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER
@@ -156,7 +156,7 @@ def message_post(
         )
         if not session.title:
             session.title = clean.splitlines()[0][:80]
-        session.save(update_fields=["title", "updated_at"])
+        session.updated_at = sql.session_set_title(session.pk, session.title)
         _publish_message(message)
     return message, run
 

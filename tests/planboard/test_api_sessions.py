@@ -13,7 +13,7 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from planboard import selectors, services
 from planboard.models import MESSAGE_MAX, NAME_MAX, AgentRun, ChatSession, Message, Plan
-from tests.support import env
+from tests.support import db, env
 
 pytestmark = pytest.mark.django_db
 
@@ -121,6 +121,21 @@ class TestMessages:
         assert body["run"]["id"] == run.pk and body["run"]["status"] == "queued"
         assert body["message"]["content"] == "Plan a trip"
         assert body["message"]["role"] == "user" and body["message"]["author"] == "alice"
+
+    def test_an_owners_post_runs_eight_statements(
+        self, api: APIClient, chat_session: ChatSession
+    ) -> None:
+        """The owner passes the access check on one row (no visibility query), then the
+        service: lock the session, read its latest run, lock the owner, read their active
+        runs (admission), insert the run and the message, set the title."""
+        with db.statements() as posting:
+            response = api.post(
+                f"/api/sessions/{chat_session.pk}/messages/", {"content": "Plan a trip"}, "json"
+            )
+        assert response.status_code == 202, response.content
+        ran = [s for s in posting if "SAVEPOINT" not in s]
+        assert len(ran) == 8, ran
+        assert not [s for s in ran if "teammembership" in s.lower()]
 
     def test_post_feeds_the_active_run(
         self, api: APIClient, chat_session: ChatSession, user: Any

@@ -253,8 +253,8 @@ def test_a_new_run_is_admitted_before_its_insert_in_one_read(user: Any) -> None:
     assert admitted.lease_expires_at is not None and positions([admitted]) == [None]
     assert not any(s.lstrip().startswith('UPDATE "planboard_agentrun"') for s in posting)
     # The owner's runs waiting ahead and in flight, read together (by the owner: a join).
-    owners_runs = [s for s in posting if 'FROM "planboard_agentrun" INNER JOIN' in s]
-    assert len(owners_runs) == 1 and "COUNT(" not in owners_runs[0]
+    owners_runs = [s for s in posting if "FROM planboard_agentrun r\nJOIN" in s]
+    assert len(owners_runs) == 1 and "COUNT(" not in owners_runs[0].upper()
 
 
 @pytest.mark.postgres

@@ -211,7 +211,7 @@ def test_sign_in_settings_follow_the_environment() -> None:
     assert loaded["cooloff"] is None  # locked until an admin unlocks
     assert loaded["token_ttl_hours"] == 0
     # Throttle counters are shared by every web process.
-    assert loaded["cache"] == "django.core.cache.backends.redis.RedisCache"
+    assert loaded["cache"] == "planboard.cache.RedisCache"
 
 
 PRODUCTION = {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "test-only-secret-key-for-a-probe"}

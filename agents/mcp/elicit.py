@@ -96,6 +96,19 @@ class PausingClock:
         return asking
 
 
+def elicited(params: ElicitRequestURLParams | ElicitRequestFormParams) -> Elicited:
+    """A server's question as Planboard asks it, asked mid-call or in an `input_required`."""
+    if isinstance(params, ElicitRequestURLParams):
+        return Elicited(
+            mode="url",
+            message=params.message,
+            schema={},
+            url=params.url,
+            elicitation_id=params.elicitation_id or "",
+        )
+    return Elicited(mode="form", message=params.message, schema=dict(params.requested_schema or {}))
+
+
 def elicitation_callback(elicitor: Elicitor | None) -> Any:
     """The SDK's `elicitation_callback` over `elicitor` (None: decline). Every session
     Planboard opens has one, so servers know it can ask (the reference server lists its
@@ -105,20 +118,10 @@ def elicitation_callback(elicitor: Elicitor | None) -> Any:
     async def callback(
         context: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult | ErrorData:
-        if isinstance(params, ElicitRequestURLParams):
-            asked = Elicited(
-                mode="url",
-                message=params.message,
-                schema={},
-                url=params.url,
-                elicitation_id=params.elicitation_id or "",
-            )
-        elif isinstance(params, ElicitRequestFormParams):
-            asked = Elicited(
-                mode="form", message=params.message, schema=dict(params.requested_schema or {})
-            )
-        else:  # pragma: no cover - the SDK's union has two members
+        if not isinstance(params, ElicitRequestURLParams | ElicitRequestFormParams):
+            # pragma: no cover - the SDK's union has two members
             return ErrorData(code=INVALID_PARAMS, message="Unknown elicitation mode.")
+        asked = elicited(params)
         reply = await ask(asked)
         if reply.error:
             return ErrorData(code=INVALID_PARAMS, message=reply.error)

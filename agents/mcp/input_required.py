@@ -28,7 +28,7 @@ from mcp.types import (
 )
 from pydantic import TypeAdapter
 
-from agents.mcp.elicit import Elicited
+from agents.mcp.elicit import Elicited, elicited
 
 _RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 # A round that asks nothing of people is sent again after this pause (the SDK's own backoff).
@@ -97,19 +97,8 @@ def responses_of(resume: Resume | None) -> InputResponses | None:
 
 def _question(key: str, request: ElicitRequest) -> Question:
     params = request.params
-    if isinstance(params, ElicitRequestURLParams):
-        asked = Elicited(
-            mode="url",
-            message=params.message,
-            schema={},
-            url=params.url,
-            elicitation_id=params.elicitation_id or "",
-        )
-    else:
-        assert isinstance(params, ElicitRequestFormParams)
-        schema = dict(params.requested_schema or {})
-        asked = Elicited(mode="form", message=params.message, schema=schema)
-    return Question(key=key, asked=asked)
+    assert isinstance(params, ElicitRequestURLParams | ElicitRequestFormParams)
+    return Question(key=key, asked=elicited(params))
 
 
 async def _answer_now(session: Client, key: str, request: Any) -> Any:

@@ -21,6 +21,30 @@ from planboard.models import (
 from planboard.services._core import _publish_session
 from planboard.services._inbox import _inbox_changed, _record_decision
 
+# A decision's summary of a question: the tool's name and the question's first line.
+SUMMARY_MAX = 200
+
+
+def _question_summary(row: Elicitation) -> str:
+    first = (row.message.strip().splitlines() or [""])[0]
+    who = row.toolset_name or "a tool"
+    return f"{who}: {first}"[:SUMMARY_MAX]
+
+
+def _record_expiry(session: ChatSession, question: Elicitation) -> None:
+    """A question nobody answered in time: a decline by nobody, through `expiry`."""
+    _record_decision(
+        session=session,
+        kind=Decision.Kind.ELICITATION,
+        decision=Decision.Choice.DECLINE,
+        user=None,
+        channel=Channel.EXPIRY,
+        run_id=question.run_id,
+        tool_call=question.tool_call,
+        elicitation=question,
+        summary=_question_summary(question),
+    )
+
 
 def _publish_question(row: Elicitation) -> None:
     _publish_session(
@@ -63,17 +87,7 @@ def _end_round(session: ChatSession, row: InputRound, status: str) -> None:
         question.save(update_fields=["status", "answered_at"])
         _publish_question(question)
         if expired:
-            _record_decision(
-                session=session,
-                kind=Decision.Kind.ELICITATION,
-                decision=Decision.Choice.DECLINE,
-                user=None,
-                channel=Channel.EXPIRY,
-                run_id=question.run_id,
-                tool_call=question.tool_call,
-                elicitation=question,
-                summary=(question.toolset_name or "a tool") + ": " + question.message[:150],
-            )
+            _record_expiry(session, question)
     if questions:
         _inbox_changed(session.pk)
 

@@ -24,7 +24,12 @@ from planboard.pgtext import without_nul
 from planboard.services._core import _lock_session
 from planboard.services._inbox import _inbox_changed, _item_waits, _record_decision
 from planboard.services._people import refuse_if_owner_inactive
-from planboard.services._waits import _calls_wait, _publish_question
+from planboard.services._waits import (
+    _calls_wait,
+    _publish_question,
+    _question_summary,
+    _record_expiry,
+)
 from planboard.services.runs import _requeue
 
 ACTIONS = {
@@ -33,16 +38,9 @@ ACTIONS = {
     "cancel": (Elicitation.Status.CANCELLED, Decision.Choice.CANCEL),
 }
 CLOSING = (Elicitation.Status.EXPIRED, Elicitation.Status.CANCELLED)
-SUMMARY_MAX = 200
 
 
 _publish = _publish_question
-
-
-def _summary(row: Elicitation) -> str:
-    first = (row.message.strip().splitlines() or [""])[0]
-    who = row.toolset_name or "a tool"
-    return f"{who}: {first}"[:SUMMARY_MAX]
 
 
 def _checked_question(
@@ -181,7 +179,7 @@ def elicitation_answer(
             run_id=row.run_id,
             tool_call=row.tool_call,
             elicitation=row,
-            summary=_summary(row),
+            summary=_question_summary(row),
         )
         _inbox_changed(session.pk)
         if (
@@ -234,16 +232,6 @@ def elicitation_close(*, elicitation_id: int, status: str) -> Elicitation | None
         row.save(update_fields=["status", "answered_at"])
         _publish(row)
         if status == Elicitation.Status.EXPIRED:
-            _record_decision(
-                session=session,
-                kind=Decision.Kind.ELICITATION,
-                decision=Decision.Choice.DECLINE,
-                user=None,
-                channel=Channel.EXPIRY,
-                run_id=row.run_id,
-                tool_call=row.tool_call,
-                elicitation=row,
-                summary=_summary(row),
-            )
+            _record_expiry(session, row)
         _inbox_changed(session.pk)
     return row

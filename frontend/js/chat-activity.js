@@ -160,14 +160,15 @@ function describeExternal(call, args) {
     }
   }
   const shown = toolset ? `${toolset} → ${tool}` : tool;
+  /** @type {Record<string, string>} */
+  const waiting = { pending: "act_asked", denied: "act_denied", input: "act_input" };
   const key =
-    call.status === "pending"
-      ? "act_asked"
-      : call.status === "denied"
-        ? "act_denied"
-        : call.result === null && call.status === "approved"
-          ? "act_approved"
-          : "act_ran";
+    waiting[call.status] ??
+    (call.result === null && call.status === "approved"
+      ? "act_approved"
+      : call.result === null && call.status === "running"
+        ? "act_running"
+        : "act_ran");
   return { key, params: { tool: shown }, icon: "tool" };
 }
 

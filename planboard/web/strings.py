@@ -387,6 +387,8 @@ STRINGS: dict[str, str | Promise] = {
     "act_deleted_file": _("Deleted {file}"),
     "act_listed_files": _("Listed the session's files"),
     "act_ran": _("Ran {tool}"),
+    "act_running": _("Running {tool}"),
+    "act_input": _("{tool} asked a question: waiting for the answer"),
     "act_asked": _("Asked to run {tool}"),
     "act_approved": _("Allowed to run {tool}"),
     "act_denied": _("Was denied {tool}"),

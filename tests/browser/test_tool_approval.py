@@ -115,9 +115,16 @@ def test_a_call_run_as_a_task_shows_the_tasks_status_as_text(
 
     send({"type": "session.tool_call", "tool_call": call})
     expect(status).to_have_text(f"running · working — 40% {hostile}")
+    expect(row.locator(".act-text")).to_have_text("Running notes → write_note")
     assert not page.evaluate("window.__xss")
     screenshot(page, "tool-task-progress")
     send({"type": "session.tool_call", "tool_call": {**call, "task_status": "bogus"}})
     expect(status).to_have_text(f"running · 40% {hostile}")  # an unknown status is not shown
+    # Parked on its server's question (input_required): the line says what it waits for.
+    send({"type": "session.tool_call", "tool_call": {**call, "status": "input"}})
+    expect(row.locator(".act-text")).to_have_text(
+        "notes → write_note asked a question: waiting for the answer"
+    )
     send({"type": "session.tool_call", "tool_call": {**call, "status": "succeeded"}})
     expect(status).to_have_text("done")
+    expect(row.locator(".act-text")).to_have_text("Ran notes → write_note")

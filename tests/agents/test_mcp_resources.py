@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from agents.external_tools import resource_template_matches
 from agents.mcp import sessions
 from agents.mcp.sessions import Conversation
+from agents.server_calls import resource_template_matches
 from planboard import services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, ChatSession, Message, Toolset, ToolsetTool

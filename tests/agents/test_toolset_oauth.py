@@ -33,6 +33,14 @@ def oauth_server() -> Iterator[OAuthServer]:
         yield server
 
 
+@pytest.fixture
+def handshake_oauth_server() -> Iterator[OAuthServer]:
+    """Asking a person in the middle of a call is the handshake era's way; a 2026-07-28
+    server's question parks the call instead (tests/agents/test_mcp_input_required.py)."""
+    with oauth_mcp_server(speaks="handshake") as server:
+        yield server
+
+
 def offered(session: ChatSession) -> list[str]:
     return [tool.name for tool in selectors.session_tools(session_id=session.pk)]
 
@@ -211,7 +219,7 @@ def test_the_admin_shows_whether_the_account_is_connected_and_links_to_connect(
 def test_a_signed_in_servers_question_reaches_the_person_with_the_clock_stopped(
     user: Any,
     staff_admin: Any,
-    oauth_server: OAuthServer,
+    handshake_oauth_server: OAuthServer,
     scripted_model: ScriptedModel,
     settings: Any,
     monkeypatch: pytest.MonkeyPatch,
@@ -219,12 +227,12 @@ def test_a_signed_in_servers_question_reaches_the_person_with_the_clock_stopped(
     # A signed-in call's question reaches the person too, and their time does not count
     # against the tool timeout.
     settings.PLANBOARD_TOOL_TIMEOUT = 4
-    toolset = oauth_toolset(staff_admin, oauth_server, access="per_person")
+    toolset = oauth_toolset(staff_admin, handshake_oauth_server, access="per_person")
     services.toolset_refresh_tools(toolset_id=toolset.pk, tools=[{"name": "ask"}])
     services.toolset_update(toolset_id=toolset.pk, user=None, tool_policies={"ask": "auto"})
     session = services.session_create(owner=user, need_user_confirm=False)
     services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk], user=user)
-    assert connect(user, toolset, oauth_server).status_code == 302
+    assert connect(user, toolset, handshake_oauth_server).status_code == 302
     scripted_model.script.extend([tool_calls(call("remote__ask", call_id="a1")), say("Ok.")])
     body = {"action": "accept", "content": {"city": "Quito", "nights": 4}}
     seen = answer_when_asked(monkeypatch, rest_answer(user, body, []), after=5.5)

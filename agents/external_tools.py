@@ -57,6 +57,14 @@ INPUT_GIVEN_UP = (
     "Error: the tool's server asked questions, and the run stopped waiting for the answers "
     "(it was stopped, or someone wrote instead); the call was not sent again."
 )
+TASK_INPUT_EXPIRED = (
+    "Error: the tool ran as a task and its server asked questions that nobody answered in "
+    "time; the task was cancelled at the server."
+)
+TASK_INPUT_GIVEN_UP = (
+    "Error: the tool ran as a task and its server asked questions, and the run stopped "
+    "waiting for the answers (someone wrote instead); the task was cancelled at the server."
+)
 
 
 # --- handling one call ------------------------------------------------------------------------
@@ -215,6 +223,11 @@ def _resume(*, run: AgentRun, record: ToolCall) -> Outcome | ToolCall:
             return _answer(record, INPUT_GIVEN_UP, status=ToolCall.Status.FAILED)
         return Outcome.ANSWERED  # another worker took it up
     claimed = resumed.record
+    if resumed.ended and claimed.toolset is not None:
+        # A task waited on the questions: the run cancels it at the server, then answers.
+        text = TASK_INPUT_EXPIRED if resumed.ended == "expired" else TASK_INPUT_GIVEN_UP
+        claimed.resumes_input = {"rounds": resumed.rounds, "ended": text}
+        return claimed
     offered_now = {o.name: o for o in offered_tools(session_id=run.session_id)}
     if claimed.toolset is None or record.tool_name not in offered_now:
         return _unavailable(claimed)

@@ -8,8 +8,9 @@ spread out) for runs whose lease has expired and dispatches them again
 (`services.run_reclaim_expired_leases`: row locks skipped, compare-and-set, so two sweepers
 never both dispatch a run). The same sweep re-dispatches queued runs whose message was lost,
 resumes runs whose tool calls were parked on questions nobody answered in time
-(`services.input_rounds_expire`), and admits waiting runs whose owner has room again
-(`services.run_admit_waiting`). A dead
+(`services.input_rounds_expire`), cancels at their servers the MCP tasks that waited on
+people's answers when their run was stopped (`cancel_abandoned_tasks`), and admits waiting runs
+whose owner has room again (`services.run_admit_waiting`). A dead
 host's run thus resumes within lease + one sweep interval, whatever the broker's visibility
 timeout.
 
@@ -28,6 +29,7 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db import close_old_connections
 
+from agents.mcp import calls
 from planboard import selectors, services
 from planboard.sql import close_thread_connection
 
@@ -35,6 +37,13 @@ logger = logging.getLogger(__name__)
 
 # Runs re-dispatched (and owners admitted) per sweep at most; the next sweep takes the rest.
 SWEEP_LIMIT = 200
+# Abandoned tasks cancelled per sweep at most: each is a request to a server, with its deadline.
+TASKS_PER_SWEEP = 5
+
+TASK_ABANDONED = (
+    "Error: the tool ran as a task and its server asked questions; the run was stopped before "
+    "they were answered, and the task was cancelled at the server."
+)
 
 
 class SweepResult(NamedTuple):
@@ -52,6 +61,7 @@ def sweep_once(*, limit: int = SWEEP_LIMIT) -> SweepResult:
     admitted: list[int] = []
     for user_id in selectors.users_with_waiting_runs(limit=limit):
         admitted += services.run_admit_waiting(user_id=user_id)
+    cancel_abandoned_tasks(limit=min(limit, TASKS_PER_SWEEP))
     if reclaimed or admitted or expired_input:
         logger.info(
             "sweep: re-dispatched runs %s, admitted runs %s, resumed runs %s",
@@ -60,6 +70,21 @@ def sweep_once(*, limit: int = SWEEP_LIMIT) -> SweepResult:
             expired_input,
         )
     return SweepResult(reclaimed, admitted, expired_input)
+
+
+def cancel_abandoned_tasks(*, limit: int) -> list[int]:
+    """Cancel at its server each task left waiting on people by a run that ended, then answer
+    its call (a server that cannot be told is logged: the call is answered all the same, and
+    the task ends at the server's own time limit). Returns the calls answered."""
+    answered: list[int] = []
+    for record in selectors.abandoned_tasks(limit=limit):
+        assert record.toolset is not None
+        told = calls.cancel_task(record.toolset, record.task_id)
+        if not told.ok:
+            logger.info("cancelling abandoned task %s failed: %s", record.task_id, told.text)
+        if services.tool_call_task_abandon(record_id=record.pk, content=TASK_ABANDONED):
+            answered.append(record.pk)
+    return answered
 
 
 def sweep_interval() -> float:

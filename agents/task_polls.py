@@ -19,7 +19,11 @@ It ends with:
   answered so;
 - `PLANBOARD_MCP_TASK_DEADLINE` seconds after the call started: cancelled at the server, and
   answered that it did not finish in time;
-- the server asking for input during the task: not supported yet; cancelled and answered so;
+- the server asking people something during the task: the call is parked on the questions
+  like a call's `input_required` (`external_tools.finish_call`: the run gives up its worker);
+  once they are answered the run (on any worker) sends the answers with `tasks/update` and
+  polls on. A round that expired or that the run stopped waiting for cancels the task at the
+  server and answers the call so; so does a task past `PLANBOARD_MCP_INPUT_ROUNDS` rounds;
 - the run failing at the worker's memory limit: cancelled at the server (nobody would poll);
 - the worker handing its runs off (shutdown, recycling): the wait ends at once and the call
   stays `running` with its task id; the worker that takes the run over polls the stored task
@@ -32,6 +36,7 @@ A server that cannot be reached for a poll is asked again at the next one; after
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from datetime import timedelta
 
@@ -88,6 +93,13 @@ async def follow(
     state = first
     if first is not None:
         await _store(lane, record, first)
+    # A call taken up after its task's questions were answered (or given up on).
+    carried = record.resumes_input or {}
+    rounds = int(carried.get("rounds") or 0)
+    if carried:
+        answered = await _answer_questions(record, toolset, task_id, conversation, control)
+        if answered is not None:
+            return answered
     started = record.started_at or timezone.now()
     deadline = started + timedelta(seconds=task_deadline_seconds())
     wait = FIRST_POLL_SECONDS
@@ -116,7 +128,9 @@ async def follow(
             sessions.pool().serve(
                 toolset,
                 "tasks/get",
-                lambda session: tasks.get_on(session, toolset, record.tool, task_id),
+                functools.partial(
+                    tasks.get_on, toolset=toolset, tool=record.tool, task_id=task_id, rounds=rounds
+                ),
                 conversation,
             )
         )
@@ -133,11 +147,42 @@ async def follow(
             await _store(lane, record, polled.task)
         state = polled.task
         if state.status == "input_required":
-            await _cancel(toolset, task_id, conversation)
-            text = tasks.INPUT_DURING_TASK.format(toolset=toolset.name)
-            return _ended(record, ToolOutput(text, ok=False))
-        if state.done:
+            rounds += 1
+            if not polled.ok:  # past the round limit, or asking what is not given
+                await _cancel(toolset, task_id, conversation)
+        # Questions for people park the call; answered at once (roots), the task works on.
+        if state.done or polled.input_needed is not None or not polled.ok:
             return _ended(record, polled)
+
+
+async def _answer_questions(
+    record: ToolCall,
+    toolset: Toolset,
+    task_id: str,
+    conversation: sessions.Conversation,
+    control: RunControl,
+) -> ToolOutput | None:
+    """The task's questions answered: their answers sent with `tasks/update` (None: the
+    server took them, the task works on); given up on: the task cancelled, and the call's
+    answer."""
+    carried = record.resumes_input or {}
+    if carried.get("ended"):
+        await _cancel(toolset, task_id, conversation)
+        return _ended(record, ToolOutput(str(carried["ended"]), ok=False))
+    told = await control.measured(
+        sessions.pool().serve(
+            toolset,
+            "tasks/update",
+            lambda session: tasks.update_on(session, task_id, carried["responses"]),
+            conversation,
+        )
+    )
+    if told.ok:
+        return None
+    await _cancel(toolset, task_id, conversation)
+    why = f"it refused the answers ({told.text})"
+    text = tasks.INPUT_GIVEN_UP.format(toolset=toolset.name, tool=record.tool, why=why)
+    return _ended(record, ToolOutput(text, ok=False))
 
 
 async def _store(lane: Lane, record: ToolCall, state: TaskState) -> None:
@@ -167,4 +212,10 @@ def _ended(record: ToolCall, output: ToolOutput) -> ToolOutput:
     """The call's answer, lasting from its start to now."""
     started = record.started_at or timezone.now()
     elapsed = int((timezone.now() - started).total_seconds() * 1000)
-    return ToolOutput(output.text, output.ok, max(0, elapsed), task=output.task)
+    return ToolOutput(
+        output.text,
+        output.ok,
+        max(0, elapsed),
+        input_needed=output.input_needed,
+        task=output.task,
+    )

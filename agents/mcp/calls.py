@@ -4,8 +4,8 @@ removed, and never raising (`Error: …` text naming the toolset instead; `get_p
 prompt getter of `settings.PLANBOARD_TOOL_PROMPT_GETTER`, raises `PlanError`).
 
 `call_on` and `read_on` act on an open session (a conversation's live one: `agents.mcp.sessions`);
-`call_tool`, `acall_tool`, `read_resource`, `aread_resource` and `get_prompt` use a connection
-of their own (`agents.mcp.connection`).
+`call_tool`, `acall_tool`, `read_resource`, `aread_resource`, `get_prompt` and `cancel_task` use a
+connection of their own (`agents.mcp.connection`).
 """
 
 from __future__ import annotations
@@ -149,6 +149,15 @@ async def call_on(
             return ToolOutput("", True, input_needed=step)
         rounds, responses, state = step.rounds, responses_of(step), step.state
     return tasks.render(result, toolset, tool)
+
+
+def cancel_task(toolset: Toolset, task_id: str) -> ToolOutput:
+    """`tasks/cancel` on a connection of its own (a task nobody follows any more)."""
+
+    async def cancelling(session: Client) -> ToolOutput:
+        return await tasks.cancel_on(session, task_id)
+
+    return run_sync(lambda: once(toolset, cancelling, tool="tasks/cancel"))
 
 
 def _failed(toolset: Toolset, tool: str, reason: str) -> ToolOutput:

@@ -5,6 +5,10 @@ The client declares the extension (in every request's capabilities: `TasksExtens
 to the SDK's `Client`), and the server may answer any `tools/call` with a task handle
 (`resultType: "task"`) instead of its result. `tasks/get` answers the task's status, with the
 final result (or the error) inlined once it is done; `tasks/cancel` asks the server to stop it.
+A task that needs a person says `input_required` with its questions (`inputRequests`, the same
+shapes as a call's `input_required` answer); their answers go back with `tasks/update`, and the
+task works on. Questions for people park the call (`agents.mcp.input_required`), what needs no
+person (roots) is answered at once.
 
 The 2025-11-25 revision carried tasks in its core protocol (a `task` parameter on
 `tools/call`); the SDK's client refuses that revision's task answer on `tools/call` (it
@@ -28,10 +32,11 @@ from typing import Any, ClassVar, Literal, NoReturn
 from mcp import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, Request, RequestParams, Result
+from mcp.types import CallToolResult, InputRequiredResult, Request, RequestParams, Result
 from pydantic import ConfigDict, ValidationError
 
 from agents import mcp_limits
+from agents.mcp.input_required import InputNeeded, Refused, RoundLimit, input_rounds, next_round
 from agents.mcp.outcome import TERMINAL, TaskState, ToolOutput, output_limit
 from agents.redaction import redact_server_text
 from planboard.models import Toolset
@@ -47,9 +52,9 @@ UNFOLLOWED = (
     "Error: toolset '{toolset}': the server ran '{tool}' as a task, which only an agent run "
     "follows; the task was cancelled at the server."
 )
-INPUT_DURING_TASK = (
-    "Error: toolset '{toolset}': the server asked for input during a task; not supported "
-    "yet. The task was cancelled at the server."
+INPUT_GIVEN_UP = (
+    "Error: toolset '{toolset}': the task running '{tool}' was given up: {why}. The task was "
+    "cancelled at the server."
 )
 
 
@@ -114,6 +119,16 @@ class _CancelTask(_TaskRequest):
     method: Literal["tasks/cancel"] = "tasks/cancel"
 
 
+class _UpdateParams(_TaskParams):
+    input_responses: dict[str, Any]
+
+
+class _UpdateTask(Request[_UpdateParams, Any]):
+    name_param: ClassVar[str | None] = "taskId"
+    method: Literal["tasks/update"] = "tasks/update"
+    params: _UpdateParams
+
+
 def state_of(raw: dict[str, Any], *, asked: str | None) -> TaskState:
     """The task a server described, checked: raises `TaskAnswerInvalid` for one that is not a
     task (no id, an id other than the one `asked` for, an unknown status)."""
@@ -139,11 +154,16 @@ class TaskAnswerInvalid(Exception):
     """A server's task answer that is not one (see `state_of`)."""
 
 
-async def get_on(session: Client, toolset: Toolset, tool: str, task_id: str) -> ToolOutput:
+async def get_on(
+    session: Client, toolset: Toolset, tool: str, task_id: str, *, rounds: int = 0
+) -> ToolOutput:
     """One `tasks/get` on an open session: the task's state (`ToolOutput.task`), and once it
     is done its result for the model (cut, secrets removed) as the output's text. A server
     that refuses (it no longer knows the task) or answers with something that is not a task
-    ends the task: the output says why, with status `failed`."""
+    ends the task: the output says why, with status `failed`. A task asking for input
+    (`rounds`: the rounds it took so far) hands its questions for people back
+    (`ToolOutput.input_needed`), has what needs no person answered at once (`tasks/update`),
+    or, past the round limit or asking what Planboard does not give, is not `ok`."""
     try:
         raw = await session.session.send_request(
             _GetTask(params=_TaskParams(task_id=task_id)), _Loose
@@ -169,6 +189,8 @@ async def get_on(session: Client, toolset: Toolset, tool: str, task_id: str) -> 
                 ok=False,
                 task=state,
             )
+        if state.status == "input_required":
+            return await _asked(session, toolset, tool, state, fields, rounds=rounds + 1)
         if state.status == "cancelled":
             return ToolOutput(
                 f"Error: toolset '{toolset.name}': the server cancelled the task running '{tool}'.",
@@ -182,6 +204,55 @@ async def get_on(session: Client, toolset: Toolset, tool: str, task_id: str) -> 
     except MCPError as refused:
         reason = redact_server_text(str(refused.error.message or "no reason given"), toolset)
         return _ended(toolset, tool, task_id, f"it refused to tell the task's status: {reason}")
+
+
+async def _asked(
+    session: Client,
+    toolset: Toolset,
+    tool: str,
+    state: TaskState,
+    fields: dict[str, Any],
+    *,
+    rounds: int,
+) -> ToolOutput:
+    """A task's `input_required`: its questions read like a call's (`next_round`)."""
+    asked = InputRequiredResult.model_validate(
+        {"resultType": "input_required", "inputRequests": fields.get("inputRequests") or {}}
+    )
+    if not asked.input_requests:
+        raise TaskAnswerInvalid("it asked for input but asked nothing")
+    try:
+        step = await next_round(session, asked, rounds=rounds)
+    except RoundLimit:
+        why = f"its server asked for input more than {input_rounds()} times"
+        return _given_up(toolset, tool, state, why)
+    except Refused as refused:
+        why = refused.message
+        return _given_up(toolset, tool, state, why)
+    if isinstance(step, InputNeeded):
+        return ToolOutput("", True, task=state, input_needed=step)
+    told = await update_on(session, state.task_id, step.responses)
+    if not told.ok:
+        why = redact_server_text(f"it refused the answers ({told.text})", toolset)
+        return _given_up(toolset, tool, state, why)
+    return ToolOutput("", True, task=state)
+
+
+def _given_up(toolset: Toolset, tool: str, state: TaskState, why: str) -> ToolOutput:
+    text = INPUT_GIVEN_UP.format(toolset=toolset.name, tool=tool, why=why)
+    return ToolOutput(mcp_limits.cut(text), ok=False, task=state)
+
+
+async def update_on(session: Client, task_id: str, responses: dict[str, Any]) -> ToolOutput:
+    """`tasks/update` on an open session: the answers (JSON by key, as a call's
+    `inputResponses`) to the questions the task asked."""
+    try:
+        await session.session.send_request(
+            _UpdateTask(params=_UpdateParams(task_id=task_id, input_responses=responses)), _Loose
+        )
+    except MCPError as refused:
+        return ToolOutput(f"{refused.error.message}"[:MESSAGE_MAX], ok=False)
+    return ToolOutput("", ok=True)
 
 
 def _ended(toolset: Toolset, tool: str, task_id: str, why: str) -> ToolOutput:

@@ -133,6 +133,7 @@ from planboard.selectors.templates import (
     templates_for_list,
 )
 from planboard.selectors.toolsets import (
+    abandoned_tasks,
     pending_tool_calls,
     session_catalog,
     session_prompt,
@@ -168,6 +169,7 @@ __all__ = [
     "ForkAccount",
     "InboxItem",
     "SessionWithPlan",
+    "abandoned_tasks",
     "accepting_answerers",
     "agent_run",
     "answerer_consent",

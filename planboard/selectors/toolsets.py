@@ -10,6 +10,7 @@ from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from planboard import sql
 from planboard.models import (
+    AgentRun,
     ChatSession,
     SessionToolset,
     ToolCall,
@@ -265,3 +266,25 @@ def tool_call_with_task(*, record_id: int) -> ToolCall | None:
     if record is not None and record.toolset is not None:
         record.toolset = toolset_as_called(record.toolset, session_id=record.session_id)
     return record
+
+
+def abandoned_tasks(*, limit: int) -> list[ToolCall]:
+    """Calls whose MCP task waited on people's answers when their run ended (stopped, or
+    failed) — the task still open at its server, nobody left to poll it — with their toolsets
+    as called: what the sweep cancels at the server (`services.tool_call_task_abandon`)."""
+    ended = [
+        AgentRun.Status.CANCELLED,
+        AgentRun.Status.FAILED,
+        AgentRun.Status.SUCCEEDED,
+    ]
+    records = list(
+        ToolCall.objects.select_related("toolset")
+        .defer("toolset__tools_cache")
+        .filter(status=ToolCall.Status.INPUT, run__status__in=ended, toolset__isnull=False)
+        .exclude(task_id="")
+        .order_by("pk")[:limit]
+    )
+    for record in records:
+        assert record.toolset is not None
+        record.toolset = toolset_as_called(record.toolset, session_id=record.session_id)
+    return records

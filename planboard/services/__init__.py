@@ -26,7 +26,7 @@ nothing.
 | `toolsets`  | `toolset_create/update/delete/refresh_tools` (MCP servers),          |
 |             | `session_set_toolsets`                                              |
 | `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
-| `tool_call_tasks` | `tool_call_task_record`: a call the server runs as an MCP task |
+| `tool_call_tasks` | `tool_call_task_record`/`_abandon`: a call run as an MCP task     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
 | `elicitations` | `elicitation_open/answer/close`: MCP servers' questions to people |
 | `input_rounds` | `tool_call_await_input/resume_input`, `input_rounds_expire`: calls |
@@ -150,7 +150,7 @@ from planboard.services.tokens import (
     token_revoke,
     token_ttl,
 )
-from planboard.services.tool_call_tasks import tool_call_task_record
+from planboard.services.tool_call_tasks import tool_call_task_abandon, tool_call_task_record
 from planboard.services.tool_calls import (
     run_pause_for_approval,
     tool_call_answer,
@@ -275,6 +275,7 @@ __all__ = [
     "tool_call_expire",
     "tool_call_open",
     "tool_call_resume_input",
+    "tool_call_task_abandon",
     "tool_call_task_record",
     "tool_calls_approve_same",
     "toolset_create",

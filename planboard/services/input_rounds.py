@@ -51,6 +51,9 @@ class Resumed:
     responses: dict[str, Any]
     state: str | None
     rounds: int
+    # A call its server runs as a task, whose round ended unanswered (`expired` or `void`):
+    # claimed all the same, so that its run cancels the task at the server.
+    ended: str = ""
 
 
 def tool_call_await_input(
@@ -146,7 +149,8 @@ def tool_call_resume_input(*, record_id: int) -> Resumed | str:
     """The run looks at its parked call: `Resumed` when every question is answered (the
     round consumed, its carried state erased, the call `running`: claimed once, whoever
     asks again gets `taken`), else `waiting`, `expired` (nobody answered in time: ended
-    now if the sweep has not yet) or `void` (the run stopped waiting)."""
+    now if the sweep has not yet) or `void` (the run stopped waiting). A call its server
+    runs as a task is claimed even then (`Resumed.ended`): its run cancels the task."""
     found = ToolCall.objects.filter(pk=record_id).values_list("session_id", "run_id").first()
     if found is None:
         return TAKEN
@@ -169,15 +173,20 @@ def tool_call_resume_input(*, record_id: int) -> Resumed | str:
             .order_by("-id")
             .first()
         )
-        if parked is None or parked.status == InputRound.Status.VOID:
-            return VOID
-        if parked.status == InputRound.Status.EXPIRED:
-            return EXPIRED
+        if parked is not None and parked.status == InputRound.Status.WAITING:
+            if parked.expires_at <= timezone.now():
+                _end_round(session, parked, InputRound.Status.EXPIRED)
+        ended = VOID if parked is None or parked.status == InputRound.Status.VOID else ""
+        if parked is not None and parked.status == InputRound.Status.EXPIRED:
+            ended = EXPIRED
+        if ended and not record.task_id:
+            return ended
+        if ended:
+            _claim_again(record)
+            return _resumed(record, {}, None, parked.number if parked else 1, ended=ended)
+        assert parked is not None
         if parked.status != InputRound.Status.WAITING:
             return TAKEN
-        if parked.expires_at <= timezone.now():
-            _end_round(session, parked, InputRound.Status.EXPIRED)
-            return EXPIRED
         questions = list(parked.questions.order_by("id"))
         if any(q.status == Elicitation.Status.PENDING for q in questions):
             return WAITING
@@ -188,13 +197,23 @@ def tool_call_resume_input(*, record_id: int) -> Resumed | str:
         parked.carried = None  # sent once: nothing of it is kept
         parked.finished_at = timezone.now()
         parked.save(update_fields=["status", "carried", "finished_at"])
-        record.status = ToolCall.Status.RUNNING
-        record.started_at = timezone.now()
-        record.save(update_fields=["status", "started_at"])
-        _publish_tool_call(record)
+        _claim_again(record)
+    return _resumed(record, responses, carried.get("state"), parked.number)
+
+
+def _claim_again(record: ToolCall) -> None:
+    record.status = ToolCall.Status.RUNNING
+    record.started_at = timezone.now()
+    record.save(update_fields=["status", "started_at"])
+    _publish_tool_call(record)
+
+
+def _resumed(
+    record: ToolCall, responses: dict[str, Any], state: str | None, rounds: int, *, ended: str = ""
+) -> Resumed:
     if record.toolset is not None:
         record.toolset = selectors.toolset_as_called(record.toolset, session_id=record.session_id)
-    return Resumed(record, responses, carried.get("state"), parked.number)
+    return Resumed(record, responses, state, rounds, ended)
 
 
 def input_rounds_expire(*, limit: int = 200) -> list[int]:

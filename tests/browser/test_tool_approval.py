@@ -92,7 +92,7 @@ def test_a_running_calls_progress_shows_in_its_status_as_text(
 def test_a_call_run_as_a_task_shows_the_tasks_status_as_text(
     browsing: Browsing, screenshot: Any
 ) -> None:
-    """A call its server runs as an MCP task (tests/agents/test_mcp_tasks): its status line
+    """A call its server runs as an MCP task (tests/agents/mcp_tasks): its status line
     says what the server last said of the task, the server's words as text."""
     session_id = browsing.server.data["approval_session"]
     page = browsing.new_page("alice")

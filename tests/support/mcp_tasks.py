@@ -11,7 +11,7 @@ A task moves one step each time it is polled, never with the clock (tests are no
 `polls`-th `tasks/get`, which answers `completed` with "Report on <topic>." as its result.
 `behaviour` makes the server hostile or odd at that point (see `BEHAVIOURS`). The board
 outlives a server's restart (a task is durable: the server keeps it), and records what was
-asked of it: `created`, `gets`, `cancelled`.
+asked of it: `created`, `gets`, `cancelled`, `updates` (each task's answers on the task).
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from mcp.server.extension import Extension, MethodBinding, ToolBinding
 from mcp.shared.exceptions import MCPError
 from mcp.types import CLIENT_CAPABILITIES_META_KEY, RequestParams
 
+from tests.support.scripted import ScriptedModel, call, say, tool_calls
+
 IDENTIFIER = "io.modelcontextprotocol/tasks"
+TOOL = "remote__research"  # the board's tool as the model is offered it (toolset `remote`)
 MISSING_CAPABILITY = -32021
 INVALID_PARAMS = -32602
 STAMP = "2026-01-01T00:00:00Z"
@@ -38,7 +41,8 @@ BEHAVIOURS = {
     "unknown_status": "answer a status that is not a task status",
     "other_task": "describe another task than the one asked for",
     "huge": "complete with a result of `size` characters",
-    "input": "ask for input during the task (input_required)",
+    "input": "ask a person which depth (input_required), then report with the answer",
+    "nag": "ask a person again after every answer",
     "fail": "fail with a JSON-RPC error",
     "forget": "no longer know the task (an error answer)",
     "secret": "complete with a result quoting the toolset's secret header",
@@ -54,6 +58,7 @@ class Task:
     size: int
     gets: int = 0
     cancelled: bool = False
+    answers: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _TaskParams(RequestParams):
@@ -148,16 +153,23 @@ class TaskBoard(Extension):
             return {**shape, "taskId": "not-" + task.task_id, "result": _text(text)}
         if behaviour == "huge":
             return {**shape, "result": _text("x" * task.size)}
-        if behaviour == "input":
+        if behaviour == "nag" or (behaviour == "input" and not task.answers):
             request = {
                 "method": "elicitation/create",
                 "params": {
                     "mode": "form",
-                    "message": "Which one?",
-                    "requestedSchema": {"type": "object", "properties": {}},
+                    "message": f"How deep? ({len(task.answers) + 1})",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"depth": {"type": "string"}},
+                    },
                 },
             }
-            return {**shape, "status": "input_required", "inputRequests": {"which": request}}
+            return {**shape, "status": "input_required", "inputRequests": {"depth": request}}
+        if behaviour == "input":
+            answer = task.answers[-1].get("depth") or {}
+            said = (answer.get("content") or {}).get("depth") or answer.get("action")
+            return {**shape, "result": _text(f"{text[:-1]}, {said}.")}
         if behaviour == "fail":
             error = {"code": -32603, "message": "the archive was unreachable"}
             return {**shape, "status": "failed", "error": error}
@@ -167,7 +179,8 @@ class TaskBoard(Extension):
 
     async def _update(self, ctx: Any, params: _UpdateParams) -> dict[str, Any]:
         with self.lock:
-            self._known(params.task_id)
+            task = self._known(params.task_id)
+            task.answers.append(params.input_responses or {})
             self.updates.append(params.task_id)
         return {"resultType": "complete"}
 
@@ -181,3 +194,10 @@ class TaskBoard(Extension):
 
 def _text(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+def research(scripted: ScriptedModel, call_id: str = "r1", **arguments: Any) -> None:
+    """The model calls the board's tool, then says it is done."""
+    scripted.script.extend(
+        [tool_calls(call(TOOL, call_id=call_id, topic="tides", **arguments)), say("Done.")]
+    )

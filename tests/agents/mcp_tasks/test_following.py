@@ -8,7 +8,6 @@ race, and never trusted: a lying, huge, forgetful or endless task ends the call 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -24,45 +23,11 @@ from agents.runtime.lanes import CallerLane
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Message, ToolCall, Toolset
 from planboard.services.tool_listing import TASK_ONLY, clean_listing
-from tests.support.mcp_revisions import RevisionServer, revision_toolset
-from tests.support.mcp_tasks import TaskBoard
+from tests.support.mcp_tasks import TOOL, TaskBoard, research
 from tests.support.runs import HostLoop, post, record, result_of
-from tests.support.scripted import ScriptedModel, call, say, tool_calls
+from tests.support.scripted import ScriptedModel
 
 pytestmark = pytest.mark.django_db
-TOOL = "remote__research"
-
-
-@pytest.fixture
-def board() -> TaskBoard:
-    return TaskBoard()
-
-
-@pytest.fixture
-def server(board: TaskBoard) -> Iterator[RevisionServer]:
-    with RevisionServer("modern", extensions=[board]) as running:
-        yield running
-
-
-@pytest.fixture
-def remote(staff: Any, server: RevisionServer, session: ChatSession) -> Toolset:
-    toolset = revision_toolset(staff, server)
-    services.toolset_update(toolset_id=toolset.pk, user=None, tool_policies={"research": "auto"})
-    services.session_set_toolsets(session_id=session.pk, toolset_ids=[toolset.pk])
-    return toolset
-
-
-@pytest.fixture(autouse=True)
-def quick_polls(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Polls follow each other at once; how often is not what these tests are about.
-    monkeypatch.setattr(task_polls, "FIRST_POLL_SECONDS", 0.001)
-    monkeypatch.setattr(task_polls, "MAX_POLL_SECONDS", 0.01)
-
-
-def research(scripted: ScriptedModel, call_id: str = "r1", **arguments: Any) -> None:
-    scripted.script.extend(
-        [tool_calls(call(TOOL, call_id=call_id, topic="tides", **arguments)), say("Done.")]
-    )
 
 
 def test_a_tool_the_server_runs_as_a_task_is_listed_and_offered(
@@ -256,21 +221,6 @@ def test_a_huge_task_result_is_not_read(
     assert run.status == AgentRun.Status.SUCCEEDED, run.error
     text = result_of(session, "r1")
     assert "PLANBOARD_MCP_MESSAGE_MAX_BYTES" in text and len(text) < 2000, text[:300]
-
-
-def test_input_during_a_task_is_refused_and_the_task_cancelled(
-    remote: Toolset,
-    session: ChatSession,
-    user: Any,
-    board: TaskBoard,
-    scripted_model: ScriptedModel,
-) -> None:
-    research(scripted_model, behaviour="input", polls=1)
-    with HostLoop() as host:
-        host.drive(post(session, user))
-    assert result_of(session, "r1") == tasks.INPUT_DURING_TASK.format(toolset="remote")
-    assert board.cancelled == board.created and not board.updates
-    assert record(session, "r1").task_status == "input_required"
 
 
 def test_a_task_that_never_finishes_is_cancelled_at_the_deadline(

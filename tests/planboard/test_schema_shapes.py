@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from planboard import shapes
 from planboard.api import serializers as s
-from planboard.api import template_serializers as ts
+from planboard.api.serializers import templates as ts
 
 PAIRS: list[tuple[type[serializers.Serializer], Any]] = [
     (s.UserRefSerializer, shapes.OwnerRef),

@@ -19,6 +19,8 @@ as they are, and the serializers exist so that `/api/schema/` documents them exa
 - `tool_calls`: tool calls and their servers' questions (elicitations)
 - `toolsets`: toolsets and their tools, credentials, a session's resources and prompts
 - `sessions`: sessions, and a session as opened (with its plan, runs, pending calls and files)
+- `forks`, `templates`, `schedules`, `inbox`: those endpoints' shapes; not re-exported here,
+  their views import the module (`from planboard.api.serializers import inbox as s`)
 
 Each module imports only `base` and modules listed above it.
 """

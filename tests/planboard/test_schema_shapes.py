@@ -1,7 +1,7 @@
 """The OpenAPI document's response serializers describe exactly the shapes the code sends.
 
 `planboard/shapes.py` is the one source of the snapshot and event shapes; the documentation
-serializers in `planboard/api/serializers.py` must list the same keys, with null allowed exactly
+serializers in `planboard/api/serializers/` must list the same keys, with null allowed exactly
 where the shape says `| None` (the schema once lacked a subtask's `agent`)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from planboard import shapes
 from planboard.api import serializers as s
-from planboard.api import template_serializers as ts
+from planboard.api.serializers import templates as ts
 
 PAIRS: list[tuple[type[serializers.Serializer], Any]] = [
     (s.UserRefSerializer, shapes.OwnerRef),

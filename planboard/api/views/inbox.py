@@ -14,8 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from planboard import selectors, services
-from planboard.api import inbox_serializers as s
 from planboard.api.permissions import visible_session
+from planboard.api.serializers import inbox as s
 from planboard.api.views.base import (
     ERRORS,
     READ_ERRORS,

@@ -16,9 +16,9 @@ from rest_framework.response import Response
 from planboard import selectors, services
 from planboard.api import serializers as s
 from planboard.api.filters import ID_MAX, SEARCH_HELP, PlanFilter
-from planboard.api.fork_serializers import ForkRequestSerializer, ForkResultSerializer
 from planboard.api.permissions import editable_plan, visible_plan
 from planboard.api.schema import NO_NULLS
+from planboard.api.serializers.forks import ForkRequestSerializer, ForkResultSerializer
 from planboard.api.views.base import (
     ERRORS,
     PAGE,

@@ -16,8 +16,8 @@ from rest_framework.response import Response
 
 from planboard import schedules as rules
 from planboard import selectors, services
-from planboard.api import schedule_serializers as s
 from planboard.api.permissions import visible_session
+from planboard.api.serializers import schedules as s
 from planboard.api.views.base import (
     ERRORS,
     ID_SCHEMA,

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from planboard import selectors, services
-from planboard.api import template_serializers as ts
+from planboard.api.serializers import templates as ts
 from planboard.api.views.base import ERRORS, PAGE, READ_ERRORS, ApiDefaults, ApiView, parse, path_id
 from planboard.exceptions import PlanError
 from planboard.models import PlanTemplate

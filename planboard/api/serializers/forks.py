@@ -6,13 +6,13 @@ from typing import Any
 
 from rest_framework import serializers
 
-from planboard.api.serializers import (
+from planboard.api.serializers.base import (
     NUMBER_MAX,
     InputSerializer,
-    PlanSnapshotSerializer,
     StrictCharField,
     StrictIntegerField,
 )
+from planboard.api.serializers.plans import PlanSnapshotSerializer
 from planboard.models import NAME_MAX
 
 

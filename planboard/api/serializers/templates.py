@@ -8,11 +8,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from planboard.api.serializers import (
+from planboard.api.serializers.base import (
     NUMBER_MAX,
     InputSerializer,
-    PlanSnapshotSerializer,
-    SessionSnapshotSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
@@ -22,6 +20,8 @@ from planboard.api.serializers import (
     profile_name_field,
     text_field,
 )
+from planboard.api.serializers.plans import PlanSnapshotSerializer
+from planboard.api.serializers.sessions import SessionSnapshotSerializer
 from planboard.models import NAME_MAX, SUBTASKS_HARD_LIMIT, ChatSession
 
 

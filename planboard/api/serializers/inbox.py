@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from planboard.api.serializers import (
+from planboard.api.serializers.base import (
     InputSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictChoiceField,
     StrictIntegerField,
-    ToolCallSerializer,
 )
+from planboard.api.serializers.tool_calls import ToolCallSerializer
 from planboard.models import Channel, Decision, NotificationSettings
 from planboard.services.inbox import ANSWERERS_MAX, BULK_MAX
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from planboard.api.serializers import (
+from planboard.api.serializers.base import (
     InputSerializer,
     StrictCharField,
     StrictChoiceField,

@@ -91,6 +91,7 @@ class SessionPage {
     this.chat.setRun(this.run);
     if (this.chat.extras) this.chat.extras.refresh();
     this.chat.setToolCalls(this.session.pending_tool_calls);
+    for (const record of this.session.calls_in_flight || []) this.chat.updateToolCall(record);
     this.chat.setElicitations(this.session.pending_elicitations);
 
     this.live = new LiveSocket(`/ws/sessions/${this.session.id}/`, {
@@ -207,6 +208,7 @@ class SessionPage {
     for (const message of messages || []) this.chat.addMessage(message, { scroll: false });
     this.chat.answers.restore(session.streaming || null);
     this.chat.setToolCalls(session.pending_tool_calls);
+    for (const record of session.calls_in_flight || []) this.chat.updateToolCall(record);
     this.chat.setElicitations(session.pending_elicitations);
     this.files.render(session.files);
     this.chat.scrollToEnd(true);

@@ -134,6 +134,7 @@ from planboard.selectors.templates import (
 )
 from planboard.selectors.toolsets import (
     abandoned_tasks,
+    calls_in_flight,
     pending_tool_calls,
     session_catalog,
     session_prompt,
@@ -175,6 +176,7 @@ __all__ = [
     "answerer_consent",
     "arguments_summary",
     "awaits_confirmation",
+    "calls_in_flight",
     "can_act_in_session",
     "can_answer_session",
     "can_change_plan",

@@ -17,7 +17,7 @@ from planboard.selectors.access import sessions_visible_to
 from planboard.selectors.elicitations import pending_elicitations
 from planboard.selectors.plans import plan_snapshot, plan_unseen_edits, plan_usage
 from planboard.selectors.runs import run_shown
-from planboard.selectors.toolsets import pending_tool_calls, session_toolset_ids
+from planboard.selectors.toolsets import calls_in_flight, pending_tool_calls, session_toolset_ids
 from planboard.selectors.workspace import session_files
 from planboard.shapes import PlanSnapshot
 from planboard.snapshots import (
@@ -113,6 +113,9 @@ def session_snapshot(*, session_id: int) -> dict[str, Any]:
     data["toolsets"] = session_toolset_ids(session_id=session_id)
     data["pending_tool_calls"] = [
         serialize_tool_call(r) for r in pending_tool_calls(session_id=session_id)
+    ]
+    data["calls_in_flight"] = [
+        serialize_tool_call(r) for r in calls_in_flight(session_id=session_id)
     ]
     # Questions its tools' servers ask a person (MCP elicitation), waiting for an answer.
     data["pending_elicitations"] = pending_elicitations(session_id=session_id)

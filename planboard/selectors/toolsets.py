@@ -252,6 +252,13 @@ def pending_tool_calls(*, session_id: int) -> list[ToolCall]:
     )
 
 
+def calls_in_flight(*, session_id: int) -> list[ToolCall]:
+    """The session's calls its servers are working on: running (a task's status with them)
+    or parked on their server's questions; what a page opened meanwhile shows on their lines."""
+    statuses = [ToolCall.Status.RUNNING, ToolCall.Status.INPUT]
+    return list(ToolCall.objects.filter(session_id=session_id, status__in=statuses).order_by("id"))
+
+
 def tool_call_with_task(*, record_id: int) -> ToolCall | None:
     """A running call whose server runs it as a task (its id stored), with its toolset as it
     is called: what the worker now driving its run polls. None when it has no task or is no

@@ -224,6 +224,7 @@ def test_calls_are_read_by_whoever_reads_the_session(
     )
     snapshot = api_client_for(user).get(f"/api/sessions/{chat_session.pk}/").json()
     assert [c["tool_call_id"] for c in snapshot["pending_tool_calls"]] == ["c1", "c2"]
+    assert snapshot["calls_in_flight"] == []  # waiting for a person, not for a server
     assert snapshot["latest_run"]["status"] == "waiting_for_approval"
     assert snapshot["latest_run"]["pause_reason"] == "approval"
     assert api_client_for(user).get(url + "?status=denied").json()["results"] == []

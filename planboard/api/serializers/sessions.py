@@ -90,6 +90,11 @@ class SessionSnapshotSerializer(SessionSerializer):
     pending_tool_calls = ToolCallSerializer(
         many=True, help_text="Tool calls waiting for a person's decision."
     )
+    calls_in_flight = ToolCallSerializer(
+        many=True,
+        help_text="Tool calls its servers are working on: running (with their task's status), "
+        "or waiting on their server's questions.",
+    )
     pending_elicitations = ElicitationSerializer(
         many=True, help_text="Questions the tools' servers ask, waiting for an answer."
     )

@@ -124,6 +124,13 @@ def test_a_worker_restart_takes_the_task_up_from_its_stored_id(
     assert stored.status == ToolCall.Status.RUNNING and [stored.task_id] == handed_off
     assert board.tasks[stored.task_id].gets == 0
     assert not Message.objects.filter(session=session, role="tool").exists()
+    # A page opened now shows the call's line with what the server last said of its task.
+    [shown] = selectors.session_snapshot(session_id=session.pk)["calls_in_flight"]
+    assert (shown["tool_call_id"], shown["status"], shown["task_status"]) == (
+        "r1",
+        "running",
+        "working",
+    )
 
     # Another worker, with nothing of the first in memory, polls the stored task.
     with HostLoop() as second_worker:

@@ -60,6 +60,8 @@ def test_the_answer_goes_back_with_tasks_update_and_the_task_is_polled_to_its_re
     assert asked.tool_call_id == waiting.pk
     assert [i for i in selectors.inbox_items(user=user) if i["key"] == f"elicitation:{asked.pk}"]
     assert not board.updates and not board.cancelled
+    [shown] = selectors.session_snapshot(session_id=session.pk)["calls_in_flight"]
+    assert (shown["status"], shown["task_status"]) == ("input", "input_required")
 
     services.elicitation_answer(
         elicitation_id=asked.pk, user=user, action="accept", content={"depth": "thorough"}
@@ -80,6 +82,7 @@ def test_the_answer_goes_back_with_tasks_update_and_the_task_is_polled_to_its_re
         "completed",
     )
     assert InputRound.objects.get().status == InputRound.Status.CONSUMED
+    assert selectors.session_snapshot(session_id=session.pk)["calls_in_flight"] == []
 
 
 def test_a_decline_reaches_the_task(

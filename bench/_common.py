@@ -223,10 +223,11 @@ def write_section(
     level: int = 2,
 ) -> None:
     """Replace the section `name` of docs/PERFORMANCE.md (appended in benchmark order when it
-    is not there yet); the rest of the file is left as it is. `level` 3: a subsection of the
-    section before it in SECTION_ORDER."""
+    is not there yet); the rest of the file is left as it is. Without a `title` (or with
+    `level` 3) it reads as part of the section before it in SECTION_ORDER."""
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-    body = "\n".join([start, f"{'#' * level} {title}", "", *wrapped(lines), end])
+    heading = [f"{'#' * level} {title}", ""] if title else []
+    body = "\n".join([start, *heading, *wrapped(lines), end])
     text = doc.read_text() if doc.exists() else "# Performance\n"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if pattern.search(text):

@@ -74,7 +74,8 @@ def service_versions() -> dict[str, str]:
         import psycopg
 
         with psycopg.connect(PG_ADMIN_URL, connect_timeout=3) as conn:
-            versions["postgresql"] = str(conn.execute("SHOW server_version").fetchone()[0])
+            row = conn.execute("SHOW server_version").fetchone()
+            versions["postgresql"] = str(row[0]) if row else "unknown"
     except Exception as exc:
         versions["postgresql"] = f"unavailable ({type(exc).__name__})"
     try:
@@ -214,12 +215,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 
 def write_section(
-    name: str, title: str, lines: Sequence[str], *, doc: Path = PERFORMANCE_MD
+    name: str,
+    title: str,
+    lines: Sequence[str],
+    *,
+    doc: Path = PERFORMANCE_MD,
+    level: int = 2,
 ) -> None:
     """Replace the section `name` of docs/PERFORMANCE.md (appended in benchmark order when it
-    is not there yet); the rest of the file is left as it is."""
+    is not there yet); the rest of the file is left as it is. Without a `title` (or with
+    `level` 3) it reads as part of the section before it in SECTION_ORDER."""
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-    body = "\n".join([start, f"## {title}", "", *wrapped(lines), end])
+    heading = [f"{'#' * level} {title}", ""] if title else []
+    body = "\n".join([start, *heading, *wrapped(lines), end])
     text = doc.read_text() if doc.exists() else "# Performance\n"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if pattern.search(text):
@@ -248,6 +256,7 @@ SECTION_ORDER = [
     "ws_latency",
     "agent_throughput",
     "run_concurrency",
+    "one_box",
     "mcp_session_latency",
     "llm_call_cpu",
     "step_instructions",

@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,41 +36,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
+import _worker_host as host
 
-APP_NAME = "planboard-bench-worker"
 # Messages posted at the same time, like concurrent web requests.
 POSTERS = 16
-
-
-def start_worker(db_url: str, model_url: str, concurrency: int | None) -> common.Process:
-    argv = [
-        str(common.VENV_DIR / "bin" / "celery"),
-        "-A",
-        "planboard",
-        "worker",
-        "--loglevel=WARNING",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-    ]
-    if concurrency:
-        argv.append(f"--concurrency={concurrency}")
-    if shutil.which("taskset"):
-        argv = ["taskset", "-c", "0,1", *argv]
-    env = common.server_env(
-        db_url,
-        PLANBOARD_LLM_MODEL="openai/paced-model",
-        PLANBOARD_LLM_API_BASE=model_url,
-        PLANBOARD_LLM_API_KEY="sk-bench",
-        PLANBOARD_LLM_RETRY_DELAY="0.5",
-        # libpq's own variable: every connection of the worker host carries this name.
-        PGAPPNAME=APP_NAME,
-        # The pool is the web process's (this process posts as it would); workers have none.
-        PLANBOARD_DB_POOL="0",
-        # The MCP test server (--mcp-tool) listens on loopback.
-        PLANBOARD_TOOL_ALLOWED_NETWORKS="127.0.0.0/8",
-    )
-    return common.Process("celery", argv, env)
 
 
 TOOLSET = "remote"
@@ -119,82 +86,6 @@ def mcp_toolset(url: str) -> int:
     return toolset.pk
 
 
-def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
-    from planboard.celery import app
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if worker.popen.poll() is not None:
-            raise SystemExit(f"the worker exited:\n{worker.tail()}")
-        if app.control.ping(timeout=1.0):
-            return
-    raise SystemExit(f"the worker did not answer pings:\n{worker.tail()}")
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process and its descendants so far (children that
-    exited are not counted: pool processes live as long as the worker)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(entry.name) == pid or int(fields[1]) == pid:
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process and all its descendants, in MiB."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    total_kb, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        todo += children.get(current, [])
-        try:
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-        except OSError:
-            continue
-    return total_kb / 1024
-
-
-class Sampler(threading.Thread):
-    """Peak RSS and PostgreSQL connections of the worker host while the runs go."""
-
-    def __init__(self, pid: int, db_url: str) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.db_url = pid, db_url
-        self.rss_mb = 0.0
-        self.connections = 0
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        import psycopg
-
-        with psycopg.connect(self.db_url, autocommit=True) as conn:
-            while not self.done.wait(0.25):
-                self.rss_mb = max(self.rss_mb, tree_rss_mb(self.pid))
-                row = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                    [APP_NAME],
-                ).fetchone()
-                self.connections = max(self.connections, int(row[0]) if row else 0)
-
-
 def measure(
     runs: int,
     delay: float,
@@ -225,11 +116,11 @@ def measure(
     # The web process loads the dispatcher (Celery's task module, litellm) as it starts
     # (planboard/asgi.py); here the first post would otherwise pay seconds of imports.
     run_dispatcher()
-    sampler = Sampler(worker_pid, common.postgres_url())
+    sampler = host.Sampler(worker_pid, common.postgres_url())
     sampler.start()
-    cpu_before = tree_cpu_seconds(worker_pid)
+    cpu_before = host.tree_cpu_seconds(worker_pid)
     # The posters (this process) and the model server (its own).
-    harness_before = time.process_time() + tree_cpu_seconds(model_pid)
+    harness_before = time.process_time() + host.tree_cpu_seconds(model_pid)
     started = time.time()
     posted: dict[str, tuple[int, int]] = {}
 
@@ -263,8 +154,8 @@ def measure(
             break
         time.sleep(0.05)
     wall = time.time() - started
-    cpu = tree_cpu_seconds(worker_pid) - cpu_before
-    harness_cpu = time.process_time() + tree_cpu_seconds(model_pid) - harness_before
+    cpu = host.tree_cpu_seconds(worker_pid) - cpu_before
+    harness_cpu = time.process_time() + host.tree_cpu_seconds(model_pid) - harness_before
     server = common.paced_stats(model_url)
     sampler.done.set()
     sampler.join(5)
@@ -311,92 +202,6 @@ def measure(
     }
 
 
-# Where a sampled frame's time is counted: the first of these (leaf upwards) its file matches.
-AREAS = [
-    ("litellm", "litellm (request building, response parsing, streaming wrapper)"),
-    ("openai/", "the OpenAI SDK"),
-    ("httpx", "httpx (HTTP client)"),
-    ("aiohttp", "aiohttp (HTTP client)"),
-    ("psycopg", "psycopg (PostgreSQL driver)"),
-    ("django/db/", "Django ORM"),
-    ("redis/", "redis-py (broadcasts)"),
-    ("channels", "channels"),
-    ("tiktoken", "tiktoken (token counting)"),
-    ("pydantic", "pydantic"),
-    ("agents/hints", "the hint"),
-    ("agents/", "agents (loop, context, tools)"),
-    ("planboard/", "planboard (services, selectors)"),
-    ("asyncio/", "asyncio"),
-    ("celery/", "celery"),
-    ("kombu/", "kombu"),
-    ("json/", "json"),
-]
-
-
-def _pool_pids(parent: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == parent:
-                found.append(int(entry.name))
-    return found or [parent]
-
-
-def start_py_spy(parent: int) -> list[tuple[Any, Path]]:
-    import subprocess
-    import tempfile
-
-    spy = shutil.which("py-spy")
-    if spy is None:
-        raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
-    spies = []
-    for pid in _pool_pids(parent):
-        out = Path(tempfile.mkstemp(prefix=f"run-concurrency-{pid}-", suffix=".txt")[1])
-        argv = [spy, "record", "--gil", "-p", str(pid), "-r", "100", "-f", "raw", "-o", str(out)]
-        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        spies.append((process, out))
-    return spies
-
-
-def py_spy_summary(spies: list[tuple[Any, Path]]) -> dict[str, Any]:
-    """Samples on CPU per area, over all pool processes (py-spy skips idle threads)."""
-    import signal
-
-    for process, _ in spies:
-        process.send_signal(signal.SIGINT)
-    for process, _ in spies:
-        process.wait(60)
-    areas: dict[str, int] = {}
-    leaves: dict[str, int] = {}
-    total = 0
-    for _, out in spies:
-        for line in out.read_text(errors="replace").splitlines():
-            stack, _, count = line.rpartition(" ")
-            if not count.isdigit():
-                continue
-            samples = int(count)
-            frames = stack.split(";")
-            total += samples
-            leaves[frames[-1]] = leaves.get(frames[-1], 0) + samples
-            area = "other"
-            for frame in reversed(frames):
-                match = next((label for key, label in AREAS if key in frame), None)
-                if match:
-                    area = match
-                    break
-            areas[area] = areas.get(area, 0) + samples
-    top = sorted(areas.items(), key=lambda item: -item[1])
-    return {
-        "samples": total,
-        "areas": [(name, round(100 * n / max(1, total), 1)) for name, n in top],
-        "leaves": sorted(leaves.items(), key=lambda item: -item[1])[:15],
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -433,11 +238,11 @@ def main() -> None:
     mcp = start_mcp_server() if args.mcp_tool else None
     tool = (f"{TOOLSET}__echo", {"text": "ping"}) if mcp else None
     model, model_url = common.start_paced_model(delay=args.delay, answers=args.answers, tool=tool)
-    worker = start_worker(db_url, model_url, args.concurrency)
+    worker = host.start_worker(db_url, model_url, args.concurrency)
     try:
-        wait_for_worker(worker)
+        host.wait_for_worker(worker)
         time.sleep(2)  # every pool process is up and warm
-        spies = start_py_spy(worker.popen.pid) if args.profile else []
+        spies = host.start_py_spy(worker.popen.pid) if args.profile else []
         toolset = mcp_toolset(mcp[1]) if mcp else None
         result = measure(
             args.runs,
@@ -449,7 +254,7 @@ def main() -> None:
             toolset,
         )
         if spies:
-            result["profile"] = py_spy_summary(spies)
+            result["profile"] = host.py_spy_summary(spies)
     finally:
         worker.stop(timeout=30)
         model.kill()

@@ -108,6 +108,18 @@ def test_a_missing_section_goes_in_benchmark_order(tmp_path: Path) -> None:
     assert text.startswith("# Performance\n\nWritten by hand: kept as it is.\n")
 
 
+def test_a_subsection_follows_the_section_it_belongs_to(tmp_path: Path) -> None:
+    doc = tmp_path / "PERFORMANCE.md"
+    doc.write_text(DOC)
+    common.write_section("run_concurrency", "5. Runs", ["worker figures"], doc=doc)
+    common.write_section("one_box", "One box", ["one-box figures"], doc=doc, level=3)
+    text = doc.read_text()
+    assert "<!-- bench:one_box:start -->\n### One box\n\none-box figures\n" in text
+    assert text.index("bench:run_concurrency:end") < text.index("bench:one_box:start")
+    common.write_section("one_box", "", ["untitled figures"], doc=doc)
+    assert "<!-- bench:one_box:start -->\nuntitled figures\n<!--" in doc.read_text()
+
+
 def test_long_prose_is_wrapped_and_tables_are_not(tmp_path: Path) -> None:
     doc = tmp_path / "PERFORMANCE.md"
     prose = "word " * 60

@@ -43,13 +43,31 @@ def access_log_stream() -> _LogLines:
     return _LogLines(logging.getLogger(ACCESS_LOGGER))
 
 
-class Server(DaphneServer):
-    """daphne's server; an access log asked for (any stream) is written through logging."""
+# Connections the kernel queues for daphne before it accepts them (Twisted's default is 50:
+# a burst of people posting at once saw connections reset). The kernel's somaxconn caps it.
+LISTEN_BACKLOG = 1024
 
-    def __init__(self, *args: Any, action_logger: Any = None, **kwargs: Any) -> None:
+
+def with_backlog(endpoints: list[str]) -> list[str]:
+    """TCP endpoint descriptions with `LISTEN_BACKLOG` unless they name a backlog."""
+    return [
+        f"{e}:backlog={LISTEN_BACKLOG}" if e.startswith("tcp:") and "backlog=" not in e else e
+        for e in endpoints
+    ]
+
+
+class Server(DaphneServer):
+    """daphne's server; an access log asked for (any stream) is written through logging, and
+    its TCP sockets listen with a longer backlog."""
+
+    def __init__(
+        self, *args: Any, endpoints: Any = None, action_logger: Any = None, **kwargs: Any
+    ) -> None:
         if action_logger is not None:
             action_logger = AccessLogGenerator(access_log_stream())
-        super().__init__(*args, action_logger=action_logger, **kwargs)
+        if endpoints is not None:
+            endpoints = with_backlog(list(endpoints))
+        super().__init__(*args, endpoints=endpoints, action_logger=action_logger, **kwargs)
 
 
 class CommandLineInterface(DaphneCommandLine):

@@ -1,7 +1,7 @@
 """Models that run inside this process: the offline demo model and the tests' scripted ones.
 
 They are named in `settings.PLANBOARD_LOCAL_MODELS` (provider name -> dotted path, imported on
-first use) and answer with `ProviderReply`s. `agents/llm.py` presents each to litellm as a
+first use) and answer with `ProviderReply`s. `agents/llm/` presents each to litellm as a
 custom provider, so every call takes litellm's real code path whichever model answers; this
 module holds what only these models need, without litellm: finding them, their price, their
 answer as the chunks of a stream, and those chunks joined into one answer again.

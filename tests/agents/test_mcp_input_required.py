@@ -38,7 +38,7 @@ from tests.support.mcp_revisions import (
     asking_server,
     revision_toolset,
 )
-from tests.support.runs import HostLoop, post, record, result_of
+from tests.support.runs import HostLoop, post, record, result_of, resumed
 from tests.support.scripted import ScriptedModel, call, say, tool_calls
 
 pytestmark = pytest.mark.django_db
@@ -70,14 +70,6 @@ def parked(session: ChatSession, user: Any, model: ScriptedModel, **arguments: A
     assert run.status == AgentRun.Status.WAITING_FOR_APPROVAL, run.error
     assert record(session, "o1").status == ToolCall.Status.INPUT
     return run
-
-
-def resumed(run: AgentRun) -> AgentRun:
-    """The run driven again on a new run host (a restarted worker)."""
-    run.refresh_from_db()
-    assert run.status == AgentRun.Status.QUEUED
-    with HostLoop() as host:
-        return host.drive(run)
 
 
 def question(**filters: Any) -> Elicitation:

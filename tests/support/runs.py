@@ -89,3 +89,12 @@ class HostLoop:
             ),
             loop=self.loop,
         )
+
+
+def resumed(run: AgentRun) -> AgentRun:
+    """A run queued again (an answer came) driven on a new run host, as a restarted worker
+    would: nothing of the host that parked it is left in memory."""
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.QUEUED
+    with HostLoop() as host:
+        return host.drive(run)

@@ -18,7 +18,7 @@ from agents import external_tools, sweeper
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Elicitation, InputRound, ToolCall, Toolset
 from tests.support.mcp_tasks import TaskBoard, research
-from tests.support.runs import HostLoop, post, record, result_of
+from tests.support.runs import HostLoop, post, record, result_of, resumed
 from tests.support.scripted import ScriptedModel
 
 pytestmark = pytest.mark.django_db
@@ -31,14 +31,6 @@ def parked(session: ChatSession, user: Any, model: ScriptedModel, **arguments: A
         run = host.drive(post(session, user))
     assert run.status == AgentRun.Status.WAITING_FOR_APPROVAL, run.error
     return run
-
-
-def resumed(run: AgentRun) -> AgentRun:
-    """The run driven again on a new run host (a restarted worker)."""
-    run.refresh_from_db()
-    assert run.status == AgentRun.Status.QUEUED
-    with HostLoop() as host:
-        return host.drive(run)
 
 
 def question() -> Elicitation:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
 import _worker_host as host
-from posting_path import daphne_argv, post_message
+from posting_path import post_message
 
 DB_NAME = f"{common.PG_DB_NAME}_one_box"
 REDIS_URL = common.REDIS_BENCH_URL.rsplit("/", 1)[0] + "/13"
@@ -75,6 +75,13 @@ def alternation(repeats: int) -> list[str]:
         pair = ["current", "reference"]
         order += pair if number % 2 == 0 else pair[::-1]
     return order
+
+
+def web_argv(port: int) -> list[str]:
+    """daphne as an install runs it (`make web`, docker-compose.yml): through
+    `planboard.daphne_server`, its listen backlog and access log included."""
+    serve = ["-m", "planboard.daphne_server", "-b", "127.0.0.1", "-p", str(port)]
+    return [str(common.VENV_PYTHON), *serve, "planboard.asgi:application"]
 
 
 @dataclass
@@ -162,7 +169,7 @@ def measure(code: str, root: Path, commit: str, args: argparse.Namespace) -> dic
         [str(common.VENV_PYTHON), "-c", PREPARE, str(WARM + args.runs)], env=env, cwd=root
     )
     port = common.free_port()
-    daphne = common.Process("daphne", host.pinned(daphne_argv(port, None)), env, cwd=root)
+    daphne = common.Process("daphne", host.pinned(web_argv(port)), env, cwd=root)
     worker = host.start_worker(db_url, model_url, None, root=root, redis_url=REDIS_URL, **extra)
     try:
         common.wait_http(f"http://127.0.0.1:{port}/api/", daphne, timeout=300)

@@ -338,10 +338,16 @@ def report_lines(rows: list[dict[str, Any]], facts: dict[str, Any]) -> list[str]
         "in the same run, a database each. " + " ".join(common.facts_lines(facts))
     )
     if refused:
+        failed = {
+            code: sum(r["posts_refused"] for r in rows if r["code"] == code)
+            for code in ("current", "reference")
+        }
+        runs = {code: first["runs"] * sum(r["code"] == code for r in rows) for code in failed}
         text += (
-            f" {refused} of {first['runs'] * len(rows)} posts failed (not in the figures): 503 "
-            "when daphne's database pool gave no connection within 10 s, or a reset connection "
-            "(`python -m bench.history one_box --columns code,posts_refused,post_failures`)."
+            f" Posts that failed (not in the figures): current {failed['current']} of "
+            f"{runs['current']}, reference {failed['reference']} of {runs['reference']} (a 503 "
+            "when no database connection came within 10 s, or a reset connection: "
+            "`python -m bench.history one_box --columns code,posts_refused,post_failures`)."
         )
     return [text, "", *common.table(HEADERS, table_rows(rows))]
 

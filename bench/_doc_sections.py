@@ -53,7 +53,7 @@ def write_section(
     is not there yet); the rest of the file is left as it is. Without a `title` (or with
     `level` 3) it reads as part of the section before it in SECTION_ORDER."""
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
-    heading = [f"{'#' * level} {title}", ""] if title else []
+    heading = [f"{'#' * level} {title}"] if title else []  # the text follows at once: short
     body = "\n".join([start, *heading, *wrapped(lines), end])
     text = doc.read_text() if doc.exists() else "# Performance\n"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)

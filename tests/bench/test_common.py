@@ -28,13 +28,11 @@ Written by hand: kept as it is.
 
 <!-- bench:hint_cost:start -->
 ## 1. Hint
-
 old hint figures
 <!-- bench:hint_cost:end -->
 
 <!-- bench:ws_latency:start -->
 ## 3. Latency
-
 old latency figures
 <!-- bench:ws_latency:end -->
 """
@@ -114,7 +112,7 @@ def test_a_subsection_follows_the_section_it_belongs_to(tmp_path: Path) -> None:
     common.write_section("run_concurrency", "5. Runs", ["worker figures"], doc=doc)
     common.write_section("one_box", "One box", ["one-box figures"], doc=doc, level=3)
     text = doc.read_text()
-    assert "<!-- bench:one_box:start -->\n### One box\n\none-box figures\n" in text
+    assert "<!-- bench:one_box:start -->\n### One box\none-box figures\n" in text
     assert text.index("bench:run_concurrency:end") < text.index("bench:one_box:start")
     common.write_section("one_box", "", ["untitled figures"], doc=doc)
     assert "<!-- bench:one_box:start -->\nuntitled figures\n<!--" in doc.read_text()
@@ -125,7 +123,7 @@ def test_long_prose_is_wrapped_and_tables_are_not(tmp_path: Path) -> None:
     prose = "word " * 60
     row = "| " + " | ".join(["cell"] * 40) + " |"
     common.write_section("hint_cost", "1. Hint", [prose.strip(), "", row], doc=doc)
-    body = doc.read_text().split("## 1. Hint\n\n", 1)[1]
+    body = doc.read_text().split("## 1. Hint\n", 1)[1]
     lines = body.splitlines()
     assert row in lines
     prose_lines = lines[: lines.index("")]

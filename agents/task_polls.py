@@ -48,7 +48,7 @@ from agents.mcp import sessions, tasks
 from agents.mcp.outcome import TaskState, ToolOutput
 from agents.runtime.control import MemoryLimitExceeded, RunControl
 from agents.runtime.lanes import Lane
-from planboard import services
+from planboard import selectors, services
 from planboard.models import ToolCall, Toolset
 
 logger = logging.getLogger(__name__)
@@ -93,13 +93,15 @@ async def follow(
     state = first
     if first is not None:
         await _store(lane, record, first)
-    # A call taken up after its task's questions were answered (or given up on).
+    # The task's input rounds so far; a call taken up after its task's questions were
+    # answered (or given up on) sends the answers first.
     carried = record.resumes_input or {}
     rounds = int(carried.get("rounds") or 0)
-    if carried:
-        answered = await _answer_questions(record, toolset, task_id, conversation, control)
-        if answered is not None:
-            return answered
+    if not carried and first is None:  # taken up after a hand-off: its rounds so far count
+        rounds = await lane.run(selectors.tool_call_input_rounds, record_id=record.pk)
+    answered = await _answer_questions(record, toolset, task_id, conversation, control)
+    if answered is not None:
+        return answered
     started = record.started_at or timezone.now()
     deadline = started + timedelta(seconds=task_deadline_seconds())
     wait = FIRST_POLL_SECONDS
@@ -164,8 +166,10 @@ async def _answer_questions(
 ) -> ToolOutput | None:
     """The task's questions answered: their answers sent with `tasks/update` (None: the
     server took them, the task works on); given up on: the task cancelled, and the call's
-    answer."""
+    answer. Nothing to send: None."""
     carried = record.resumes_input or {}
+    if not carried:
+        return None
     if carried.get("ended"):
         await _cancel(toolset, task_id, conversation)
         return _ended(record, ToolOutput(str(carried["ended"]), ok=False))

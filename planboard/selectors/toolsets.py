@@ -12,6 +12,7 @@ from planboard import sql
 from planboard.models import (
     AgentRun,
     ChatSession,
+    InputRound,
     SessionToolset,
     ToolCall,
     Toolset,
@@ -257,6 +258,11 @@ def calls_in_flight(*, session_id: int) -> list[ToolCall]:
     or parked on their server's questions; what a page opened meanwhile shows on their lines."""
     statuses = [ToolCall.Status.RUNNING, ToolCall.Status.INPUT]
     return list(ToolCall.objects.filter(session_id=session_id, status__in=statuses).order_by("id"))
+
+
+def tool_call_input_rounds(*, record_id: int) -> int:
+    """How many times the call's server asked people for input (its rounds so far)."""
+    return InputRound.objects.filter(tool_call_id=record_id).count()
 
 
 def tool_call_with_task(*, record_id: int) -> ToolCall | None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents import external_tools, sweeper
+from agents import external_tools, sweeper, task_polls
 from planboard import selectors, services
 from planboard.models import AgentRun, ChatSession, Elicitation, InputRound, ToolCall, Toolset
 from tests.support.mcp_tasks import TaskBoard, research
@@ -165,4 +165,33 @@ def test_a_stopped_run_leaves_no_task_waiting_at_the_server(
     stopped = record(session, "r1")
     assert (stopped.status, stopped.task_status) == (ToolCall.Status.FAILED, "cancelled")
     assert sweeper.cancel_abandoned_tasks(limit=5) == []  # once
+    assert board.cancelled == board.created
+
+
+def test_the_round_limit_holds_across_a_worker_restart(
+    remote: Toolset,
+    session: ChatSession,
+    user: Any,
+    board: TaskBoard,
+    scripted_model: ScriptedModel,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings.PLANBOARD_MCP_INPUT_ROUNDS = 1
+    run = parked(session, user, scripted_model, behaviour="nag")
+    services.elicitation_answer(elicitation_id=question().pk, user=user, action="accept")
+    followed = task_polls.follow
+
+    async def worker_stops_after_sending_the_answers(record: Any, first: Any, **kwargs: Any) -> Any:
+        kwargs["control"].hand_off()  # the worker shuts down once the answers went back
+        return await followed(record, first, **kwargs)
+
+    monkeypatch.setattr(task_polls, "follow", worker_stops_after_sending_the_answers)
+    handed = resumed(run)
+    assert handed.status == AgentRun.Status.RUNNING and len(board.updates) == 1
+    monkeypatch.setattr(task_polls, "follow", followed)
+    with HostLoop() as host:  # another worker takes the task up from its stored id
+        finished = host.drive(handed)
+    assert finished.status == AgentRun.Status.SUCCEEDED, finished.error
+    assert "asked for input more than 1 times" in result_of(session, "r1")
     assert board.cancelled == board.created

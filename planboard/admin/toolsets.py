@@ -20,7 +20,7 @@ from django.utils.html import format_html, format_html_join
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import ToolCall, Toolset, ToolsetCredential, ToolsetTool
-from planboard.services.toolsets import clean_toolset
+from planboard.services.toolset_fields import clean_toolset
 from planboard.url_secrets import redact_url
 from planboard.users import signed_in
 

@@ -15,7 +15,8 @@ nothing.
 | `forks`     | `session_fork`: continue a plan from a version of its history       |
 | `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_change`,    |
 |             | `plan_recover`                                                      |
-| `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
+| `subtasks`  | `subtask_add/update/delete/move`, `subtask_change` (several as one) |
+| `subtask_states` | `subtask_set_state`, `subtask_finish` (one in progress, order rule) |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
 | `runs`      | `message_post`, `messages_mark_seen`, `message_record_agent`,       |
 |             | `message_record_attachment`, `run_*`                                |
@@ -131,13 +132,12 @@ from planboard.services.secret_rotation import (
     notification_settings_rotate_secrets,
 )
 from planboard.services.sessions import session_create, session_update
+from planboard.services.subtask_states import subtask_finish, subtask_set_state
 from planboard.services.subtasks import (
     subtask_add,
     subtask_change,
     subtask_delete,
-    subtask_finish,
     subtask_move,
-    subtask_set_state,
     subtask_update,
 )
 from planboard.services.templates import (

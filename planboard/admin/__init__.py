@@ -7,7 +7,9 @@
 | `plans`    | plans (subtasks, timeline), chat sessions (transcript, runs), runs, events |
 | `teams`    | teams and their memberships                                                |
 | `profiles` | agent profiles                                                             |
-| `toolsets` | toolsets (MCP servers) with their tools' policies, tool calls              |
+| `toolsets` | toolsets (MCP servers) with their tools' policies, people's credentials, |
+|            | tool calls                                                                 |
+| `toolset_forms` | nothing: the toolset form (masked secrets), tools' inline, review filter |
 | `inbox`    | decisions (who answered, how) and notifications, read-only                 |
 | `templates` | plan templates (subtasks as their JSON list)                              |
 | `schedules` | schedules with their occurrences: pause, resume, remove                    |

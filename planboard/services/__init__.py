@@ -15,7 +15,8 @@ nothing.
 | `forks`     | `session_fork`: continue a plan from a version of its history       |
 | `plans`     | `plan_create`, `plan_update_info`, `plan_finish`, `plan_change`,    |
 |             | `plan_recover`                                                      |
-| `subtasks`  | `subtask_add/update/delete/move/set_state/finish`, `subtask_change`  |
+| `subtasks`  | `subtask_add/update/delete/move`, `subtask_change` (several as one) |
+| `subtask_states` | `subtask_set_state`, `subtask_finish` (one in progress, order rule) |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
 | `runs`      | `message_post`, `messages_mark_seen`, `message_record_agent`,       |
 |             | `message_record_attachment`, `run_*`                                |
@@ -23,8 +24,14 @@ nothing.
 |             | (the sweep that re-dispatches runs of dead workers)                 |
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
 | `usage`     | `profile_usage_add`: a person's spending per profile and day         |
-| `toolsets`  | `toolset_create/update/delete/refresh_tools` (MCP servers),          |
+| `toolsets`  | `toolset_create/update/delete` (MCP servers, their tools' policies), |
 |             | `session_set_toolsets`                                              |
+| `toolset_fields` | `clean_toolset`, `TOOLSET_FIELDS`: what a toolset's fields may hold, |
+|             | who may set up a program (stdio) toolset                            |
+| `toolset_discovery` | `toolset_refresh_tools/discover` (a server's tool list stored), |
+|             | `toolset_prompt_get` (a server's prompt, for the composer)          |
+| `toolset_credentials` | `toolset_credential_set/delete`, `toolset_oauth_*` (connected |
+|             | accounts' tokens), `toolset_rotate_secrets`                         |
 | `tool_calls` | `tool_call_*` (records, approve/deny), `run_pause_for_approval`     |
 | `tool_call_tasks` | `tool_call_task_record`/`_abandon`: a call run as an MCP task     |
 | `workspace` | `workspace_file_write/delete` (session files), the built-in toolset  |
@@ -125,13 +132,12 @@ from planboard.services.secret_rotation import (
     notification_settings_rotate_secrets,
 )
 from planboard.services.sessions import session_create, session_update
+from planboard.services.subtask_states import subtask_finish, subtask_set_state
 from planboard.services.subtasks import (
     subtask_add,
     subtask_change,
     subtask_delete,
-    subtask_finish,
     subtask_move,
-    subtask_set_state,
     subtask_update,
 )
 from planboard.services.templates import (
@@ -159,21 +165,25 @@ from planboard.services.tool_calls import (
     tool_call_expire,
     tool_call_open,
 )
-from planboard.services.toolsets import (
-    TOOLSET_FIELDS,
-    session_set_toolsets,
-    toolset_create,
+from planboard.services.toolset_credentials import (
     toolset_credential_delete,
     toolset_credential_set,
-    toolset_delete,
-    toolset_discover,
     toolset_oauth_connect,
     toolset_oauth_connectable,
     toolset_oauth_register,
     toolset_oauth_tokens_store,
+    toolset_rotate_secrets,
+)
+from planboard.services.toolset_discovery import (
+    toolset_discover,
     toolset_prompt_get,
     toolset_refresh_tools,
-    toolset_rotate_secrets,
+)
+from planboard.services.toolset_fields import TOOLSET_FIELDS
+from planboard.services.toolsets import (
+    session_set_toolsets,
+    toolset_create,
+    toolset_delete,
     toolset_update,
 )
 from planboard.services.usage import profile_usage_add

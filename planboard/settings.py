@@ -144,6 +144,8 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+# Django's database sessions, their every-request read written out (planboard/login.py).
+SESSION_ENGINE = "planboard.login"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -211,6 +213,9 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL or "memory://")
+if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
+    # kombu's Redis transport, its client kept per connection pool (planboard/broker.py).
+    CELERY_BROKER_TRANSPORT = "planboard.broker:Transport"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

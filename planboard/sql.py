@@ -11,6 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
@@ -147,9 +148,12 @@ SESSION_TITLE = "UPDATE planboard_chatsession SET title = %s, updated_at = %s WH
 RUN_FIELDS = [column.strip().removeprefix("r.") for column in RUN_COLUMNS.split(",")][1:]
 RUN_INSERT = f"""INSERT INTO planboard_agentrun ({", ".join(RUN_FIELDS)})
 VALUES ({", ".join(["%s"] * len(RUN_FIELDS))}) RETURNING id"""
-# Every request's login session (Django's session store, `planboard.login`).
+# Every signed-in request's login session and user (`planboard.login`).
 LOGIN_SESSION = """SELECT session_data FROM django_session
 WHERE session_key = %s AND expire_date > %s"""
+USER_COLUMNS = """id, password, last_login, is_superuser, username, first_name, last_name, email,
+is_staff, is_active, date_joined"""
+USER = f"SELECT {USER_COLUMNS} FROM auth_user WHERE id = %s"
 
 # --- the functions that run them ----------------------------------------------------------
 
@@ -283,6 +287,12 @@ def login_session_data(session_key: str | None) -> str | None:
     """The encoded data of an unexpired login session (None: no such session)."""
     found = _rows(LOGIN_SESSION, [session_key, _time(timezone.now())]) if session_key else []
     return str(found[0][0]) if found else None
+
+
+def user(user_id: int) -> User | None:
+    """The user (None: no such user)."""
+    found = _rows(USER, [user_id]) if _is_id(user_id) else []
+    return load(_db(), User, USER_COLUMNS, found[0]) if found else None
 
 
 def event_insert(event: PlanEvent) -> None:

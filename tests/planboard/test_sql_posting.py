@@ -8,6 +8,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 from django.db import IntegrityError, transaction
 from django.test import Client
@@ -104,9 +105,19 @@ def test_the_login_session_is_read_while_it_has_not_expired(user: Any) -> None:
         assert sql.login_session_data(unknown) is None
 
 
+def test_the_user_read_equals_the_orms(user: Any) -> None:
+    User.objects.filter(pk=user.pk).update(
+        first_name="京都 — <b>&</b>", last_login=dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
+    )
+    read, expected = sql.user(user.pk), User.objects.get(pk=user.pk)
+    assert read is not None and not read._state.adding and fields_of(read) == fields_of(expected)
+    assert sql.user(10**9) is None
+
+
 @pytest.mark.parametrize("wrong", OUT_OF_RANGE)
 def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -> None:
     assert sql.session_owner_id(wrong) is None and sql.latest_run(wrong) is None
+    assert sql.user(wrong) is None
     assert sql.active_runs_of(wrong) == []
     with transaction.atomic():
         sql.lock_user(wrong)  # nothing to lock

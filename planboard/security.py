@@ -3,6 +3,8 @@ Content-Security-Policy header, and the request's one thread under ASGI."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from asgiref.sync import sync_to_async
 from csp.middleware import CSPMiddleware, PolicyParts
 from django.core.exceptions import DisallowedHost
@@ -58,5 +60,6 @@ class OneThreadASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
+        chain: Callable[[HttpRequest], HttpResponseBase] = self._middleware_chain  # type: ignore[has-type]
         # As Django adapts a sync chain's top under ASGI (`adapt_method_mode`).
-        self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
+        self._middleware_chain = sync_to_async(chain, thread_sensitive=True)

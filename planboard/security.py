@@ -60,6 +60,7 @@ class OneThreadASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
+        # The stubs declare the chain without a type (Django sets it in this method).
         chain: Callable[[HttpRequest], HttpResponseBase] = self._middleware_chain  # type: ignore[has-type]
         # As Django adapts a sync chain's top under ASGI (`adapt_method_mode`).
         self._middleware_chain = sync_to_async(chain, thread_sensitive=True)

@@ -17,7 +17,7 @@ GOALS = {100: 0.035, 300: 0.070, 1000: 0.250}
 # Pinned by tests/planboard/test_api_plans.py: what one board edit costs the web process.
 EDIT_COST = (
     "A board edit (`PATCH` of a subtask): 8 statements, one broadcast to the plan's and the "
-    "session's groups whatever the watchers, an answer not read back (test_api_plans.py)."
+    "session's groups, no answer read back (test_api_plans.py)."
 )
 
 
@@ -110,11 +110,10 @@ def compare_report(
     lines = [
         *common.facts_lines(facts),
         "",
-        f"Current code ({by_code.get('current')}) and reference "
-        f"({by_code.get('reference')}, a clean clone), each in its own daphne, database and "
-        f"Redis db, measured in turn {runs} times per client count (the order flipping each "
-        f"run), {edits} edits each; medians, ratio = current / reference. Server CPU: the "
-        "daphne's user+system time per edit, which moves far less with the load than latency.",
+        f"Current ({by_code.get('current')}) and reference ({by_code.get('reference')}, a "
+        f"clean clone), a daphne, database and Redis db each, in turn {runs} times per client "
+        f"count (order flipping each run), {edits} edits each; medians, ratio = current / "
+        "reference. Server CPU: daphne's user+system time per edit (drifts less than latency).",
         "",
     ]
     rows = []

@@ -251,9 +251,9 @@ def write_report(rows: list[dict[str, Any]], label: str) -> None:
     lines = [
         *common.facts_lines(facts),
         "",
-        f"{rows[0]['posts']} people post one message each through daphne as the page does (a new "
-        "run each, published to Celery on Redis). Instructions: daphne under callgrind; calls, "
-        "statements, CPU (drifts): the same code via Django's test client. Reference: same run.",
+        f"{rows[0]['posts']} people post a message each through daphne as the page does (a run "
+        "each, published to Celery on Redis). Instructions: daphne under callgrind; the rest via "
+        "Django's test client; same run.",
         "",
         *common.table(
             [

@@ -9,9 +9,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # The web process pools its database connections (see DATABASES in planboard/settings.py).
 os.environ.setdefault("PLANBOARD_DB_POOL", "1")
 
-from django.core.asgi import get_asgi_application
+import django
 
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as Django's `get_asgi_application` does
+
+from planboard.security import OneThreadASGIHandler  # noqa: E402
+
+django_asgi_app = OneThreadASGIHandler()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 

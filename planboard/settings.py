@@ -74,9 +74,9 @@ MIDDLEWARE = [
     "planboard.web.not_found.BrandedNotFoundMiddleware",
     # Last, as axes asks: turns a lockout flagged during authentication into its page.
     "axes.middleware.AxesMiddleware",
-    # Innermost and sync only: the whole chain then runs in one thread under ASGI.
-    "planboard.security.OneThreadMiddleware",
 ]
+# Under ASGI the chain and the view run in sync mode, one thread a request
+# (`planboard.security.OneThreadASGIHandler`, planboard/asgi.py).
 
 ROOT_URLCONF = "planboard.urls"
 ASGI_APPLICATION = "planboard.asgi.application"
@@ -147,8 +147,13 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out client before any password is checked.
     "axes.backends.AxesStandaloneBackend",
+    # Django's ModelBackend, its every-request read of the user written out (planboard/login.py).
+    "planboard.login.UserBackend",
+    # Reads the users of the sessions it signed in before the one above was listed.
     "django.contrib.auth.backends.ModelBackend",
 ]
+# Django's database sessions, their every-request read written out (planboard/login.py).
+SESSION_ENGINE = "planboard.login"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -216,6 +221,9 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL or "memory://")
+if CELERY_BROKER_URL.split("://", 1)[0] in ("redis", "rediss"):
+    # kombu's Redis transport, its client kept per connection pool (planboard/broker.py).
+    CELERY_BROKER_TRANSPORT = "planboard.broker:Transport"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

@@ -1,7 +1,8 @@
-"""The statements every plan tool call and agent step runs, written out (Django compiles a
-queryset anew each call, at more than a local round trip's cost), then the functions that run
-them; tests/planboard/test_sql.py compares each with the ORM on SQLite and PostgreSQL. The only
-module that touches a connection (ruff's TID251). Only `planboard.services` locks and writes."""
+"""The statements every plan tool call, agent step, posted message and signed-in request runs,
+written out (Django compiles a queryset anew each call, at more than a local round trip's cost),
+then the functions that run them; tests/planboard/test_sql*.py compare each with the ORM on
+SQLite and PostgreSQL. The only module that touches a connection (ruff's TID251). Only
+`planboard.services` locks and writes (and Django's session store reads the login)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
@@ -113,8 +115,8 @@ SUBTASK_UPDATE = """UPDATE planboard_subtask SET name = %s, description = %s,
 # ON CONFLICT, unlike a caught IntegrityError, needs no savepoint (a tool call's stored result is
 # the one unique key it can meet). RETURNING: PostgreSQL, SQLite 3.35+ (system check E003).
 MESSAGE_INSERT = """INSERT INTO planboard_message (session_id, run_id, author_id, role,
-    content, tool_calls, tool_call_id, tool_name, answer_id, created_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"""
+    content, tool_calls, tool_call_id, tool_name, answer_id, attachments, created_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id"""
 
 # Every plan change's history row. The `seen_*` columns start empty (NULL).
 EVENT_INSERT = """INSERT INTO planboard_planevent (plan_id, version, action, actor_user_id,
@@ -142,6 +144,16 @@ ACTIVE_RUNS_OF = """SELECT r.id, r.status, r.lease_expires_at IS NOT NULL FROM p
 JOIN planboard_chatsession s ON s.id = r.session_id
 WHERE s.owner_id = %s AND r.status IN ('queued', 'running')"""
 SESSION_TITLE = "UPDATE planboard_chatsession SET title = %s, updated_at = %s WHERE id = %s"
+# A new run: every column but its id (`RUN_COLUMNS`).
+RUN_FIELDS = [column.strip().removeprefix("r.") for column in RUN_COLUMNS.split(",")][1:]
+RUN_INSERT = f"""INSERT INTO planboard_agentrun ({", ".join(RUN_FIELDS)})
+VALUES ({", ".join(["%s"] * len(RUN_FIELDS))}) RETURNING id"""
+# Every signed-in request's login session and user (`planboard.login`).
+LOGIN_SESSION = """SELECT session_data FROM django_session
+WHERE session_key = %s AND expire_date > %s"""
+USER_COLUMNS = """id, password, last_login, is_superuser, username, first_name, last_name, email,
+is_staff, is_active, date_joined"""
+USER = f"SELECT {USER_COLUMNS} FROM auth_user WHERE id = %s"
 
 # --- the functions that run them ----------------------------------------------------------
 
@@ -255,11 +267,32 @@ def message_insert(message: Message) -> bool:
     found = _rows(MESSAGE_INSERT, [
         message.session_id, message.run_id, message.author_id, message.role, message.content,
         None if calls is None else db.ops.adapt_json_value(calls, None), message.tool_call_id,
-        message.tool_name, message.answer_id, _time(message.created_at),
+        message.tool_name, message.answer_id, _json(db, message.attachments),
+        _time(message.created_at),
     ])  # fmt: skip
     if found:
         message.pk, message._state.adding, message._state.db = found[0][0], False, DEFAULT_DB_ALIAS
     return bool(found)
+
+
+def run_insert(run: AgentRun) -> None:
+    """Insert a new run (as `save()` would, `created_at` now)."""
+    run.created_at = timezone.now()
+    values = [getattr(run, name) for name in RUN_FIELDS]
+    found = _rows(RUN_INSERT, [_time(v) if isinstance(v, datetime) else v for v in values])
+    run.pk, run._state.adding, run._state.db = found[0][0], False, DEFAULT_DB_ALIAS
+
+
+def login_session_data(session_key: str | None) -> str | None:
+    """The encoded data of an unexpired login session (None: no such session)."""
+    found = _rows(LOGIN_SESSION, [session_key, _time(timezone.now())]) if session_key else []
+    return str(found[0][0]) if found else None
+
+
+def user(user_id: int) -> User | None:
+    """The user (None: no such user)."""
+    found = _rows(USER, [user_id]) if _is_id(user_id) else []
+    return load(_db(), User, USER_COLUMNS, found[0]) if found else None
 
 
 def event_insert(event: PlanEvent) -> None:

@@ -114,11 +114,12 @@ def queue_new_run(session: ChatSession) -> AgentRun:
     owner's lock), so the run is created with its dispatch deadline already set."""
     _lock_user(session.owner_id)
     admitted = _has_room(session.owner_id, run_id=None)
-    run = AgentRun.objects.create(
+    run = AgentRun(
         session=session,
         model=settings.PLANBOARD_LLM_MODEL,
         lease_expires_at=_lease_until() if admitted else None,
     )
+    sql.run_insert(run)  # every posted message that starts a conversation anew
     if admitted:
         _dispatch_on_commit(run.pk, session_id=run.session_id)
     _publish_run(run)

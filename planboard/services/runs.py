@@ -108,7 +108,8 @@ def message_post(
         raise PlanError("'intent' must be 'reply' or 'confirm'.")
     clean = _clean_text(content, field="content", required=True, limit=MESSAGE_MAX)
     wanted = _clean_resource_refs(resources)
-    with transaction.atomic():
+    # The run's news and the message's leave in one round trip when it commits.
+    with broadcast.batched(), transaction.atomic():
         session = _lock_session(session_id)
         refuse_if_owner_inactive(session, author)
         latest = sql.latest_run(session.pk)
@@ -146,7 +147,7 @@ def message_post(
             _requeue(run)
         else:
             run = queue_new_run(session)
-        message = Message.objects.create(
+        message = Message(
             session=session,
             run=run,
             author=author,
@@ -154,6 +155,7 @@ def message_post(
             content=clean,
             attachments=attachments or None,
         )
+        sql.message_insert(message)  # a person's message has no tool call: always stored
         if not session.title:
             session.title = clean.splitlines()[0][:80]
         session.updated_at = sql.session_set_title(session.pk, session.title)

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
 
@@ -72,6 +73,7 @@ def costly_plan(plan: Plan) -> Plan:
         (SubTask, sql.SUBTASK_COLUMNS),
         (AgentRun, sql.RUN_COLUMNS),
         (ToolsetTool, sql.TOOL_COLUMNS),
+        (User, sql.USER_COLUMNS),
     ],
 )
 def test_every_column_list_names_every_field(model: type[Model], columns: str) -> None:

@@ -1,6 +1,6 @@
-"""planboard/sql.py's statements of a posted message (`services.message_post`): each reads or
-stores what the ORM does, on SQLite and PostgreSQL; ids out of range are "not found"; the
-admission lock holds the owner's row."""
+"""planboard/sql.py's statements of a posted message (`services.message_post`) and of every
+signed-in request's login session: each reads or stores what the ORM does, on SQLite and
+PostgreSQL; ids out of range are "not found"; the admission lock holds the owner's row."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
+from django.db import IntegrityError, transaction
+from django.test import Client
+from django.utils import timezone
 
 from planboard import services, sql
-from planboard.models import AgentRun, ChatSession
+from planboard.login import SessionStore
+from planboard.models import AgentRun, ChatSession, Message
 from tests.planboard.test_sql import OUT_OF_RANGE, fields_of, held_elsewhere, is_locked
 
 
@@ -54,9 +59,65 @@ def test_the_title_update_stores_what_save_would(chat_session: ChatSession) -> N
     assert when.tzinfo is not None and abs(when - dt.datetime.now(dt.UTC)).total_seconds() < 60
 
 
+def test_a_run_insert_stores_what_create_would(chat_session: ChatSession) -> None:
+    deadline = dt.datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=dt.UTC)
+    fields = {"session": chat_session, "model": "京都/model", "lease_expires_at": deadline}
+    inserted = AgentRun(**fields)
+    sql.run_insert(inserted)
+    assert inserted.pk is not None and not inserted._state.adding
+    # The ORM's run may be active too: the insert's is stopped (one active run per session).
+    AgentRun.objects.filter(pk=inserted.pk).update(status=AgentRun.Status.SUCCEEDED)
+    created = AgentRun.objects.create(**fields)
+    stored, expected = fields_of(AgentRun.objects.get(pk=inserted.pk)), fields_of(created)
+    assert stored.pop("id") != expected.pop("id")
+    assert stored.pop("created_at") <= expected.pop("created_at")
+    assert stored.pop("status") == "succeeded" and expected.pop("status") == "queued"
+    assert stored == expected and stored["lease_expires_at"] == deadline
+    with pytest.raises(IntegrityError), transaction.atomic():
+        sql.run_insert(AgentRun(session=chat_session))  # the constraint holds as for create
+
+
+def test_a_persons_message_keeps_its_attachments(chat_session: ChatSession, user: Any) -> None:
+    attached = [{"toolset_id": 3, "toolset": "Docs", "uri": "file:///京都.md", "name": None}]
+    fields = {"session": chat_session, "author": user, "role": "user", "content": "see"}
+    inserted = Message(**fields, attachments=attached)
+    assert sql.message_insert(inserted)
+    created = Message.objects.create(**fields, attachments=attached)
+    stored, expected = fields_of(Message.objects.get(pk=inserted.pk)), fields_of(created)
+    assert stored.pop("id") != expected.pop("id")
+    assert stored.pop("created_at") <= expected.pop("created_at")
+    assert stored == expected and stored["attachments"] == attached
+
+
+def test_the_login_session_is_read_while_it_has_not_expired(user: Any) -> None:
+    client = Client()
+    client.force_login(user)
+    key = client.cookies["sessionid"].value
+    row = Session.objects.get(session_key=key)
+    assert sql.login_session_data(key) == row.session_data
+    store = SessionStore(key)
+    assert int(store["_auth_user_id"]) == user.pk and store.session_key == key
+    Session.objects.filter(session_key=key).update(expire_date=timezone.now())
+    assert sql.login_session_data(key) is None
+    expired = SessionStore(key)
+    assert expired.load() == {} and expired.session_key is None  # a new key when saved
+    for unknown in [None, "", "x" * 8, "x" * 400, "'; DROP TABLE django_session; --"]:
+        assert sql.login_session_data(unknown) is None
+
+
+def test_the_user_read_equals_the_orms(user: Any) -> None:
+    User.objects.filter(pk=user.pk).update(
+        first_name="京都 — <b>&</b>", last_login=dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
+    )
+    read, expected = sql.user(user.pk), User.objects.get(pk=user.pk)
+    assert read is not None and not read._state.adding and fields_of(read) == fields_of(expected)
+    assert sql.user(10**9) is None
+
+
 @pytest.mark.parametrize("wrong", OUT_OF_RANGE)
 def test_ids_out_of_range_are_not_found(wrong: int, chat_session: ChatSession) -> None:
     assert sql.session_owner_id(wrong) is None and sql.latest_run(wrong) is None
+    assert sql.user(wrong) is None
     assert sql.active_runs_of(wrong) == []
     with transaction.atomic():
         sql.lock_user(wrong)  # nothing to lock

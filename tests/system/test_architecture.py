@@ -237,6 +237,7 @@ def test_the_write_check_catches_a_write() -> None:
     assert sql_writes() == {
         "lock_plan", "lock_plan_and_subtasks", "lock_session", "plan_update", "subtask_update",
         "message_insert", "event_insert", "run_count_step", "lock_user", "session_set_title",
+        "run_insert",
     }  # fmt: skip
 
 

@@ -16,8 +16,8 @@ EDIT_DEADLINE = 20.0
 GOALS = {100: 0.035, 300: 0.070, 1000: 0.250}
 # Pinned by tests/planboard/test_api_plans.py: what one board edit costs the web process.
 EDIT_COST = (
-    "A board edit (`PATCH` of a subtask): 8 statements, one broadcast to the plan's and the "
-    "session's groups, no answer read back (test_api_plans.py)."
+    "A board edit (`PATCH` of a subtask): 8 statements, one broadcast, no answer read back "
+    "(test_api_plans.py)."
 )
 
 

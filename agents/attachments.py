@@ -22,7 +22,7 @@ from agents.runtime.lanes import Lane
 from planboard import selectors, services
 from planboard.exceptions import PlanError
 from planboard.models import AgentRun, Message, Toolset
-from planboard.services.runs import attachment_call_id
+from planboard.services.attachments import attachment_call_id
 
 
 @dataclass

@@ -18,8 +18,11 @@ nothing.
 | `subtasks`  | `subtask_add/update/delete/move`, `subtask_change` (several as one) |
 | `subtask_states` | `subtask_set_state`, `subtask_finish` (one in progress, order rule) |
 | `profiles`  | `profile_create/update/delete` (agent profiles, staff only)          |
-| `runs`      | `message_post`, `messages_mark_seen`, `message_record_agent`,       |
-|             | `message_record_attachment`, `run_*`                                |
+| `messages`  | `message_post` (a person writes: a run starts or resumes),          |
+|             | `message_record_agent`, `messages_mark_seen`                        |
+| `attachments` | `message_record_attachment`: resources attached to a message      |
+| `runs`      | `run_*`: start, leases, status, finish, steps, cancel, hand-off;    |
+|             | the helpers other services move a run with (`_requeue`, ...)        |
 | `run_queue` | `run_admit_waiting` (per-user admission), `run_reclaim_expired_leases` |
 |             | (the sweep that re-dispatches runs of dead workers)                 |
 | `tokens`    | `token_issue/revoke/expire_if_stale`: API tokens and their lifetime  |
@@ -60,6 +63,7 @@ from planboard.services.action_links import (
     action_link_use,
     action_links_expire,
 )
+from planboard.services.attachments import message_record_attachment
 from planboard.services.elicitations import (
     elicitation_answer,
     elicitation_close,
@@ -76,6 +80,11 @@ from planboard.services.input_rounds import (
     input_rounds_expire,
     tool_call_await_input,
     tool_call_resume_input,
+)
+from planboard.services.messages import (
+    message_post,
+    message_record_agent,
+    messages_mark_seen,
 )
 from planboard.services.notifications import (
     Claimed,
@@ -101,10 +110,6 @@ from planboard.services.profiles import (
 from planboard.services.run_queue import run_admit_waiting, run_reclaim_expired_leases
 from planboard.services.runs import (
     RunStopFlags,
-    message_post,
-    message_record_agent,
-    message_record_attachment,
-    messages_mark_seen,
     run_cancel,
     run_finish,
     run_hand_off,

@@ -26,7 +26,7 @@ from planboard.models import ActionLink, AgentRun, Decision, Elicitation, Notifi
 from planboard.selectors.inbox import InboxItem
 from planboard.services._inbox import WaitRef
 from planboard.services.elicitations import elicitation_answer
-from planboard.services.runs import message_post
+from planboard.services.messages import message_post
 from planboard.services.tool_calls import tool_call_decide, tool_call_expire
 
 # The go-ahead an action link sends for a plan waiting for one (as the session page does).

@@ -1,46 +1,26 @@
-"""The transcript and agent runs: people's messages, the agent's answers, run status."""
+"""Agent runs: their start, lease, status and end, the usage their steps count, cancel and
+hand-off. The other services move a run through the helpers here (`_requeue`,
+`_run_set_status`, `_deny_pending_calls`) and publish a transcript row with `_publish_message`
+and `_publish_tool_call`, so the message services build on this module, never the reverse."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from planboard import broadcast, selectors, sql
 from planboard.exceptions import PlanError
-from planboard.models import (
-    MESSAGE_MAX,
-    TEXT_MAX,
-    AgentRun,
-    Channel,
-    ChatSession,
-    Decision,
-    Message,
-    ToolCall,
-)
-from planboard.pgtext import without_nul
+from planboard.models import TEXT_MAX, AgentRun, ChatSession, Decision, Message, ToolCall
 from planboard.selectors.runs import run_waits_for_admission
-from planboard.services._core import (
-    _clean_state,
-    _clean_text,
-    _lock_session,
-    _publish_session,
-)
-from planboard.services._inbox import (
-    WaitRef,
-    _check_wait,
-    _inbox_changed,
-    _item_waits,
-    _record_decision,
-    _run_waits_kind,
-)
-from planboard.services._people import OWNER_INACTIVE, check_answer, refuse_if_owner_inactive
+from planboard.services._core import _clean_state, _lock_session, _publish_session
+from planboard.services._inbox import _inbox_changed, _item_waits, _record_decision, _run_waits_kind
+from planboard.services._people import OWNER_INACTIVE
 from planboard.services._waits import _void_input_rounds
 from planboard.services.run_queue import (
     _admit_or_wait,
@@ -51,7 +31,6 @@ from planboard.services.run_queue import (
     admit_waiting_locked,
     claim_waiting_run,
     queue_moved_on_commit,
-    queue_new_run,
     waiting_run_owner,
 )
 from planboard.services.usage import profile_usage_add
@@ -67,263 +46,6 @@ class RunStopFlags(NamedTuple):
 
     cancel_requested: bool
     lease_owner: str
-
-
-def _publish_message(message: Message) -> None:
-    _publish_session(
-        message.session_id, {"type": "session.message", "message": serialize_message(message)}
-    )
-
-
-def message_post(
-    *,
-    session_id: int,
-    author: User,
-    content: str,
-    channel: str = Channel.BROWSER,
-    intent: str = "reply",
-    resources: Any = None,
-    wait: WaitRef | None = None,
-) -> tuple[Message, AgentRun]:
-    """A person writes to the agent: store the message and make sure a run will read it.
-
-    An active run sees the message at its next step; a run waiting for the user's go-ahead
-    resumes; a run waiting for approvals resumes too, its undecided calls denied (writing
-    instead of deciding says "not like this"; nothing is ever approved without a decision);
-    otherwise a new run is queued. A queued run is dispatched when its owner has room under
-    PLANBOARD_USER_RUNS_IN_FLIGHT, else it waits its turn (`run_queue`). Answering a waiting
-    run is recorded as a decision (who, through `channel`); `intent="confirm"` is the plan's
-    go-ahead and is refused when no plan waits for one (a stale button must not start a new
-    conversation). `resources`: MCP resources attached (`{toolset_id, uri}` each, at most
-    `ATTACHMENTS_MAX`): each must be listed by a toolset the session uses now; the run reads
-    them from their servers before its next model call. `wait` (an action link's): answer
-    only that exact wait, and confirm only the plan revision it names (else `already_decided`
-    or `plan_changed`).
-
-    Someone the owner named to answer (not acting in the session) only answers a run waiting
-    for the user, in text (`Forbidden` otherwise); nobody writes to an inactive owner's
-    session (`PlanError`, code `owner_inactive`): it would start or resume a run.
-    """
-    if intent not in ("reply", "confirm"):
-        raise PlanError("'intent' must be 'reply' or 'confirm'.")
-    clean = _clean_text(content, field="content", required=True, limit=MESSAGE_MAX)
-    wanted = _clean_resource_refs(resources)
-    # The run's news and the message's leave in one round trip when it commits.
-    with broadcast.batched(), transaction.atomic():
-        session = _lock_session(session_id)
-        refuse_if_owner_inactive(session, author)
-        latest = sql.latest_run(session.pk)
-        waits = (
-            _run_waits_kind(latest)
-            if latest is not None and latest.status == AgentRun.Status.WAITING_FOR_USER
-            else None
-        )
-        if wait is not None:
-            _check_wait(wait, latest if waits is not None else None, session)
-        if intent == "confirm" and waits != Decision.Kind.CONFIRMATION:
-            raise PlanError(
-                "No plan of this session waits for a go-ahead any more.", code="already_decided"
-            )
-        check_answer(session, author, run_waits=waits is not None, attaching=bool(wanted))
-        attachments = _attachments_of(session_id, wanted)
-        if latest is not None and latest.is_active:
-            run = latest
-        elif latest is not None and waits is not None:
-            run = latest
-            confirmed = intent == "confirm"
-            _record_decision(
-                session=session,
-                kind=waits,
-                decision=Decision.Choice.CONFIRM if confirmed else Decision.Choice.REPLY,
-                user=author,
-                channel=channel,
-                run_id=run.pk,
-                summary=clean.splitlines()[0][:200],
-            )
-            _requeue(run)
-        elif latest is not None and latest.status == AgentRun.Status.WAITING_FOR_APPROVAL:
-            run = latest
-            _deny_pending_calls(run, note=DENIED_BY_MESSAGE, user=author, channel=channel)
-            _requeue(run)
-        else:
-            run = queue_new_run(session)
-        message = Message(
-            session=session,
-            run=run,
-            author=author,
-            role=Message.Role.USER,
-            content=clean,
-            attachments=attachments or None,
-        )
-        sql.message_insert(message)  # a person's message has no tool call: always stored
-        if not session.title:
-            session.title = clean.splitlines()[0][:80]
-        session.updated_at = sql.session_set_title(session.pk, session.title)
-        _publish_message(message)
-    return message, run
-
-
-def messages_mark_seen(
-    *, session_id: int, up_to_message_id: int, run_id: int, step_number: int
-) -> datetime | None:
-    """Record that a run's step read the session's transcript up to `up_to_message_id`: people's
-    messages up to it that no step had read are now seen (the chat marks them), and the
-    session's clients are told (`session.messages_seen`). Returns when, or None: nothing new.
-
-    Metadata on the transcript only, one statement: no lock, no plan version; the caller (the
-    agent step) asks only when its input holds a person's message not marked yet."""
-    now = timezone.now()
-    marked = Message.objects.filter(
-        session_id=session_id,
-        role=Message.Role.USER,
-        seen_at__isnull=True,
-        pk__lte=up_to_message_id,
-    ).update(seen_at=now, seen_in_run_id=run_id, seen_at_step=step_number)
-    if not marked:
-        return None
-    payload = {
-        "type": "session.messages_seen",
-        "session_id": session_id,
-        "up_to": up_to_message_id,
-        "seen": {"at": now.isoformat(), "run_id": run_id, "step": step_number},
-    }
-    groups = [broadcast.session_group(session_id)]
-    transaction.on_commit(lambda: broadcast.publish(groups, payload))
-    return now
-
-
-def message_record_agent(
-    *,
-    session_id: int,
-    run_id: int | None,
-    role: str,
-    content: str = "",
-    tool_calls: list[dict[str, Any]] | None = None,
-    tool_call_id: str = "",
-    tool_name: str = "",
-    answer_id: str = "",
-) -> Message:
-    """Store an assistant or tool message of a run (the agent's side of the transcript)."""
-    if role not in (Message.Role.ASSISTANT, Message.Role.TOOL):
-        raise PlanError(f"Agent messages are 'assistant' or 'tool', not {role!r}.")
-    fields = {
-        "session_id": session_id,
-        "run_id": run_id,
-        "role": role,
-        # Model output is stored as given, minus NUL (PostgreSQL text can't hold it).
-        "content": (content or "").replace("\x00", ""),
-        "tool_calls": without_nul(tool_calls) if tool_calls else None,
-        "tool_call_id": tool_call_id,
-        "tool_name": tool_name,
-        "answer_id": answer_id,
-    }
-    message = Message(**fields)
-    # No savepoint of its own inside a caller's transaction: one insert cannot half-happen.
-    with transaction.atomic(savepoint=False):
-        stored = sql.message_insert(message)  # every step stores one or two
-        if stored:
-            _publish_message(message)
-    if not stored:
-        # Raised outside the block: the caller's transaction stays usable.
-        raise PlanError(
-            f"Tool call {tool_call_id} already has a result.", code="duplicate_tool_call"
-        )
-    return message
-
-
-# --- resources attached to a message --------------------------------------------------------------
-
-ATTACHMENTS_MAX = 5
-URI_MAX = 2000
-
-
-def _clean_resource_refs(value: Any) -> list[tuple[int, str]]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise PlanError("'resources' must be a list of {toolset_id, uri} objects.")
-    if len(value) > ATTACHMENTS_MAX:
-        raise PlanError(f"At most {ATTACHMENTS_MAX} resources can be attached to a message.")
-    refs: list[tuple[int, str]] = []
-    for item in value:
-        toolset_id = item.get("toolset_id") if isinstance(item, dict) else None
-        uri = item.get("uri") if isinstance(item, dict) else None
-        if (
-            not isinstance(toolset_id, int)
-            or isinstance(toolset_id, bool)
-            or not isinstance(uri, str)
-            or not uri
-            or len(uri) > URI_MAX
-        ):
-            raise PlanError("Each attached resource needs a 'toolset_id' (number) and a 'uri'.")
-        if (toolset_id, uri) not in refs:
-            refs.append((toolset_id, uri))
-    return refs
-
-
-def _attachments_of(session_id: int, refs: list[tuple[int, str]]) -> list[dict[str, Any]]:
-    """The attached resources as the message stores them; `PlanError` when one is not
-    offered by a toolset the session uses now."""
-    attachments = []
-    for toolset_id, uri in refs:
-        found = selectors.session_resource(session_id=session_id, toolset_id=toolset_id, uri=uri)
-        if found is None:
-            raise PlanError(
-                f"Toolset {toolset_id} offers no resource {uri[:200]!r} in this session (it is "
-                "not enabled here, or its server does not list that resource).",
-                code="unknown_resource",
-            )
-        attachments.append(
-            {
-                "toolset_id": toolset_id,
-                "toolset": found["toolset"],
-                "uri": uri,
-                "name": found.get("title") or found.get("name") or "",
-            }
-        )
-    return attachments
-
-
-def attachment_call_id(message_id: int, index: int) -> str:
-    return f"attach:{message_id}:{index}"
-
-
-def message_record_attachment(
-    *,
-    session_id: int,
-    run_id: int,
-    message_id: int,
-    index: int,
-    content: str,
-    ok: bool,
-    fence: str,
-) -> Message:
-    """Store what the run read of the `index`th resource attached to a person's message
-    (`ok` False: why it could not be read), once (`PlanError(code="duplicate_tool_call")`
-    when it is stored already)."""
-    with transaction.atomic():
-        person = Message.objects.filter(pk=message_id, session_id=session_id).first()
-        attached = (person.attachments or []) if person is not None else []
-        if index >= len(attached):
-            raise PlanError("No such attachment.", code="not_found")
-        ref = attached[index]
-        message = Message(
-            session_id=session_id,
-            run_id=run_id,
-            role=Message.Role.USER,
-            content=without_nul(content),
-            tool_call_id=attachment_call_id(message_id, index),
-            attachment={**ref, "of_message": message_id, "ok": ok, "fence": fence},
-        )
-        try:
-            with transaction.atomic():
-                message.save()
-        except IntegrityError:
-            raise PlanError(
-                "That attachment was read already.", code="duplicate_tool_call"
-            ) from None
-        _publish_message(message)
-    return message
 
 
 def _load_run_to_start(run_id: int) -> AgentRun:
@@ -405,6 +127,12 @@ def run_renew_lease(*, run_id: int, worker: str) -> bool:
         pk=run_id, status=AgentRun.Status.RUNNING, lease_owner=worker
     ).update(lease_expires_at=_lease_until())
     return bool(renewed)
+
+
+def _publish_message(message: Message) -> None:
+    _publish_session(
+        message.session_id, {"type": "session.message", "message": serialize_message(message)}
+    )
 
 
 def _publish_tool_call(record: ToolCall) -> None:

@@ -55,7 +55,7 @@ from planboard.selectors.schedules import (
     session_run_unfinished,
 )
 from planboard.services._core import _lock_session
-from planboard.services.runs import message_post
+from planboard.services.messages import message_post
 from planboard.services.schedules import _publish, template_usable
 from planboard.services.templates import session_start_from_template
 

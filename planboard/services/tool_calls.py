@@ -33,6 +33,7 @@ from planboard.services._inbox import _inbox_changed, _item_waits, _record_decis
 from planboard.services._people import check_always_allow, refuse_if_owner_inactive
 from planboard.services._waits import _calls_wait
 from planboard.services.elicitations import _take_down_questions
+from planboard.services.messages import message_record_agent
 from planboard.services.runs import (
     DENIED_BY_STOP,
     _deny_pending_calls,
@@ -40,7 +41,6 @@ from planboard.services.runs import (
     _publish_tool_call,
     _requeue,
     _run_set_status,
-    message_record_agent,
 )
 
 

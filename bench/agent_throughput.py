@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common
 from _agent_throughput_report import PARTS, write_report
+from _worker_host import wait_for_worker
 
 RUN_TIMEOUT = 600.0
 REQUESTS = [
@@ -47,19 +48,6 @@ def start_worker(db_url: str, concurrency: int) -> common.Process:
     ]
     env = common.server_env(db_url, PLANBOARD_DEMO_STEP_DELAY="0", PLANBOARD_LLM_MODEL="")
     return common.Process("celery", argv, env)
-
-
-def wait_for_worker(worker: common.Process, timeout: float = 120) -> None:
-    """Ready once it answers a ping over the broker."""
-    from planboard.celery import app
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if worker.popen.poll() is not None:
-            raise SystemExit(f"the worker exited:\n{worker.tail()}")
-        if app.control.ping(timeout=1.0):
-            return
-    raise SystemExit(f"the worker did not answer pings:\n{worker.tail()}")
 
 
 def measure(sessions: int, rounds: int = 1) -> dict[str, Any]:

@@ -281,10 +281,10 @@ class TestSchema:
 
 # Python function calls per posted message through the browser's path (session cookie, CSRF
 # token, the throttle), the in-process share of benchmark 9 that moves with no machine's speed
-# (here without Celery: the tests record dispatches, and on SQLite). 8,086 with the login
-# session, its user, the run and the message read and written through planboard/sql.py; the
-# ceiling leaves room for a library update.
-POST_CALLS_CEILING = 9_000
+# (here without Celery: the tests record dispatches). With the login session, its user, the
+# run and the message read and written through planboard/sql.py: 8,086 on SQLite, 9,261 on
+# PostgreSQL (psycopg adapts each value in Python). The ceilings leave room for a library update.
+POST_CALLS_CEILING = {"sqlite": 9_000, "postgresql": 10_000}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -310,4 +310,5 @@ def test_a_posted_message_costs_few_python_calls(user: Any) -> None:
     profile.disable()
     assert response.status_code == 202, response.content
     calls = pstats.Stats(profile).total_calls / (len(sessions) - 1)  # type: ignore[attr-defined]
-    assert calls < POST_CALLS_CEILING, f"{calls:.0f} Python calls per posted message"
+    ceiling = POST_CALLS_CEILING[db.vendor()]
+    assert calls < ceiling, f"{calls:.0f} Python calls per posted message"

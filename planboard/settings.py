@@ -147,9 +147,8 @@ AUTHENTICATION_BACKENDS = [
     # Reads the users of the sessions it signed in before the one above was listed.
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Django's database sessions (planboard.login.SessionStore, which reads them with one statement,
-# lost websocket events in the browser tests when several runs had gone before: off until fixed).
-SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# Django's database sessions, their every-request read written out (planboard/login.py).
+SESSION_ENGINE = "planboard.login"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"

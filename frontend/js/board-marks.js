@@ -25,6 +25,8 @@ export class AgentMarks {
     /** @type {Map<number | string, string>} subtask id (or "plan") -> "pending" | "seen" */
     this.edits = new Map();
     this.seenTimers = new Map();
+    /** @type {Map<number, number>} plan id -> the latest version a hint carried to the agent */
+    this.seenUpTo = new Map();
   }
 
   /**
@@ -76,21 +78,29 @@ export class AgentMarks {
   }
 
   /**
-   * A person's change just committed: pending until a hint shows it to the agent.
+   * A person's change just committed: pending until a hint shows it to the agent. Whether the
+   * board already shows the change (a REST answer can arrive before its event) does not
+   * matter; a change a hint has already carried stays seen. Returns whether a mark changed.
    * @param {PlanEvent} event
    */
   markPending(event) {
-    if (!event.actor || event.actor.kind !== "user" || event.seen) return;
-    this.edits.set(event.subtask_id ?? "plan", "pending");
+    if (!event.actor || event.actor.kind !== "user" || event.seen) return false;
+    if (event.version <= (this.seenUpTo.get(event.plan_id) ?? 0)) return false;
+    const key = event.subtask_id ?? "plan";
+    if (this.edits.get(key) === "pending") return false;
+    this.edits.set(key, "pending");
+    return true;
   }
 
   /**
-   * The agent received these edits in a hint (`plan.seen`).
-   * @param {{subtask_id: number | null}[]} seen
+   * The agent received these edits of plan `planId` in a hint (`plan.seen`).
+   * @param {number} planId
+   * @param {{version: number, subtask_id: number | null}[]} seen
    */
-  markSeen(seen) {
+  markSeen(planId, seen) {
     for (const item of seen || []) {
       const key = item.subtask_id ?? "plan";
+      this.seenUpTo.set(planId, Math.max(this.seenUpTo.get(planId) ?? 0, item.version));
       this.edits.set(key, "seen");
       clearTimeout(this.seenTimers.get(key));
       this.seenTimers.set(

@@ -166,7 +166,9 @@ class SessionPage {
         this.board.marks.addUsage(message);
         break;
       case "plan.seen":
-        if (this.plan && message.plan_id === this.plan.id) this.board.marks.markSeen(message.seen);
+        if (this.plan && message.plan_id === this.plan.id) {
+          this.board.marks.markSeen(message.plan_id, message.seen);
+        }
         break;
       case "session.messages_seen":
         this.chat.markMessagesSeen(message);
@@ -225,7 +227,12 @@ class SessionPage {
   /** @param {PlanEvent} event */
   onPlanEvent(event) {
     if (this.plan && event.plan_id === this.plan.id) {
-      if (event.version <= this.plan.version) return; // already shown (e.g. from a REST answer)
+      const marked = this.board.marks.markPending(event);
+      if (event.version <= this.plan.version) {
+        // Already shown (from the REST answer to the edit): only its mark is new.
+        if (marked) this.board.marks.changed();
+        return;
+      }
       let next;
       try {
         next = applyEvent(this.plan, event);
@@ -233,7 +240,6 @@ class SessionPage {
         if (error instanceof VersionGap) return this.resync();
         throw error;
       }
-      this.board.marks.markPending(event);
       this.setPlan(next, this.highlightFor(event));
       this.tabs.notify("board");
     } else if (event.action === "plan_created" && event.version === 1) {

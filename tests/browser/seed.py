@@ -168,6 +168,8 @@ def seed() -> dict[str, Any]:
     fresh_link = seed_confirmation_link(users.create_user("rui", password=PASSWORD))
     presence = seed_presence(alice, PASSWORD)
     cards = seed_cards_plan(alice)
+    # The same plan for the edit-mark tests, where nothing else edits it.
+    marks = seed_cards_plan(users.create_user("noa", password=PASSWORD))
     blockers = seed_blockers_plan(alice)
     long_plans = seed_long_plans(users.create_user("lily", password=PASSWORD))
     edges = seed_edges(users.create_user("mika", password=PASSWORD))
@@ -187,6 +189,7 @@ def seed() -> dict[str, Any]:
         "confirmation_link": confirmation_link,
         "fresh_link": fresh_link,
         "cards": cards,
+        "marks": marks,
         "blockers": blockers,
         "long_plans": long_plans,
         "edges": edges,

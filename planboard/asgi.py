@@ -20,8 +20,11 @@ django_asgi_app = OneThreadASGIHandler()
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from planboard.realtime.routing import websocket_application  # noqa: E402
+from planboard.web_gate import Gate  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})
+application = ProtocolTypeRouter(
+    {"http": Gate(django_asgi_app), "websocket": websocket_application}
+)
 
 from planboard.services.run_queue import run_dispatcher  # noqa: E402
 

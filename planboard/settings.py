@@ -131,6 +131,11 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
             "timeout": 10,
         }
         DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them; Django's reuse must be off
+# HTTP requests inside Django at once in the web process; a burst beyond waits its turn
+# (planboard/web_gate.py). No more than the pool has connections, or a burst gets 503s.
+PLANBOARD_WEB_CONCURRENCY = int(
+    os.environ.get("PLANBOARD_WEB_CONCURRENCY", os.environ.get("PLANBOARD_DB_POOL_MAX_SIZE", "20"))
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -282,9 +282,12 @@ class TestSchema:
 # Python function calls per posted message through the browser's path (session cookie, CSRF
 # token, the throttle), the in-process share of benchmark 9 that moves with no machine's speed
 # (here without Celery: the tests record dispatches). With the login session, its user, the
-# run and the message read and written through planboard/sql.py: 8,086 on SQLite, 9,261 on
-# PostgreSQL (psycopg adapts each value in Python). The ceilings leave room for a library update.
-POST_CALLS_CEILING = {"sqlite": 9_000, "postgresql": 10_000}
+# run and the message read and written through planboard/sql.py: 8,086 on SQLite, 8,828 on
+# PostgreSQL (psycopg adapts each value in Python) when run alone. The count grows with what ran
+# before in the process (9,262 after this file's other tests; the whole suite adds about 500
+# more), against 20,400 for the path before it was cut: the ceilings catch a return to that,
+# and leave room for the suite's order and a library update.
+POST_CALLS_CEILING = {"sqlite": 10_000, "postgresql": 11_000}
 
 
 @pytest.mark.django_db(transaction=True)

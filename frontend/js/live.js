@@ -1,9 +1,12 @@
 // A websocket that reconnects with backoff and reports whether live updates flow.
-// The server sends a fresh snapshot on every connect, so a reconnect is also a resync.
+// The server sends a fresh snapshot on every connect, so a reconnect is also a resync; the
+// socket is "live" from that snapshot on (not from the open, when the page may still be stale).
 
 const MAX_DELAY_MS = 15000;
 // Close codes the server uses for "not signed in / not allowed" and "not found".
 const REFUSED = new Set([4403, 4404]);
+// What a socket's server sends first on every connect: the state to show, or that it is there.
+const GREETINGS = new Set(["snapshot", "hello"]);
 
 export class LiveSocket {
   /**
@@ -54,7 +57,6 @@ export class LiveSocket {
     socket.addEventListener("open", () => {
       if (socket !== this.socket) return;
       this.attempts = 0;
-      this.setStatus("live");
     });
     socket.addEventListener("message", (event) => {
       if (socket !== this.socket) return;
@@ -65,6 +67,8 @@ export class LiveSocket {
         return;
       }
       this.onMessage(message);
+      // Live once the page shows what the server has: its greeting (the snapshot) is applied.
+      if (GREETINGS.has(message.type) && this.status !== "live") this.setStatus("live");
     });
     socket.addEventListener("close", (event) => {
       if (socket !== this.socket) return;

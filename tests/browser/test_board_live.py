@@ -212,3 +212,29 @@ def test_lead_watches_read_only_and_outsider_is_refused(browsing: Any) -> None:
     assert response is not None and response.status == 404
     expect(outsider.locator("#board")).to_have_count(0)
     assert re.search(r"/sessions/\d+/$", outsider.url)
+
+
+def test_the_page_is_live_only_once_it_shows_the_snapshot(browsing: Any) -> None:
+    """The indicator says live once the board is current: at the snapshot, not the open."""
+    server = browsing.server
+    page = browsing.new_page("alice")
+    held: list[Any] = []
+
+    def relay(route: Any) -> None:
+        upstream = route.connect_to_server()
+        route.on_message(upstream.send)
+        upstream.on_message(lambda message: held.append((route, message)))
+
+    page.route_web_socket("**/ws/sessions/**", relay)
+    page.goto(f"{server.url}/sessions/{server.data['board_session']}/")
+    for _ in range(200):  # the socket's handlers run while Playwright waits
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the server sent nothing"
+    # Open, and the snapshot is here but not yet given to the page: not live yet.
+    indicator = page.locator("#live-indicator")
+    expect(indicator).not_to_have_attribute("data-status", "live")
+    for route, message in held:
+        route.send(message)
+    expect(indicator).to_have_attribute("data-status", "live")

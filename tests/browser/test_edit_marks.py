@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import Browsing
+from tests.browser.conftest import PHONE, Browsing
 from tests.browser.helpers import card, open_session
 
 pytestmark = pytest.mark.browser
@@ -18,7 +18,9 @@ pytestmark = pytest.mark.browser
 EDITED = "Reserve the Arashiyama bamboo grove rickshaw"
 
 
-def test_an_edit_answered_before_its_event_is_still_marked_pending(browsing: Browsing) -> None:
+def test_an_edit_answered_before_its_event_is_still_marked_pending(
+    browsing: Browsing, screenshot: Any
+) -> None:
     server = browsing.server
     page = browsing.new_page("noa")
     # The session socket passes through here; plan events wait until the test lets them go.
@@ -62,3 +64,10 @@ def test_an_edit_answered_before_its_event_is_still_marked_pending(browsing: Bro
         relays[-1].send(message)
     expect(edited.locator('[data-edit="pending"]')).to_be_visible()
     expect(edited.locator('[data-edit="pending"]')).to_have_text("not seen yet")
+    screenshot(page, "edit-marks-pending-1280")
+    # On a phone, from the snapshot's unseen edits.
+    phone = browsing.new_page("noa", viewport=PHONE)
+    open_session(phone, server.url, server.data["marks"]["session"])
+    expect(card(phone, EDITED).locator('[data-edit="pending"]')).to_be_visible()
+    card(phone, EDITED).scroll_into_view_if_needed()
+    screenshot(phone, "edit-marks-pending-390")

@@ -24,7 +24,7 @@ def settle(page: Any, url: str, visible: str) -> Any:
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280", "390"])
-def test_the_signed_in_pages(browsing: Browsing, viewport: dict[str, int]) -> None:
+def test_the_signed_in_pages(browsing: Browsing, viewport: dict[str, int], screenshot: Any) -> None:
     data = browsing.server.data
     url = browsing.server.url
     page = browsing.new_page("sam", viewport=viewport)  # an admin: sees every page
@@ -40,6 +40,16 @@ def test_the_signed_in_pages(browsing: Browsing, viewport: dict[str, int]) -> No
     for path, visible in pages:
         answer = settle(page, f"{url}{path}", visible)
         assert answer is not None and answer.status == 200, path
+
+    # Every place in the top bar is in sight, the inbox and Admin too, on a phone as well.
+    settle(page, f"{url}/", ".session-card")
+    places = page.locator(".topnav a")
+    expect(places).to_have_count(5)
+    for place in places.all():
+        box = place.bounding_box()
+        assert box is not None and box["x"] >= 0, place.inner_text()
+        assert box["x"] + box["width"] <= viewport["width"], place.inner_text()
+    screenshot(page, f"topbar-staff-{viewport['width']}")
 
 
 def test_the_pages_signed_out(browsing: Browsing) -> None:

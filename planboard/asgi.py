@@ -13,18 +13,15 @@ import django
 
 django.setup(set_prefix=False)  # as Django's `get_asgi_application` does
 
-from planboard.security import OneThreadASGIHandler  # noqa: E402
+from planboard.web_handler import OneThreadASGIHandler  # noqa: E402
 
 django_asgi_app = OneThreadASGIHandler()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from planboard.realtime.routing import websocket_application  # noqa: E402
-from planboard.web_gate import Gate  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {"http": Gate(django_asgi_app), "websocket": websocket_application}
-)
+application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})
 
 from planboard.services.run_queue import run_dispatcher  # noqa: E402
 

@@ -1,14 +1,10 @@
-"""Who is asking (the client address the trusted proxies vouch for), the
-Content-Security-Policy header, and the request's one thread under ASGI."""
+"""Who is asking (the client address the trusted proxies vouch for) and the
+Content-Security-Policy header."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from asgiref.sync import sync_to_async
 from csp.middleware import CSPMiddleware, PolicyParts
 from django.core.exceptions import DisallowedHost
-from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
@@ -45,22 +41,3 @@ class ContentSecurityPolicyMiddleware(CSPMiddleware):
         ]
         parts.update = update
         return parts
-
-
-class OneThreadASGIHandler(ASGIHandler):
-    """Django's ASGI handler, its middleware chain and views loaded in sync mode and entered
-    through one `sync_to_async` hop a request.
-
-    Under ASGI Django loads the chain in async mode: a sync-only middleware (WhiteNoise) makes it
-    hand the rest of the chain to a thread, the view goes back to the event loop and out to the
-    thread again (`_get_response_async`), and every `process_view` hook (CSRF's) takes a hop of
-    its own; each `MiddlewareMixin` in async mode hops for each of its hooks. Every middleware
-    and view here is sync: in sync mode the whole request runs in one thread, entered once (an
-    async view would still work: Django's sync path runs it with `async_to_sync`)."""
-
-    def load_middleware(self, is_async: bool = False) -> None:
-        super().load_middleware(is_async=False)
-        # The stubs declare the chain without a type (Django sets it in this method).
-        chain: Callable[[HttpRequest], HttpResponseBase] = self._middleware_chain  # type: ignore[has-type]
-        # As Django adapts a sync chain's top under ASGI (`adapt_method_mode`).
-        self._middleware_chain = sync_to_async(chain, thread_sensitive=True)

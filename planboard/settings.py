@@ -76,7 +76,7 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 # Under ASGI the chain and the view run in sync mode, one thread a request
-# (`planboard.security.OneThreadASGIHandler`, planboard/asgi.py).
+# (`planboard.web_handler.OneThreadASGIHandler`, planboard/asgi.py).
 
 ROOT_URLCONF = "planboard.urls"
 ASGI_APPLICATION = "planboard.asgi.application"
@@ -132,7 +132,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         }
         DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them; Django's reuse must be off
 # HTTP requests inside Django at once in the web process; a burst beyond waits its turn
-# (planboard/web_gate.py). No more than the pool has connections, or a burst gets 503s.
+# (planboard/web_handler.py). No more than the pool has connections, or a burst gets 503s.
 PLANBOARD_WEB_CONCURRENCY = int(
     os.environ.get("PLANBOARD_WEB_CONCURRENCY", os.environ.get("PLANBOARD_DB_POOL_MAX_SIZE", "20"))
 )

@@ -1,4 +1,4 @@
-"""Under ASGI a request runs in one thread, entered once (`planboard.security.
+"""Under ASGI a request runs in one thread, entered once (`planboard.web_handler.
 OneThreadASGIHandler`): the middleware chain, its hooks and the view are loaded in sync mode,
 with no hop between the event loop and a thread inside; a message posted through the ASGI
 handler is served as before."""
@@ -17,7 +17,7 @@ from django.urls import ResolverMatch
 from planboard import services
 from planboard.asgi import django_asgi_app
 from planboard.models import AgentRun
-from planboard.security import OneThreadASGIHandler
+from planboard.web_handler import OneThreadASGIHandler
 
 
 def test_the_web_process_serves_with_the_one_thread_handler() -> None:

@@ -4,14 +4,13 @@ template filters and `frontend/js/format.js` run the one table of cases."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from django.template import Context, Template
 
 from planboard.templatetags.planboard_format import format_tokens, format_usd
+from tests.support.node import node_test
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = json.loads((ROOT / "tests" / "js" / "format_cases.json").read_text())
@@ -33,17 +32,7 @@ def test_filters_in_a_template() -> None:
 
 
 def test_the_browser_formats_the_same_cases() -> None:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("Node.js is not installed (make test installs it for tsc)")
-    result = subprocess.run(
-        [node, "--test", str(ROOT / "tests" / "js" / "format.test.mjs")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    node_test("format.test.mjs")
 
 
 def test_templates_print_money_and_tokens_through_the_filters() -> None:

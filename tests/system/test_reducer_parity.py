@@ -8,8 +8,6 @@ only Node (which `make test` already needs for tsc)."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,7 @@ import pytest
 from planboard import selectors, services
 from planboard.models import ChatSession
 from planboard.services import Actor
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.node import node_test
 
 
 def _history(chat_session: ChatSession, actor: Actor) -> dict[str, list[Any]]:
@@ -66,18 +63,10 @@ def _history(chat_session: ChatSession, actor: Actor) -> dict[str, list[Any]]:
 def test_node_replays_the_server_history(
     chat_session: ChatSession, actor: Actor, tmp_path: Path
 ) -> None:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("Node.js is not installed (make test installs it for tsc)")
     fixture = tmp_path / "history.json"
     fixture.write_text(json.dumps(_history(chat_session, actor)), encoding="utf-8")
-    done = subprocess.run(
-        [node, "--test", str(ROOT / "tests" / "js" / "board_state.test.mjs")],
+    done = node_test(
+        "board_state.test.mjs",
         env={"PATH": "/usr/bin:/bin", "PLANBOARD_PARITY_FIXTURE": str(fixture)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     assert "# pass 2" in done.stdout, done.stdout

@@ -175,8 +175,9 @@ def http(method: str, url: str, *, token: str = "", body: dict[str, Any] | None 
 
 
 def start_server(env: dict[str, str], port: int, log_path: Path) -> subprocess.Popen:
+    command = ["manage.py", "runembedded", "--host", "127.0.0.1", "--port", str(port)]
     return subprocess.Popen(
-        [sys.executable, "manage.py", "runembedded", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-X", "faulthandler", *command],
         cwd=ROOT,
         env=env,
         stdout=log_path.open("w"),
@@ -256,7 +257,12 @@ def test_runembedded_serves_the_app_and_runs_the_agent_in_process(
         assert states == [("done",)] * 4
 
         process.send_signal(signal.SIGINT)  # Ctrl-C
-        assert process.wait(timeout=60) == 0
+        try:
+            assert process.wait(timeout=60) == 0
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)  # -X faulthandler: every thread's stack
+            process.wait(timeout=30)
+            pytest.fail("Ctrl-C did not stop the server; its log:\n" + log_path.read_text()[-6000:])
     finally:
         if process.poll() is None:
             process.kill()

@@ -3,16 +3,17 @@
 and is still answered, in arrival order (not 503 for want of a database connection); a
 response being sent to a slow client holds no slot.
 
-The requests run through `async_to_sync`, on a loop of their own: a browser test may have left
-an event loop running on the test's thread, where `asyncio.run` refuses to start."""
+Each test's requests run on a loop of their own in a thread of their own: the browser tests'
+Playwright keeps a loop running on the test thread, where no other may start."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
@@ -20,6 +21,16 @@ from django.test import RequestFactory
 
 from planboard.asgi import application
 from planboard.web_handler import OneThreadASGIHandler
+
+T = TypeVar("T")
+
+
+def run_apart(main: Callable[[], Awaitable[T]]) -> T:
+    async def run() -> T:
+        return await main()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result(timeout=60)
 
 
 class Counting:
@@ -61,7 +72,7 @@ def test_a_burst_beyond_the_limit_waits_its_turn_and_every_request_is_served() -
         chain.release.set()
         return await asyncio.gather(*requests)
 
-    responses = async_to_sync(burst)()
+    responses = run_apart(burst)
     assert chain.most == 3 and len(chain.served) == 20
     assert chain.served[:3] == ["/0", "/1", "/2"]  # in arrival order
     assert [r.content for r in responses] == [f"/{n}".encode() for n in range(20)]
@@ -116,7 +127,7 @@ def test_a_response_sent_to_a_slow_client_holds_no_slot(no_database: None) -> No
         slow_client_reading.set()
         await slow
 
-    async_to_sync(both)()
+    run_apart(both)
     assert [m["body"] for m in sent["/next"] if m["type"] == "http.response.body"] == [b"/next"]
     assert [m["body"] for m in sent["/slow"] if m["type"] == "http.response.body"] == [b"/slow"]
 

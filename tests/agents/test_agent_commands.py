@@ -178,6 +178,9 @@ def start_server(env: dict[str, str], port: int, log_path: Path) -> subprocess.P
     command = ["manage.py", "runembedded", "--host", "127.0.0.1", "--port", str(port)]
     return subprocess.Popen(
         [sys.executable, "-X", "faulthandler", *command],
+        # As a terminal starts it: a test run started in the background by a script ignores
+        # SIGINT, the server inherits that, and Twisted installs no Ctrl-C handler over it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         cwd=ROOT,
         env=env,
         stdout=log_path.open("w"),

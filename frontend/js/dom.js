@@ -144,13 +144,15 @@ export function flashElement(element) {
  * subtask of the `item` (a CSS selector: a card or a row) around it, and its action.
  * @param {HTMLElement} container
  * @param {string} item
- * @returns {{element: HTMLElement, id: number | null, action: string | undefined} | null}
+ * @returns {{container: HTMLElement, element: HTMLElement, id: number | null,
+ *   action: string | undefined} | null}
  */
 export function captureFocus(container, item) {
   const active = document.activeElement;
   if (!(active instanceof HTMLElement) || !container.contains(active)) return null;
   const around = /** @type {HTMLElement | null} */ (active.closest(item));
   return {
+    container,
     element: active,
     id: around ? Number(around.dataset.subtaskId) : null,
     action: active.dataset ? active.dataset.action : undefined,
@@ -160,7 +162,7 @@ export function captureFocus(container, item) {
 /**
  * Put the keyboard back after a re-render. When the focused control was rebuilt, focus the
  * same action on its item (so "move up" can be pressed again), else `fallback` in it, else
- * the item itself.
+ * the item itself; a control outside any item (a header's) by the same action in the container.
  * @param {ReturnType<typeof captureFocus>} focus
  * @param {(id: number) => HTMLElement | null | undefined} itemFor
  * @param {string} [fallback] a selector inside the item
@@ -171,7 +173,14 @@ export function restoreFocus(focus, itemFor, fallback = "") {
     if (document.activeElement !== focus.element) focus.element.focus();
     return;
   }
-  const item = focus.id !== null ? itemFor(focus.id) : null;
+  if (focus.id === null) {
+    const same = focus.action
+      ? focus.container.querySelector(`[data-action="${focus.action}"]:not([disabled])`)
+      : null;
+    if (same instanceof HTMLElement) same.focus();
+    return;
+  }
+  const item = itemFor(focus.id);
   if (!item) return;
   const same = focus.action
     ? item.querySelector(`[data-action="${focus.action}"]:not([disabled])`)

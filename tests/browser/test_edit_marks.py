@@ -14,8 +14,9 @@ from tests.browser.helpers import card, open_session
 
 pytestmark = pytest.mark.browser
 
-# A card the seed leaves without a mark (the seed's own edits touch the first four).
+# Cards the seed leaves without a mark (the seed's own edits touch the first four).
 EDITED = "Reserve the Arashiyama bamboo grove rickshaw"
+EDITED_ELSEWHERE = "Find a vegetarian kaiseki dinner for the second night"
 
 
 def test_an_edit_answered_before_its_event_is_still_marked_pending(
@@ -71,3 +72,28 @@ def test_an_edit_answered_before_its_event_is_still_marked_pending(
     expect(card(phone, EDITED).locator('[data-edit="pending"]')).to_be_visible()
     card(phone, EDITED).scroll_into_view_if_needed()
     screenshot(phone, "edit-marks-pending-390")
+
+
+def test_a_re_render_keeps_the_keyboard_on_the_plan_header(browsing: Browsing) -> None:
+    """The board re-renders for a change made elsewhere (here through the API); a control of the
+    plan's header that had the keyboard keeps it, though the header is rebuilt."""
+    server = browsing.server
+    page = browsing.new_page("noa")
+    open_session(page, server.url, server.data["marks"]["session"])
+    target = card(page, EDITED_ELSEWHERE)
+    subtask_id = target.get_attribute("data-subtask-id")
+    plan_id = page.evaluate("window.planboard.plan.id")
+    edit_plan = page.locator('#board [data-action="edit-plan"]')
+    edit_plan.focus()
+    expect(edit_plan).to_be_focused()
+
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    answer = page.request.patch(
+        f"{server.url}/api/plans/{plan_id}/subtasks/{subtask_id}/",
+        data={"agent": "booker"},
+        headers={"X-CSRFToken": token, "Referer": server.url + "/"},
+    )
+    assert answer.status == 200, answer.text()
+    expect(target.locator(".chip-agent")).to_have_text("@booker")
+    expect(target.locator('[data-edit="pending"]')).to_be_visible()
+    expect(edit_plan).to_be_focused()

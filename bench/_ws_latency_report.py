@@ -113,7 +113,7 @@ def compare_report(
         f"Current ({by_code.get('current')}) and reference ({by_code.get('reference')}, a "
         f"clean clone), a daphne, database and Redis db each, in turn {runs} times per client "
         f"count (order flipping each run), {edits} edits each; medians, ratio = current / "
-        "reference. Server CPU: daphne's user+system time per edit (drifts less than latency).",
+        "reference. Server CPU: daphne's user+system time per edit.",
         "",
     ]
     rows = []

@@ -36,7 +36,11 @@ class InboxPage {
     this.showSnoozed = /** @type {HTMLInputElement} */ (document.getElementById("show-snoozed"));
     this.showSnoozed.addEventListener("change", () => this.render());
     document.addEventListener("pb-inbox", (event) => {
-      this.items = /** @type {CustomEvent} */ (event).detail.results;
+      const items = /** @type {CustomEvent} */ (event).detail.results;
+      // The same list again (the socket's hello on every connect): the page stays as it is,
+      // with what someone is selecting or reading where it was.
+      if (JSON.stringify(items) === JSON.stringify(this.items)) return;
+      this.items = items;
       this.render();
     });
     this.render();

@@ -48,6 +48,16 @@ def test_the_form_renders_from_the_schema_and_accept_sends_the_values(
     )
     expect(link.locator("a.elicit-url")).to_have_attribute("target", "_blank")
     screenshot(page, "elicitation-inbox")
+    # The same list again (the socket's hello on every connect) leaves the page as it is.
+    shown = link.element_handle()
+    page.evaluate(
+        """async () => {
+            const answer = await fetch("/api/inbox/", {headers: {Accept: "application/json"}});
+            const detail = await answer.json();
+            document.dispatchEvent(new CustomEvent("pb-inbox", {detail}));
+        }"""
+    )
+    assert shown.evaluate("el => el.isConnected"), "the inbox was rebuilt for the same list"
     link.scroll_into_view_if_needed()
     screenshot(page, "elicitation-inbox-url")
     # Declined right in the inbox; what was typed in the other form survives the refetch.
